@@ -1,0 +1,28 @@
+# akg: `make demo` and `make test` work on a fresh machine (they run `make setup` first).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.akg-installed
+
+.PHONY: setup demo test lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+# The main job on the embedded default problem: no API key, no GPU.
+demo: setup
+	$(VENV)/bin/akg ir --passes simplify,fuse --trace
+
+test: setup
+	$(PY) -m pytest -q -n 2 tests
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,200 @@
+"""SSA graph: single-output nodes in topological order, inputs, parameters and outputs."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .ops import opdef
+from .types import TensorType
+
+
+def freeze(v: Any) -> Any:
+    """Attributes are immutable and hashable: lists become tuples, dtypes their IR names."""
+    if isinstance(v, (list, tuple)):
+        return tuple(freeze(x) for x in v)
+    if isinstance(v, torch.dtype):
+        from .types import dtype_of
+
+        return dtype_of(v)
+    if isinstance(v, bool) or v is None or isinstance(v, (int, float, str)):
+        return v
+    raise TypeError(f"attribute value {v!r} ({type(v).__name__}) is not representable in the IR")
+
+
+def normalize_attrs(op: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    d = opdef(op)
+    unknown = [k for k in attrs if k not in d.attrs]
+    if unknown:
+        raise ValueError(f"op {op!r} has no attribute {unknown[0]!r}")
+    missing = [k for k in d.required() if k not in attrs]
+    if missing:
+        raise ValueError(f"op {op!r} needs attribute(s) {', '.join(missing)}")
+    # schema order, so the text form is canonical whatever order a caller used
+    return {k: freeze(attrs[k]) if k in attrs else v for k, v in d.attrs.items()}
+
+
+@dataclass(eq=False)
+class Node:
+    """One SSA value. Identity is the object; `name` is unique within its graph."""
+
+    op: str
+    args: tuple[Node | None, ...]
+    attrs: dict[str, Any]
+    type: TensorType
+    name: str
+    meta: dict[str, Any] = field(default_factory=dict)  # source line etc.; not printed
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.type.dtype
+
+    def key(self) -> tuple:
+        """Structural identity for CSE (operands by object identity)."""
+        return (self.op, tuple(id(a) if a is not None else None for a in self.args),
+                tuple(sorted(self.attrs.items())), self.type)
+
+    def __repr__(self) -> str:
+        return f"%{self.name}={self.op}:{self.type}"
+
+
+class Graph:
+    def __init__(self, name: str = "main") -> None:
+        self.name = name
+        self.nodes: list[Node] = []
+        self.outputs: list[Node] = []
+        self.weights: dict[str, torch.Tensor] = {}  # param key -> real value
+        self.meta: dict[str, Any] = {}  # provenance (problem file, train mode, opaque ops)
+        self._names: set[str] = set()
+        self._counter = itertools.count()
+
+    # --- construction
+    def fresh_name(self, hint: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        name, i = base, 0
+        while name in self._names:
+            i += 1
+            name = f"{base}_{i}"
+        self._names.add(name)
+        return name
+
+    def add(self, op: str, args: Sequence[Node | None] = (), attrs: dict[str, Any] | None = None,
+            type: TensorType | None = None, name: str | None = None) -> Node:
+        from .infer import infer_type
+
+        attrs = normalize_attrs(op, attrs or {})
+        if type is None:
+            type = infer_type(op, [a.type if a is not None else None for a in args], attrs)
+        node = Node(op, tuple(args), attrs, type, self.fresh_name(name or op))
+        self.nodes.append(node)
+        return node
+
+    def input(self, name: str, type: TensorType) -> Node:
+        return self.add("input", (), {}, type, name)
+
+    def param(self, key: str, value: torch.Tensor, name: str | None = None) -> Node:
+        self.weights[key] = value
+        return self.add("param", (), {"key": key}, TensorType.of(value), name or key.replace(".", "_"))
+
+    # --- queries
+    @property
+    def inputs(self) -> list[Node]:
+        return [n for n in self.nodes if n.op == "input"]
+
+    @property
+    def params(self) -> list[Node]:
+        return [n for n in self.nodes if n.op == "param"]
+
+    def users(self) -> dict[Node, list[Node]]:
+        u: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for a in n.args:
+                if a is not None:
+                    u[a].append(n)
+        return u
+
+    def ops(self) -> list[str]:
+        return [n.op for n in self.nodes]
+
+    # --- mutation
+    def replace_uses(self, old: Node, new: Node) -> None:
+        for n in self.nodes:
+            if any(a is old for a in n.args):
+                n.args = tuple(new if a is old else a for a in n.args)
+        self.outputs = [new if o is old else o for o in self.outputs]
+
+    def cleanup(self) -> int:
+        """Drop nodes no output depends on (inputs stay: they are the signature) and restore a
+        topological order after rewrites appended nodes, keeping the original order where it can.
+        Returns how many nodes were dropped."""
+        live: set[int] = set()
+        stack = [o for o in self.outputs] + self.inputs
+        while stack:
+            n = stack.pop()
+            if id(n) in live:
+                continue
+            live.add(id(n))
+            stack.extend(a for a in n.args if a is not None)
+        kept = [n for n in self.nodes if id(n) in live]
+        pos = {id(n): i for i, n in enumerate(kept)}
+        pending = {id(n): sum(1 for a in set(map(id, filter(None, n.args)))) for n in kept}
+        consumers: dict[int, list[Node]] = {id(n): [] for n in kept}
+        for n in kept:
+            for aid in set(map(id, filter(None, n.args))):
+                consumers[aid].append(n)
+        ready = [(pos[id(n)], n) for n in kept if pending[id(n)] == 0]
+        heapq.heapify(ready)
+        order: list[Node] = []
+        while ready:
+            _, n = heapq.heappop(ready)
+            order.append(n)
+            for c in consumers[id(n)]:
+                pending[id(c)] -= 1
+                if pending[id(c)] == 0:
+                    heapq.heappush(ready, (pos[id(c)], c))
+        if len(order) != len(kept):
+            raise ValueError("graph has a cycle")
+        before = len(self.nodes)
+        # inputs first, in signature order; then params; then the computation
+        self.nodes = ([n for n in order if n.op == "input"] + [n for n in order if n.op == "param"]
+                      + [n for n in order if n.op not in ("input", "param")])
+        self._names = {n.name for n in self.nodes}
+        live_keys = {p.attrs["key"] for p in self.params}
+        self.weights = {k: v for k, v in self.weights.items() if k in live_keys}
+        return before - len(self.nodes)
+
+    def copy(self) -> Graph:
+        g = Graph(self.name)
+        m: dict[Node, Node] = {}
+        for n in self.nodes:
+            c = Node(n.op, tuple(m[a] if a is not None else None for a in n.args), dict(n.attrs),
+                     n.type, n.name, dict(n.meta))
+            m[n] = c
+            g.nodes.append(c)
+        g.outputs = [m[o] for o in self.outputs]
+        g.weights = dict(self.weights)
+        g.meta = dict(self.meta)
+        g._names = set(self._names)
+        return g
+
+    def __iter__(self) -> Iterable[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __str__(self) -> str:
+        from .text import print_graph
+
+        return print_graph(self)

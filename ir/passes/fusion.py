@@ -1,0 +1,182 @@
+"""Fusion into kernel groups: pointwise chains; reductions with pointwise prologue and epilogue;
+a contraction with its pointwise epilogue; windows and scans with epilogues.
+
+Greedy over the topological order, so the result is deterministic. Every edge between two
+groups carries the reason it is a boundary. The group graph is kept acyclic with networkx.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ..graph import Graph, Node
+from ..ops import opdef
+
+SOURCES = ("input", "param", "scalar", "full", "arange")
+ANCHORS = ("reduction", "contraction", "window", "scan", "composite", "opaque")
+PROLOGUE_OK = ("reduction", "window", "scan", "composite")  # contractions take raw operands
+
+
+def fusion_kind(n: Node) -> str:
+    d = opdef(n.op)
+    return d.kind if d.group == "composite" else d.fusion_kind
+
+
+@dataclass
+class Group:
+    id: int
+    nodes: list[Node] = field(default_factory=list)
+    anchor: Node | None = None
+    inputs: list[Node] = field(default_factory=list)
+    outputs: list[Node] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return fusion_kind(self.anchor) if self.anchor is not None else "pointwise"
+
+    def describe(self) -> str:
+        a = f" anchor %{self.anchor.name}" if self.anchor is not None else ""
+        ops = ", ".join(n.op for n in self.nodes)
+        outs = ", ".join(f"%{o.name}" for o in self.outputs)
+        return f"group {self.id} [{self.kind}]{a}: {ops} -> {outs}"
+
+
+@dataclass(frozen=True)
+class Boundary:
+    producer: int
+    consumer: int
+    value: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"boundary g{self.producer} -> g{self.consumer} via %{self.value}: {self.reason}"
+
+
+@dataclass
+class FusionPlan:
+    groups: list[Group]
+    boundaries: list[Boundary]
+
+    def group_of(self, n: Node) -> Group | None:
+        return next((g for g in self.groups if n in g.nodes), None)
+
+    def __str__(self) -> str:
+        return "\n".join([g.describe() for g in self.groups] + [str(b) for b in self.boundaries])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "groups": [{"id": g.id, "kind": g.kind, "anchor": g.anchor.name if g.anchor else None,
+                        "nodes": [n.name for n in g.nodes], "inputs": [n.name for n in g.inputs],
+                        "outputs": [n.name for n in g.outputs]} for g in self.groups],
+            "boundaries": [b.__dict__ for b in self.boundaries],
+        }
+
+
+def fuse(g: Graph) -> FusionPlan:
+    users = g.users()
+    outputs = {id(o) for o in g.outputs}
+    groups: list[Group] = []
+    where: dict[int, Group] = {}  # node id -> group
+    dag = nx.DiGraph()
+    reasons: dict[tuple[int, int, str], str] = {}
+
+    def new_group(n: Node) -> Group:
+        grp = Group(len(groups))
+        groups.append(grp)
+        dag.add_node(grp.id)
+        return grp
+
+    def single_use(v: Node) -> bool:
+        return len(users[v]) == 1 and id(v) not in outputs
+
+    def creates_cycle(target: Group, others: list[Group]) -> bool:
+        # joining `target` means target must also run after every other producer group
+        return any(o.id != target.id and nx.has_path(dag, target.id, o.id) for o in others)
+
+    def why_not(n: Node, v: Node, grp: Group, kind: str) -> str | None:
+        """None when `n` may join `grp` through its operand `v`; else the boundary's reason."""
+        if grp.kind == "opaque" or kind == "opaque":
+            return "opaque ops stay in torch"
+        if not single_use(v):
+            n_users = len(users[v]) + (id(v) in outputs)
+            return f"%{v.name} is used {n_users} times (materialised once, not recomputed)"
+        if kind in ("pointwise", "movement"):
+            if grp.anchor is not None and n.type.numel > grp.anchor.type.numel:
+                return "epilogue would broadcast the anchor's output to a larger shape"
+            return None
+        # n is an anchor
+        if grp.anchor is not None:
+            return f"one anchor per kernel (%{grp.anchor.name} is {grp.kind})"
+        if kind == "contraction":
+            return "contraction operands are not fused as prologues"
+        if kind not in PROLOGUE_OK:
+            return f"{kind} takes no prologue"
+        return None
+
+    for n in g.nodes:
+        if n.op in SOURCES:
+            continue
+        kind = fusion_kind(n)
+        producers = [a for a in n.args if a is not None and a.op not in SOURCES]
+        prod_groups = [where[id(a)] for a in producers]
+        chosen: Group | None = None
+        edge_reason: dict[int, str] = {}
+        for v, grp in zip(producers, prod_groups):
+            if chosen is not None and grp is chosen:
+                continue
+            reason = why_not(n, v, grp, kind)
+            if reason is None and chosen is None:
+                if creates_cycle(grp, prod_groups):
+                    reason = "fusing here would order kernels in a cycle"
+                else:
+                    chosen = grp
+                    continue
+            edge_reason[id(v)] = reason or "operand comes from another kernel"
+        grp = chosen if chosen is not None else new_group(n)
+        grp.nodes.append(n)
+        if kind in ANCHORS:
+            grp.anchor = n
+        where[id(n)] = grp
+        for v, pg in zip(producers, prod_groups):
+            if pg is not grp:
+                dag.add_edge(pg.id, grp.id)
+                reasons.setdefault((pg.id, grp.id, v.name), edge_reason.get(id(v), "operand comes from another kernel"))
+
+    # group inputs/outputs, then renumber groups in execution order
+    for grp in groups:
+        members = {id(m) for m in grp.nodes}
+        seen: set[int] = set()
+        for m in grp.nodes:
+            for a in m.args:
+                if a is not None and id(a) not in members and id(a) not in seen:
+                    seen.add(id(a))
+                    grp.inputs.append(a)
+        grp.outputs = [m for m in grp.nodes if id(m) in outputs or any(id(u) not in members for u in users[m])]
+    order = list(nx.lexicographical_topological_sort(dag, key=lambda i: i))
+    renum = {old: new for new, old in enumerate(order)}
+    for grp in groups:
+        grp.id = renum[grp.id]
+    groups.sort(key=lambda grp: grp.id)
+    bounds = [Boundary(renum[p], renum[c], v, r) for (p, c, v), r in reasons.items()]
+    bounds.sort(key=lambda b: (b.producer, b.consumer, b.value))
+    return FusionPlan(groups, bounds)
+
+
+def to_dot(g: Graph, plan: FusionPlan | None = None) -> str:
+    lines = [f'digraph "{g.name}" {{', "  node [shape=box, fontname=monospace];"]
+    grouped = {id(n): grp for grp in (plan.groups if plan else []) for n in grp.nodes}
+    for grp in plan.groups if plan else []:
+        lines.append(f'  subgraph cluster_{grp.id} {{ label="g{grp.id} {grp.kind}";')
+        lines += [f'    "{n.name}" [label="{n.name}\\n{n.op} {n.type}"];' for n in grp.nodes]
+        lines.append("  }")
+    for n in g.nodes:
+        if id(n) not in grouped:
+            lines.append(f'  "{n.name}" [label="{n.name}\\n{n.op} {n.type}", style=dashed];')
+        for a in n.args:
+            if a is not None:
+                lines.append(f'  "{a.name}" -> "{n.name}";')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,262 @@
+"""Algebraic simplification rules, each a (pattern, rewrite) pair that keeps the value."""
+
+from __future__ import annotations
+
+import math
+
+from ..graph import Graph, Node
+from .base import P, Rewriter, RewritePass, Rule, X
+
+
+
+def _users(n: Node) -> int:
+    return n.meta.get("_users", 2)
+
+
+def _reduced_axes(n: Node) -> list[int]:
+    rank = n.args[0].type.rank  # type: ignore[union-attr]
+    dims = n.attrs["dims"]
+    return list(range(rank)) if dims is None else sorted(d % max(rank, 1) for d in dims)
+
+
+def _drop_axes(shape: tuple[int, ...], axes: list[int]) -> list[int]:
+    return [s for i, s in enumerate(shape) if i not in axes]
+
+
+def _finish(r: Rewriter, y: Node) -> Node:
+    """Reshape `y` to the replaced node's shape when only size-1 axes differ."""
+    return y if list(y.shape) == list(r.root.shape) else r.op("reshape", [y], shape=list(r.root.shape))
+
+
+# --- a reduction over a contraction's free axis moves in front of it (it is linear)
+def _sum_of_linear(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    red, lin = r.root, b["lin"]
+    x, w = lin.args[0], lin.args[1]
+    if _reduced_axes(red) != [lin.type.rank - 1] or w is None or x is None or w.type.rank != 2:
+        return None
+    op = red.op  # sum or mean: both are linear, so they commute with x @ W.T + b
+    ws = r.op(op, [w], dims=[0], keepdim=True)
+    args = [x, ws]
+    if len(lin.args) > 2 and lin.args[2] is not None:
+        args.append(r.op(op, [lin.args[2]], dims=[0], keepdim=True))
+    return _finish(r, r.op("linear", args))
+
+
+def _sum_of_matmul(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    red, mm = r.root, b["mm"]
+    x, w = mm.args
+    if w is None or x is None or w.type.rank != 2 or x.type.rank < 2:
+        return None
+    if _reduced_axes(red) != [mm.type.rank - 1]:
+        return None
+    return _finish(r, r.op("matmul", [x, r.op(red.op, [w], dims=[1], keepdim=True)]))
+
+
+def _sum_of_conv(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    red, conv = r.root, b["conv"]
+    if _reduced_axes(red) != [1] or conv.attrs["groups"] != 1:
+        return None
+    x, w = conv.args[0], conv.args[1]
+    args = [x, r.op(red.op, [w], dims=[0], keepdim=True)]
+    if len(conv.args) > 2 and conv.args[2] is not None:
+        args.append(r.op(red.op, [conv.args[2]], dims=[0], keepdim=True))
+    a = conv.attrs
+    y = r.op("conv", args, stride=a["stride"], padding=a["padding"], dilation=a["dilation"], groups=1)
+    return _finish(r, y)
+
+
+# --- reductions and softmax-like ops over axes of size 1
+def _size1(n: Node, axes: list[int]) -> bool:
+    shape = n.args[0].shape  # type: ignore[union-attr]
+    return bool(axes) and all(shape[a] == 1 for a in axes)
+
+
+def _trivial_reduction(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    n = r.root
+    if n.op in ("var", "std", "norm") or not _size1(n, _reduced_axes(n)):
+        return None
+    return _finish(r, b["x"])
+
+
+def _softmax_size1(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    n = r.root
+    if b["x"].shape[n.attrs["dim"]] != 1:
+        return None
+    value = 1.0 if n.op == "softmax" else 0.0
+    return r.op("full", [], shape=list(n.shape), value=value, dtype=n.dtype)
+
+
+def _logsumexp_size1(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    n = r.root
+    rank = b["x"].type.rank
+    axes = sorted(d % rank for d in n.attrs["dims"])
+    return _finish(r, b["x"]) if _size1(n, axes) else None
+
+
+# --- pooling to one output and reductions of reductions
+def _global_pool(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    n, x = r.root, b["x"]
+    k = len(n.attrs["output_size"])
+    if any(s != 1 for s in n.attrs["output_size"]):
+        return None
+    return r.op("mean", [x], dims=list(range(x.type.rank - k, x.type.rank)), keepdim=True)
+
+
+def _full_window_avg_pool(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    n, x = r.root, b["x"]
+    k = len(n.attrs["kernel"])
+    spatial = list(x.shape[-k:])
+    a = n.attrs
+    if list(a["kernel"]) != spatial or any(a["padding"]) or a["divisor_override"] is not None:
+        return None
+    return r.op("mean", [x], dims=list(range(x.type.rank - k, x.type.rank)), keepdim=True)
+
+
+def _reduce_reduce(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    outer, inner = r.root, b["inner"]
+    if outer.op != inner.op or not inner.attrs["keepdim"]:
+        return None
+    axes = sorted(set(_reduced_axes(inner)) | set(_reduced_axes(outer)))
+    # a mean of means is the overall mean only because every inner group has the same size
+    return r.op(outer.op, [b["x"]], dims=axes, keepdim=outer.attrs["keepdim"])
+
+
+# --- identities with constants
+def _const_is(value: float):
+    return lambda n: n.op in ("scalar", "full") and n.attrs["value"] == value
+
+
+def _keep_x(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    x = b["x"]
+    return x if x.type.shape == r.root.type.shape and x.dtype == r.root.dtype else None
+
+
+def _dropout_off(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    a = r.root.attrs
+    return b["x"] if (not a["training"] or a["p"] == 0.0) else None
+
+
+# --- clamps: relu is clamp(min=0); bounded functions need no clamp
+_RANGE = {"sigmoid": (0.0, 1.0), "tanh": (-1.0, 1.0), "relu": (0.0, math.inf), "hardsigmoid": (0.0, 1.0),
+          "exp": (0.0, math.inf), "abs": (0.0, math.inf)}
+
+
+def _bounds(n: Node) -> tuple[float, float]:
+    if n.op == "relu":
+        return 0.0, math.inf
+    lo, hi = n.attrs["min"], n.attrs["max"]
+    return (-math.inf if lo is None else lo), (math.inf if hi is None else hi)
+
+
+def _clamp_node(r: Rewriter, x: Node, lo: float, hi: float) -> Node:
+    if lo == 0.0 and hi == math.inf and x.dtype in ("f16", "bf16", "f32", "f64"):
+        return r.op("relu", [x])
+    return r.op("clamp", [x], min=None if lo == -math.inf else lo, max=None if hi == math.inf else hi)
+
+
+def _clamp_clamp(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    (lo1, hi1), (lo2, hi2) = _bounds(b["inner"]), _bounds(r.root)
+    if isinstance(lo1, int) != isinstance(lo2, int) and b["x"].dtype not in ("f16", "bf16", "f32", "f64"):
+        return None
+    lo, hi = max(lo1, lo2), min(hi1, hi2)
+    if lo > hi:  # torch: min > max gives max everywhere; keep it as written
+        return None
+    return _clamp_node(r, b["x"], lo, hi)
+
+
+def _clamp_of_bounded(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    f = b["f"]
+    lo, hi = _bounds(r.root)
+    flo, fhi = _RANGE[f.op]
+    return f if lo <= flo and hi >= fhi else None
+
+
+# --- chains of scalar arithmetic
+_ADDITIVE, _MULTIPLICATIVE = ("add", "sub"), ("mul", "div")
+
+
+def _scalar_of(n: Node) -> Node | None:
+    return n if n.op == "scalar" else None
+
+
+def _scalar_chain(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    outer, inner = r.root, b["inner"]
+    fam = _ADDITIVE if outer.op in _ADDITIVE else _MULTIPLICATIVE
+    if inner.op not in fam or len(set(inner.args) & set(outer.args)) or outer.args[0] is not inner:
+        return None
+    if _scalar_of(outer.args[1]) is None:  # type: ignore[arg-type]
+        return None
+    # inner = x op a, or a op x for the commutative ops
+    if inner.args[1] is not None and inner.args[1].op == "scalar":
+        x, a, a_left = inner.args[0], inner.args[1], False
+    elif inner.args[0] is not None and inner.args[0].op == "scalar" and inner.op in ("add", "mul"):
+        x, a, a_left = inner.args[1], inner.args[0], True
+    else:
+        return None
+    assert x is not None and a is not None
+    c1, c2 = a.attrs["value"], outer.args[1].attrs["value"]  # type: ignore[union-attr]
+    if isinstance(c1, bool) or isinstance(c2, bool):
+        return None
+    if fam is _ADDITIVE:
+        s1 = c1 if inner.op == "add" or a_left else -c1
+        c = s1 + (c2 if outer.op == "add" else -c2)
+        op = "add"
+    else:
+        if inner.op == "div" and outer.op == "div":
+            c, op = c1 * c2, "div"
+        else:
+            e1 = c1 if inner.op == "mul" else 1.0 / c1 if c1 else None
+            e2 = c2 if outer.op == "mul" else 1.0 / c2 if c2 else None
+            if e1 is None or e2 is None:
+                return None
+            c, op = e1 * e2, "mul"
+    dt = a.attrs["dtype"] if isinstance(c, float) == isinstance(c1, float) else outer.args[1].attrs["dtype"]
+    y = r.op(op, [x, r.scalar(c, dt)])
+    return y if y.dtype == r.root.dtype else None
+
+
+def _annotate_users(g: Graph) -> None:
+    for n, us in g.users().items():
+        n.meta["_users"] = len(us) + sum(o is n for o in g.outputs)
+
+
+SIMPLIFY_RULES = (
+    Rule("reduce-through-linear", P(("sum", "mean"), P("linear", bind="lin", where=lambda n: _users(n) == 1)),
+         _sum_of_linear),
+    Rule("reduce-through-matmul", P(("sum", "mean"), P("matmul", bind="mm", where=lambda n: _users(n) == 1)),
+         _sum_of_matmul),
+    Rule("reduce-through-conv", P(("sum", "mean"), P("conv", bind="conv", where=lambda n: _users(n) == 1)),
+         _sum_of_conv),
+    Rule("reduce-over-size1", P(("sum", "mean", "amax", "amin", "prod"), X("x")), _trivial_reduction),
+    Rule("softmax-over-size1", P(("softmax", "log_softmax"), X("x")), _softmax_size1),
+    Rule("logsumexp-over-size1", P("logsumexp", X("x")), _logsumexp_size1),
+    Rule("global-adaptive-pool-is-mean", P("adaptive_avg_pool", X("x")), _global_pool),
+    Rule("full-window-avg-pool-is-mean", P("avg_pool", X("x")), _full_window_avg_pool),
+    Rule("reduce-of-reduce", P(("sum", "mean", "amax", "amin"), P(("sum", "mean", "amax", "amin"), X("x"),
+                                                                   bind="inner")), _reduce_reduce),
+    Rule("mul-by-one", P("mul", X("x"), X("c", _const_is(1))), _keep_x),
+    Rule("one-times", P("mul", X("c", _const_is(1)), X("x")), _keep_x),
+    Rule("add-zero", P(("add", "sub"), X("x"), X("c", _const_is(0))), _keep_x),
+    Rule("zero-plus", P("add", X("c", _const_is(0)), X("x")), _keep_x),
+    Rule("div-by-one", P("div", X("x"), X("c", _const_is(1))), _keep_x),
+    Rule("pow-one", P("pow", X("x"), X("c", _const_is(1))), _keep_x),
+    Rule("dropout-off", P("dropout", X("x")), _dropout_off),
+    Rule("clamp-of-clamp", P(("clamp", "relu"), P(("clamp", "relu"), X("x"), bind="inner")), _clamp_clamp),
+    Rule("clamp-of-bounded", P(("clamp", "relu"), P(tuple(_RANGE), bind="f")), _clamp_of_bounded),
+    Rule("scalar-chain", P(("add", "sub", "mul", "div"), P(("add", "sub", "mul", "div"), bind="inner"),
+                            X("c", lambda n: n.op == "scalar")), _scalar_chain),
+)
+
+
+class Simplify(RewritePass):
+    def __init__(self) -> None:
+        super().__init__("simplify", SIMPLIFY_RULES)
+
+    def run(self, g, trace):  # type: ignore[override]
+        _annotate_users(g)  # rules that duplicate work check single use
+        changed = super().run(g, trace)
+        for n in g.nodes:
+            n.meta.pop("_users", None)
+        return changed
+
+

@@ -1,0 +1,162 @@
+"""Printer and `lark` parser for the graph IR text form (round-trips exactly).
+
+Weights are not part of the text: a `param` names its state_dict key, and `parse_graph` takes the
+weights separately (like an MLIR resource blob kept beside the module).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import torch
+from lark import Lark, Transformer, v_args
+
+from .graph import Graph, Node
+from .ops import opdef
+from .types import TensorType
+
+
+def format_value(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        r = repr(v)
+        return r if any(c in r for c in ".e") else r + ".0"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, tuple):
+        return "[" + ", ".join(format_value(x) for x in v) + "]"
+    raise TypeError(f"cannot print attribute value {v!r}")
+
+
+def format_attrs(n: Node) -> str:
+    defaults = opdef(n.op).defaults()
+    # a default is left out only when it is the same value of the same type (1 is not 1.0)
+    shown = [(k, v) for k, v in n.attrs.items()
+             if k not in defaults or type(defaults[k]) is not type(v) or defaults[k] != v]
+    if not shown:
+        return ""
+    return " {" + ", ".join(f"{k}={format_value(v)}" for k, v in shown) + "}"
+
+
+def print_node(n: Node) -> str:
+    args = ", ".join("none" if a is None else f"%{a.name}" for a in n.args)
+    return f"%{n.name}: {n.type} = {n.op}({args}){format_attrs(n)}"
+
+
+def print_graph(g: Graph) -> str:
+    lines = [f"graph {g.name} {{"]
+    lines += ["  " + print_node(n) for n in g.nodes]
+    lines.append("  return " + ", ".join(f"%{o.name}" for o in g.outputs))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark((Path(__file__).parent / "ir.lark").read_text(), parser="lalr",
+                maybe_placeholders=True)
+
+
+@v_args(inline=True)
+class _ToPython(Transformer):
+    def float(self, tok):
+        return float(tok)
+
+    def int(self, tok):
+        return int(tok)
+
+    def true(self):
+        return True
+
+    def false(self):
+        return False
+
+    def none(self):
+        return None
+
+    def string(self, tok):
+        return json.loads(tok)
+
+    def list(self, *items):
+        return tuple(i for i in items if i is not None) if items != (None,) else ()
+
+    def var(self, tok):
+        return str(tok)[1:]
+
+    def no_arg(self):
+        return _NoArg
+
+    def attr(self, name, value):
+        return (str(name), value)
+
+    def attrs(self, *items):
+        return dict(i for i in items if i is not None)
+
+    def type(self, dtype, *rest):
+        *dims, layout = rest
+        shape = tuple(int(d) for d in dims if d is not None)
+        return TensorType(shape, str(dtype), str(layout) if layout is not None else "contiguous")
+
+    def stmt(self, var, ty, op, *rest):
+        attrs = next((r for r in rest if isinstance(r, dict)), {})
+        args = [r for r in rest if r is not None and not isinstance(r, dict)]
+        return (str(var)[1:], ty, str(op), args, attrs)
+
+    def ret(self, *vars_):
+        return [str(v)[1:] for v in vars_ if v is not None]
+
+    def start(self, name, *rest):
+        return (str(name), list(rest[:-1]), rest[-1])
+
+
+class _NoArgType:
+    pass
+
+
+_NoArg = _NoArgType()
+
+
+class IRParseError(ValueError):
+    pass
+
+
+def parse_graph(text: str, weights: dict[str, torch.Tensor] | None = None) -> Graph:
+    from lark.exceptions import LarkError
+
+    try:
+        name, stmts, ret = _ToPython().transform(_parser().parse(text))
+    except LarkError as e:
+        raise IRParseError(f"IR text does not parse: {str(e).splitlines()[0]}") from None
+    g = Graph(name)
+    env: dict[str, Node] = {}
+    for var, ty, op, args, attrs in stmts:
+        try:
+            resolved = [None if a is _NoArg else env[a] for a in args]
+        except KeyError as e:
+            raise IRParseError(f"%{var} uses undefined value %{e.args[0]}") from None
+        if var in env:
+            raise IRParseError(f"%{var} is defined twice")
+        node = g.add(op, resolved, attrs, ty, var)
+        if node.name != var:
+            raise IRParseError(f"bad value name %{var}")
+        env[var] = node
+    try:
+        g.outputs = [env[v] for v in ret]
+    except KeyError as e:
+        raise IRParseError(f"return uses undefined value %{e.args[0]}") from None
+    if weights is not None:
+        g.weights = {p.attrs["key"]: weights[p.attrs["key"]] for p in g.params}
+    return g
