@@ -134,15 +134,16 @@ def _binary(op: str, swap: bool = False):
     return conv
 
 
-for _op, _names in {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "maximum": "maximum max",
-                    "minimum": "minimum min", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
-                    "gt": "gt", "ge": "ge", "logical_and": "logical_and", "logical_or": "logical_or",
-                    "remainder": "remainder", "atan2": "atan2", "div": "div"}.items():
+_BINARY_ALIASES = {
+    "add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "div": "div", "maximum": "maximum max",
+    "minimum": "minimum min", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "logical_and": "logical_and __and__ bitwise_and", "logical_or": "logical_or __or__ bitwise_or",
+    "remainder": "remainder", "atan2": "atan2",
+}
+for _op, _names in _BINARY_ALIASES.items():
     for _n in _names.split():
         for _ov in ("Tensor", "Scalar", "other", "Tensor_Scalar", "Tensor_Tensor", "default"):
             converts(f"aten.{_n}.{_ov}", f"aten.{_n}_.{_ov}")(_binary(_op))
-    if _n in ("maximum", "minimum"):
-        converts(f"aten.{_op}.default")(_binary(_op))
 converts("aten.rsub.Scalar", "aten.rsub.Tensor")(_binary("sub", swap=True))
 # `max.default` and `min.default` are reductions; the loop registered them as binary
 del CONVERTERS["aten.max.default"], CONVERTERS["aten.min.default"]

@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import torch
 
 from .graph import Graph, Node
-from .types import FLOAT_DTYPES, DTYPES
+from .types import DTYPES, FLOAT_DTYPES
 
 V = TypeVar("V")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..graph import Graph
-from .base import Firing, P, Pass, Pat, Pipeline, Rewriter, RewritePass, Rule, Trace, X
+from .base import Firing, P, Pass, Pat, Pipeline, RewritePass, Rewriter, Rule, Trace, X
 from .cleanup import CommonSubexpr, ConstantFold, DeadCode, canonicalize
 from .lowering import Decompose
 from .simplify import Simplify

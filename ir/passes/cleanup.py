@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from ..graph import Graph, Node
 from ..interp import EvalCtx, eval_op
 from ..ops import opdef
-from .base import Firing, P, Rewriter, RewritePass, Rule, Trace, X
+from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X
 
 IMPURE = ("dropout", "opaque")  # random or unknown: never merged or folded
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from ..graph import Graph, Node
-from .base import P, Rewriter, RewritePass, Rule, X
-
+from .base import P, RewritePass, Rewriter, Rule, X
 
 
 def _users(n: Node) -> int:
@@ -118,7 +117,7 @@ def _reduce_reduce(r: Rewriter, b: dict[str, Node]) -> Node | None:
         return None
     axes = sorted(set(_reduced_axes(inner)) | set(_reduced_axes(outer)))
     # a mean of means is the overall mean only because every inner group has the same size
-    return r.op(outer.op, [b["x"]], dims=axes, keepdim=outer.attrs["keepdim"])
+    return _finish(r, r.op(outer.op, [b["x"]], dims=axes, keepdim=True))
 
 
 # --- identities with constants

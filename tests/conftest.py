@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEMS = sorted((ROOT / "tests" / "problems").glob("*.py"))
+KERNELBENCH = ROOT / "tests" / "kernelbench"
+
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run on the device machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def problem_path(name: str) -> Path:
+    return ROOT / "tests" / "problems" / f"{name}.py"
+
+
+@pytest.fixture(scope="session")
+def lifted():
+    """Cache of lifted suite problems: name -> (problem, graph). Tests copy graphs before mutating."""
+    from ir.lift import lift
+    from ir.problem import load_problem
+
+    cache: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in cache:
+            p = load_problem(problem_path(name))
+            cache[name] = (p, lift(p))
+        p, g = cache[name]
+        return p, g.copy()
+
+    return get

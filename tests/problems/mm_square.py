@@ -1,0 +1,20 @@
+"""Square matrix multiply (KernelBench level 1, problem 1)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+def get_inputs():
+    return [torch.randn(64, 64), torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,24 @@
+"""Multiply by one, add zero, divide by one, pow one, dropout p=0, double transposes."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x):
+        y = self.drop(x) * 1.0 + 0.0
+        y = (y / 1.0) ** 1.0 - 0.0
+        z = y.t().t().reshape(4, 2, 8).reshape(8, 8)
+        return z, -(-y)
+
+
+def get_inputs():
+    return [torch.randn(8, 8)]
+
+
+def get_init_inputs():
+    return []

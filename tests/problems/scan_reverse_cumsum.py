@@ -1,0 +1,20 @@
+"""Reverse cumsum: flip, cumsum, flip (KernelBench level 1, problem 91)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.cumsum(x.flip(1), dim=1).flip(1)
+
+
+def get_inputs():
+    return [torch.randn(8, 100)]
+
+
+def get_init_inputs():
+    return []
