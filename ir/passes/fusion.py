@@ -7,6 +7,7 @@ groups carries the reason it is a boundary. The group graph is kept acyclic with
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,8 +84,10 @@ def fuse(g: Graph) -> FusionPlan:
     dag = nx.DiGraph()
     reasons: dict[tuple[int, int, str], str] = {}
 
+    ids = itertools.count()
+
     def new_group(n: Node) -> Group:
-        grp = Group(len(groups))
+        grp = Group(next(ids))
         groups.append(grp)
         dag.add_node(grp.id)
         return grp
@@ -116,35 +119,70 @@ def fuse(g: Graph) -> FusionPlan:
             return f"{kind} takes no prologue"
         return None
 
+    def can_merge(a: Group, b: Group) -> bool:
+        # merging is safe unless one reaches the other through a third group
+        for x, y in ((a, b), (b, a)):
+            if any(s != y.id and nx.has_path(dag, s, y.id) for s in dag.successors(x.id)):
+                return False
+        return True
+
+    def merge(into: Group, grp: Group) -> None:
+        into.nodes += grp.nodes
+        into.anchor = into.anchor or grp.anchor
+        for m in grp.nodes:
+            where[id(m)] = into
+        nx.contracted_nodes(dag, into.id, grp.id, self_loops=False, copy=False)
+        for (p, c, v) in list(reasons):
+            if grp.id in (p, c):
+                r = reasons.pop((p, c, v))
+                p2, c2 = (into.id if p == grp.id else p), (into.id if c == grp.id else c)
+                if p2 != c2:
+                    reasons.setdefault((p2, c2, v), r)
+        groups.remove(grp)
+
     for n in g.nodes:
         if n.op in SOURCES:
             continue
         kind = fusion_kind(n)
         producers = [a for a in n.args if a is not None and a.op not in SOURCES]
-        prod_groups = [where[id(a)] for a in producers]
-        chosen: Group | None = None
         edge_reason: dict[int, str] = {}
-        for v, grp in zip(producers, prod_groups):
-            if chosen is not None and grp is chosen:
-                continue
+        candidates: list[Group] = []
+        for v in producers:
+            grp = where[id(v)]
             reason = why_not(n, v, grp, kind)
-            if reason is None and chosen is None:
-                if creates_cycle(grp, prod_groups):
-                    reason = "fusing here would order kernels in a cycle"
-                else:
-                    chosen = grp
-                    continue
-            edge_reason[id(v)] = reason or "operand comes from another kernel"
+            if reason is not None:
+                edge_reason[id(v)] = reason
+            elif grp not in candidates:
+                candidates.append(grp)
+        chosen: Group | None = None
+        anchored = kind in ANCHORS
+        for grp in candidates:
+            prod_groups = [where[id(a)] for a in producers]
+            if chosen is None and not creates_cycle(grp, prod_groups):
+                chosen = grp
+                anchored |= grp.anchor is not None
+            elif chosen is not None and not (anchored and grp.anchor is not None) and can_merge(chosen, grp):
+                anchored |= grp.anchor is not None
+                merge(chosen, grp)
+            else:
+                for v in producers:
+                    if where[id(v)] is grp:
+                        edge_reason[id(v)] = ("fusing here would order kernels in a cycle" if chosen is None
+                                              else "operand comes from another kernel")
         grp = chosen if chosen is not None else new_group(n)
         grp.nodes.append(n)
         if kind in ANCHORS:
             grp.anchor = n
         where[id(n)] = grp
-        for v, pg in zip(producers, prod_groups):
+        for v in producers:
+            pg = where[id(v)]
             if pg is not grp:
                 dag.add_edge(pg.id, grp.id)
                 reasons.setdefault((pg.id, grp.id, v.name), edge_reason.get(id(v), "operand comes from another kernel"))
 
+    position = {id(n): i for i, n in enumerate(g.nodes)}
+    for grp in groups:
+        grp.nodes.sort(key=lambda m: position[id(m)])
     # group inputs/outputs, then renumber groups in execution order
     for grp in groups:
         members = {id(m) for m in grp.nodes}
