@@ -30,7 +30,7 @@ class LiftCtx:
     opaque: list[str] = field(default_factory=list)
 
     # --- helpers used by converters
-    def add(self, op: str, args: list[Node | None], **attrs: Any) -> Node:
+    def add(self, op: str, args: list[Node | None], /, **attrs: Any) -> Node:
         hint = self.fx_node.name if self.fx_node is not None else op
         n = self.graph.add(op, args, attrs, name=hint)
         if self.fx_node is not None:

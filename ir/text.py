@@ -91,7 +91,10 @@ class _ToPython(Transformer):
         return json.loads(tok)
 
     def list(self, *items):
-        return tuple(i for i in items if i is not None) if items != (None,) else ()
+        return tuple(items)
+
+    def empty_list(self):
+        return ()
 
     def var(self, tok):
         return str(tok)[1:]
