@@ -346,7 +346,8 @@ def _max_pool(cx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
                   ceil_mode=ceil_mode)
 
 
-@converts("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
+@converts("aten.max_pool1d_with_indices.default", "aten.max_pool2d_with_indices.default",
+          "aten.max_pool3d_with_indices.default")
 def _max_pool_idx(cx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
     return (_max_pool(cx, x, kernel, stride, padding, dilation, ceil_mode), _no_indices(cx))
 

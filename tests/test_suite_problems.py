@@ -36,8 +36,7 @@ def test_lift_verify_roundtrip_and_match(name, lifted):
 @pytest.mark.parametrize("passes", [["simplify"], ["decompose"], ["decompose", "simplify"]])
 def test_passes_keep_values(name, passes, lifted):
     problem, g = lifted(name)
-    run_passes(g, passes)
-    verify_graph(g)
+    run_passes(g, passes, verify=True)
     if "decompose" in passes:
         assert not [n.op for n in g.nodes if OPS[n.op].group == "composite"]
     assert_matches_module(problem, g, seeds=(4,))

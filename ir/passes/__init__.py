@@ -26,12 +26,17 @@ PASSES: dict[str, Callable[[], Pass]] = {
 }
 
 
-def run_passes(g: Graph, names: list[str], trace: Trace | None = None) -> Trace:
+def run_passes(g: Graph, names: list[str], trace: Trace | None = None, verify: bool = False) -> Trace:
+    """Run the named passes in order; with `verify`, check the graph's structure after each."""
+    from ..verify import verify_graph
+
     trace = trace or Trace()
     for name in names:
         if name not in PASSES:
             raise KeyError(name)
         PASSES[name]().run(g, trace)
+        if verify:
+            verify_graph(g)
     return trace
 
 
