@@ -80,3 +80,12 @@ def test_dot_output_has_clusters(lifted):
     _, g = lifted("l2_gemm_scale_sigmoid_sum")
     dot = to_dot(g, fuse(g))
     assert dot.startswith('digraph "Model"') and "cluster_0" in dot and "cluster_1" in dot
+
+
+def test_weight_only_groups_are_marked(lifted):
+    _, g = lifted("rule_sum_through_linear")
+    run_passes(g, ["simplify"])
+    plan = fuse(g)
+    marked = [grp for grp in plan.groups if grp.weights_only]
+    assert marked and all(grp.kind == "reduction" for grp in marked)  # sum(W, 0), sum(b): once per load
+    assert all(not grp.weights_only for grp in plan.groups if grp.kind == "contraction")

@@ -33,6 +33,7 @@ class Group:
     anchor: Node | None = None
     inputs: list[Node] = field(default_factory=list)
     outputs: list[Node] = field(default_factory=list)
+    weights_only: bool = False  # reads no graph input: can be computed once when weights load
 
     @property
     def kind(self) -> str:
@@ -42,7 +43,8 @@ class Group:
         a = f" anchor %{self.anchor.name}" if self.anchor is not None else ""
         ops = ", ".join(n.op for n in self.nodes)
         outs = ", ".join(f"%{o.name}" for o in self.outputs)
-        return f"group {self.id} [{self.kind}]{a}: {ops} -> {outs}"
+        w = " (weights only: precompute once)" if self.weights_only else ""
+        return f"group {self.id} [{self.kind}]{a}: {ops} -> {outs}{w}"
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ class FusionPlan:
         return {
             "groups": [{"id": g.id, "kind": g.kind, "anchor": g.anchor.name if g.anchor else None,
                         "nodes": [n.name for n in g.nodes], "inputs": [n.name for n in g.inputs],
-                        "outputs": [n.name for n in g.outputs]} for g in self.groups],
+                        "outputs": [n.name for n in g.outputs], "weights_only": g.weights_only}
+                       for g in self.groups],
             "boundaries": [b.__dict__ for b in self.boundaries],
         }
 
@@ -181,8 +184,12 @@ def fuse(g: Graph) -> FusionPlan:
                 reasons.setdefault((pg.id, grp.id, v.name), edge_reason.get(id(v), "operand comes from another kernel"))
 
     position = {id(n): i for i, n in enumerate(g.nodes)}
+    reads_input: dict[int, bool] = {}
+    for n in g.nodes:
+        reads_input[id(n)] = n.op == "input" or any(reads_input[id(a)] for a in n.args if a is not None)
     for grp in groups:
         grp.nodes.sort(key=lambda m: position[id(m)])
+        grp.weights_only = not any(reads_input[id(m)] for m in grp.nodes)
     # group inputs/outputs, then renumber groups in execution order
     for grp in groups:
         members = {id(m) for m in grp.nodes}
