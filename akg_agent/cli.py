@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from ir.errors import AkgError
 
+from .commands import hw
+
 
 def _cmd_ir(args: argparse.Namespace) -> int:
     from ir.lift import lift
@@ -64,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     ir.add_argument("--allow-opaque", action="store_true", help="keep unsupported ops as torch calls")
     ir.add_argument("--train", action="store_true", help="lift in training mode (default: eval)")
     ir.set_defaults(fn=_cmd_ir)
+    hw.add_parser(sub)
     return p
 
 

@@ -1,0 +1,225 @@
+"""Cost model: roofline time of a kernel group under a schedule (bytes per memory level, FLOPs per
+unit, occupancy, waves and tail effect, launch overhead), and speed-of-light time of a program."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ir.graph import Graph, Node
+from ir.ops import opdef
+from ir.passes.fusion import Group, fuse
+
+from .counting import SOURCES, Key, compulsory_bytes, flops, program_bytes
+from .spec import HardwareModel
+
+NUMERICS = ("reference", "strict", "tf32")
+MEM_PARALLELISM = 4.0  # a single unit can pull about this many times its fair share of DRAM bandwidth
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Tile sizes (M, N, K for contractions; elements per program otherwise) and launch shape."""
+
+    block: tuple[int, ...] = (128, 128, 32)
+    num_warps: int = 4
+    num_stages: int = 3
+    vector_width: int = 4
+
+    def describe(self) -> str:
+        return f"block={'x'.join(map(str, self.block))} warps={self.num_warps} stages={self.num_stages}"
+
+
+def resolve_unit(target: HardwareModel, kind: str, dtype: str, op_hint: str, numerics: str) -> tuple[str, str]:
+    """Which unit and rate dtype runs this work on `target` under the numerics policy."""
+    if kind == "vector":
+        dt = dtype if target.peak("vector", dtype) else "f32"
+        return "vector", dt
+    if dtype == "f32":
+        mode = {"strict": "f32", "tf32": "tf32"}.get(numerics) or target.numerics.get(
+            "conv_f32" if op_hint == "conv" else "matmul_f32", "f32")
+        if mode == "tf32" and target.peak("tensor", "tf32"):
+            return "tensor", "tf32"
+        return ("tensor", "f32") if target.peak("tensor", "f32") else ("vector", "f32")
+    if target.peak("tensor", dtype):
+        return "tensor", dtype
+    return "vector", dtype if target.peak("vector", dtype) else "f32"
+
+
+def unit_work(nodes: list[Node], target: HardwareModel, numerics: str) -> Counter[tuple[str, str]]:
+    """FLOPs per (unit, rate dtype) on the target."""
+    work: Counter[tuple[str, str]] = Counter()
+    for n in nodes:
+        hint = "conv" if n.op in ("conv", "conv_transpose") else "matmul"
+        for (kind, dt), f in flops([n]).items():
+            work[resolve_unit(target, kind, dt, hint, numerics)] += f
+    return work
+
+
+def compute_time(work: Counter[tuple[str, str]], target: HardwareModel) -> dict[str, float]:
+    return {f"{u}.{dt}": f / (target.peak(u, dt) or target.peak("vector", "f32") or 1.0)
+            for (u, dt), f in work.items() if f}
+
+
+@dataclass
+class Estimate:
+    time_s: float
+    bound: str
+    components: dict[str, float]  # seconds per resource
+    flops: dict[str, float]
+    bytes: dict[str, float]  # per memory level
+    occupancy: float = 1.0
+    waves: int = 1
+    tail_efficiency: float = 1.0
+    launch_s: float = 0.0
+    schedule: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _gemm_dims(anchor: Node) -> tuple[int, int, int]:
+    a, w = anchor.args[0], anchor.args[1]
+    assert a is not None and w is not None
+    out = anchor.shape
+    if anchor.op == "matmul":
+        return max(1, anchor.type.numel // max(out[-1], 1)), out[-1], a.shape[-1]
+    if anchor.op == "linear":
+        return max(1, anchor.type.numel // max(out[-1], 1)), w.shape[0], w.shape[1]
+    groups = anchor.attrs.get("groups", 1)
+    kvol = math.prod(w.shape[2:])
+    if anchor.op == "conv":  # implicit GEMM: (N * output pixels) x Cout x (Cin/groups * kernel)
+        return anchor.type.numel // out[1], out[1], w.shape[1] * kvol
+    return anchor.type.numel // out[1], out[1], (w.shape[0] // groups) * kvol // max(
+        1, math.prod(anchor.attrs["stride"]))
+
+
+def _occupancy(target: HardwareModel, threads: int, local_bytes: int, regs_per_thread: int) -> tuple[int, float]:
+    limits = [int(target.chip("max_groups_per_unit")),
+              int(target.chip("max_threads_per_unit")) // max(threads, 1)]
+    if local_bytes:
+        limits.append(int(target.chip("local_mem_per_unit_bytes")) // local_bytes)
+    limits.append(int(target.chip("registers_per_unit")) // max(regs_per_thread * threads, 1))
+    per_unit = max(0, min(limits))
+    return per_unit, per_unit * threads / target.chip("max_threads_per_unit")
+
+
+def estimate_group(group: Group, target: HardwareModel, schedule: Schedule | None = None,
+                   numerics: str = "reference") -> Estimate:
+    """Roofline estimate of one kernel: max(compute, DRAM, L2, local memory) over the busy units,
+    stretched by the tail of the last wave, plus launch overhead."""
+    sched = schedule or Schedule()
+    nodes = [n for n in group.nodes if n.op not in SOURCES]
+    work = unit_work(nodes, target, numerics)
+    times = compute_time(work, target)
+    read, written = compulsory_bytes(nodes, group.outputs)
+    dram = float(read + written)
+    l2 = dram
+    local_bytes = 0
+    warp = int(target.chip("simd_width")) if target.kind == "gpu" else 1
+    threads = sched.num_warps * warp
+    anchor = group.anchor
+    serial = False
+    if anchor is not None and opdef(anchor.op).group == "contraction":
+        m, n, k = _gemm_dims(anchor)
+        bm, bn, bk = (list(sched.block) + [32, 32, 32])[:3]
+        x, w = anchor.args[0], anchor.args[1]
+        assert x is not None and w is not None
+        item = x.type.itemsize
+        # each tile streams an A panel and a B panel through L2 (for a convolution A is the input
+        # itself, never an im2col copy). Tiles run along N first, so an A panel is reused while it
+        # is hot; B is re-read by every row of tiles and comes from DRAM again where it misses L2.
+        a_bytes = m * k * item if anchor.op in ("matmul", "linear") else x.type.nbytes
+        b_bytes = w.type.nbytes if anchor.op != "matmul" else k * n * item
+        row_tiles, col_tiles = math.ceil(m / bm), math.ceil(n / bn)
+        l2 = max(l2, float(a_bytes * col_tiles + b_bytes * row_tiles))
+        half_l2 = target.chip("l2_bytes") / 2
+        a_panel = a_bytes / row_tiles
+        miss_a = max(0.0, 1 - half_l2 / a_panel) if a_panel else 0.0
+        miss_b = max(0.0, 1 - half_l2 / b_bytes) if b_bytes else 0.0
+        dram += a_bytes * (col_tiles - 1) * miss_a + b_bytes * (row_tiles - 1) * miss_b
+        local_bytes = sched.num_stages * (bm + bn) * bk * item
+        regs = min(255, 32 + (bm * bn) // max(threads, 1))
+        # shared-memory roofline inside a unit: small tiles cannot feed the tensor cores
+        per_unit_peak = sum(target.peak(u, d) or 0 for (u, d) in work if u == "tensor") / target.units
+        local_bw = target.fig("memory", "local_bw_per_unit")
+        if per_unit_peak and local_bw is not None:
+            step_compute = 2.0 * bm * bn * bk / per_unit_peak
+            step_local = (bm + bn) * bk * item / local_bw.value
+            if step_local > step_compute:
+                for key in [t for t in times if t.startswith("tensor.")]:
+                    times[key] *= step_local / step_compute
+        serial = sched.num_stages == 1  # no overlap of loads and math
+    else:
+        out_elems = max((o.type.numel for o in group.outputs), default=1)
+        per_program = max(1, sched.block[0])
+        tiles = math.ceil(out_elems / per_program)
+        regs = 32 + per_program // max(threads, 1)
+    per_unit, occupancy = _occupancy(target, threads, local_bytes, min(regs, 255))
+    if per_unit == 0:
+        return Estimate(math.inf, "infeasible: tile does not fit one unit", {}, {}, {}, 0.0, 0, 0.0, 0.0,
+                        sched.describe())
+    if anchor is not None and opdef(anchor.op).group == "contraction":
+        tiles = row_tiles * col_tiles
+    slots = per_unit * target.units
+    waves = max(1, math.ceil(tiles / slots))
+    tail = tiles / (waves * slots)
+    # compute scales with the busy units; one unit can draw several times its share of bandwidth;
+    # too few resident warps leave latency exposed (Little's law: about 8 warps per unit)
+    latency_eff = min(1.0, per_unit * sched.num_warps / 8) if target.kind == "gpu" else 1.0
+    mem_share = min(1.0, MEM_PARALLELISM * tail)
+    times["dram"] = dram / target.dram_bw / mem_share
+    if target.l2_bw:
+        times["l2"] = l2 / target.l2_bw / mem_share
+    for key in [t for t in times if t not in ("dram", "l2")]:
+        times[key] /= tail * latency_eff
+    mem = max(times.get("dram", 0.0), times.get("l2", 0.0))
+    comp = max((v for key, v in times.items() if key not in ("dram", "l2")), default=0.0)
+    body = comp + mem if serial else max(comp, mem)
+    launch = target.launch_overhead
+    bound = max(times, key=lambda key: times[key]) if times else "launch"
+    if launch > body:
+        bound = "launch"
+    return Estimate(body + launch, bound, times, {f"{u}.{d}": f for (u, d), f in work.items()},
+                    {"dram": dram, "l2": l2, "local": float(local_bytes)}, occupancy, waves, tail, launch,
+                    sched.describe())
+
+
+@dataclass
+class SolReport:
+    sol_s: float
+    bound: str  # "memory" or "compute"
+    bytes: int
+    flops: float
+    components: dict[str, float] = field(default_factory=dict)
+    flops_by_unit: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sol_ms": self.sol_s * 1e3, "bound": self.bound, "bytes": self.bytes, "flops": self.flops,
+                "components_ms": {k: v * 1e3 for k, v in self.components.items()},
+                "flops_by_unit": self.flops_by_unit}
+
+
+def speed_of_light(g: Graph, target: HardwareModel, numerics: str = "reference") -> SolReport:
+    """The time no implementation can beat: compulsory DRAM traffic (inputs and weights read once,
+    outputs written once) against the FLOPs on their fastest legal unit, whichever is longer."""
+    nodes = [n for n in g.nodes if n.op not in SOURCES]
+    work = unit_work(nodes, target, numerics)
+    comps = compute_time(work, target)
+    read, written = program_bytes(g)
+    comps["dram"] = (read + written) / target.dram_bw
+    key = max(comps, key=lambda k: comps[k])
+    return SolReport(comps[key], "memory" if key == "dram" else "compute", read + written,
+                     float(sum(work.values())), comps, {f"{u}.{d}": f for (u, d), f in work.items()})
+
+
+def estimate_program(g: Graph, target: HardwareModel, numerics: str = "reference") -> tuple[float, list[Estimate]]:
+    """Sum of per-kernel estimates for the fusion plan, with default schedules."""
+    ests = [estimate_group(grp, target, numerics=numerics) for grp in fuse(g).groups]
+    return sum(e.time_s for e in ests), ests
+
+
+__all__ = ["Schedule", "Estimate", "SolReport", "estimate_group", "speed_of_light", "estimate_program",
+           "resolve_unit", "Key"]
