@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ir.errors import AkgError
 
-from .commands import hw
+from .commands import hw, verify
 
 
 def _cmd_ir(args: argparse.Namespace) -> int:
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     ir.add_argument("--train", action="store_true", help="lift in training mode (default: eval)")
     ir.set_defaults(fn=_cmd_ir)
     hw.add_parser(sub)
+    verify.add_parser(sub)
     return p
 
 

@@ -1,4 +1,5 @@
-"""A wide softmax whose outputs are all tiny (a degenerate reference)."""
+"""A wide softmax of non-negative inputs: every output is near 6e-5, so all zeros pass atol=1e-4
+(a degenerate reference, KernelBench issue 165)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -13,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(4, 4096)]
+    return [torch.rand(4, 16384)]
 
 
 def get_init_inputs():

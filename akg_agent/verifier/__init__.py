@@ -1,0 +1,78 @@
+"""The verifier: sandboxed compile + run, multi-seed check, anti-cheat, timing.
+
+`verify(ref, cand)` runs the candidate module (defining `ModelNew`) only inside a sandboxed
+subprocess and returns a `Verdict`: accepted, or rejected with a one-line reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ir.errors import AkgError
+
+from .sandbox import Limits, run_job
+
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    code: str
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return ("accepted: " if self.accepted else "rejected: ") + self.reason
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accepted": self.accepted, "code": self.code, "reason": self.reason, "details": self.details}
+
+
+def device_for(target: str) -> str:
+    from hardware_models.spec import load_target
+
+    kind = load_target(target).kind
+    if kind == "cpu":
+        return "cpu"
+    if kind == "gpu" and load_target(target).vendor in ("nvidia", "amd"):
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu"
+
+
+def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[int, ...] = DEFAULT_SEEDS,
+           timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
+           limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
+           train: bool = False, sol_check: bool = True) -> Verdict:
+    """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
+    CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped."""
+    from hardware_models.cost import speed_of_light
+    from hardware_models.spec import load_target
+    from ir.lift import lift
+    from ir.problem import load_problem
+
+    ref, cand = Path(ref), Path(cand)
+    if not cand.is_file():
+        raise AkgError(f"no such candidate file: {cand}")
+    problem = load_problem(ref)  # fails fast, in one line, on a bad reference
+    device = device_for(target)
+    on_target = (device == "cuda") == (load_target(target).kind == "gpu")
+    sol_s = None
+    if timing and sol_check and on_target:
+        try:
+            sol_s = speed_of_light(lift(problem), load_target(target)).sol_s
+        except AkgError:
+            sol_s = None  # a reference akg cannot lift is still verifiable; only this check is lost
+    job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
+           "train": train, "tolerances": tolerances or {}, "sol_s": sol_s,
+           "timing": {"trials": trials, "baselines": list(baselines)} if timing else None}
+    res = run_job(job, limits or Limits())
+    details = res.get("details", {})
+    details.update(device=device, target=target, on_target=on_target)
+    if res["status"] == "error":
+        raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
+    return Verdict(res["status"] == "accepted", res["code"], res["reason"], details)

@@ -1,0 +1,108 @@
+"""Tolerance policy and output comparison: the rules that decide "correct".
+
+A candidate is compared with a float64 evaluation of the reference where one exists, and may
+differ from it by the tolerance plus the default-precision reference's own error (so a TF32 cuDNN
+reference does not fail an exact FP32 kernel). Outputs a constant would pass are degenerate and get
+a relative check instead (a softmax over 16k columns is ~6e-5 everywhere: zeros pass atol=1e-4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+# KernelBench-main defaults
+DEFAULT_TOLERANCES = {
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (1e-2, 1e-2),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+@dataclass(frozen=True)
+class TolerancePolicy:
+    name: str = "kernelbench-main"
+    overrides: dict[str, tuple[float, float]] = field(default_factory=dict)  # dtype name -> (atol, rtol)
+
+    def for_dtype(self, dtype: torch.dtype) -> tuple[float, float]:
+        key = str(dtype).replace("torch.", "")
+        if key in self.overrides:
+            return self.overrides[key]
+        return DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))  # integers and bools: exact
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    reason: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    degenerate: bool = False
+
+
+def _finite_mask_problem(cand: torch.Tensor, ref: torch.Tensor) -> str:
+    if not torch.equal(torch.isnan(cand), torch.isnan(ref)):
+        n = int((torch.isnan(cand) != torch.isnan(ref)).sum())
+        return f"NaN in {n} places where the reference has none (or the reverse)"
+    ci, ri = torch.isinf(cand), torch.isinf(ref)
+    if not torch.equal(ci, ri) or not torch.equal(cand[ci] > 0, ref[ri] > 0):
+        return "Inf in different places (or signs) than the reference"
+    return ""
+
+
+def is_degenerate(ref: torch.Tensor, atol: float, rtol: float) -> bool:
+    """True when a constant output (zeros, or the reference's mean) would pass the plain check."""
+    r = ref.double()
+    finite = r[torch.isfinite(r)]
+    if finite.numel() < 2 or atol == 0.0:
+        return False
+    for c in (0.0, float(finite.mean())):
+        if bool(((finite - c).abs() <= atol + rtol * finite.abs()).all()):
+            return True
+    return False
+
+
+def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
+            ref64: torch.Tensor | None = None) -> Comparison:
+    """Compare one output. `ref` is the reference in its default numerics; `ref64` the float64
+    evaluation when available."""
+    if not isinstance(cand, torch.Tensor):
+        return Comparison(False, f"output is a {type(cand).__name__}, not a tensor")
+    if tuple(cand.shape) != tuple(ref.shape):
+        return Comparison(False, f"shape {tuple(cand.shape)}, expected {tuple(ref.shape)}")
+    if cand.dtype != ref.dtype:
+        return Comparison(False, f"dtype {cand.dtype}, expected {ref.dtype}")
+    cand, ref = cand.detach().cpu(), ref.detach().cpu()
+    atol, rtol = policy.for_dtype(ref.dtype)
+    if not (ref.is_floating_point() or ref.is_complex()):
+        ok = torch.equal(cand, ref)
+        return Comparison(ok, "" if ok else f"{int((cand != ref).sum())} integer elements differ")
+    problem = _finite_mask_problem(cand, ref)
+    if problem:
+        return Comparison(False, problem)
+    fin = torch.isfinite(ref)
+    c, r = cand[fin].double(), ref[fin].double()
+    r64 = ref64.detach().cpu()[fin].double() if ref64 is not None else r
+    own_err = (r - r64).abs()  # the default reference's own error (TF32 convolutions, say)
+    err = (c - r64).abs()
+    max_abs = float(err.max()) if err.numel() else 0.0
+    max_rel = float((err / r64.abs().clamp_min(1e-30)).max()) if err.numel() else 0.0
+    degenerate = is_degenerate(ref, atol, rtol)
+    if degenerate:
+        # relative check: the error must be small against the values themselves
+        norm = float(r64.norm()) or 1.0
+        rel_l2 = float((c - r64).norm()) / norm
+        peak = float(r64.abs().max()) if r64.numel() else 0.0
+        own_max = float(own_err.max()) if own_err.numel() else 0.0
+        ok = rel_l2 <= rtol + float(own_err.norm()) / norm and max_abs <= rtol * peak + own_max
+        reason = "" if ok else (f"degenerate reference (a constant passes {atol:g}); relative error "
+                                f"{rel_l2:.3g} > {rtol:g}")
+        return Comparison(ok, reason, max_abs, max_rel, True)
+    bad = err > atol + rtol * r64.abs() + own_err
+    if bool(bad.any()):
+        n = int(bad.sum())
+        return Comparison(False, f"{n} of {bad.numel()} values off by up to {max_abs:.3g} "
+                                 f"(atol {atol:g}, rtol {rtol:g})", max_abs, max_rel)
+    return Comparison(True, "", max_abs, max_rel)

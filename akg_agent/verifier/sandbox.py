@@ -1,0 +1,87 @@
+"""Runs a verifier job in a separate process: time limit, memory limit, its own process group,
+no network, and a working directory of its own. A hang, a segfault or an illegal memory access in
+a candidate becomes a rejection, never a crash of akg."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CLONE_NEWNET = 0x40000000
+
+
+@dataclass
+class Limits:
+    timeout_s: float = 300.0
+    memory_bytes: int | None = 8 * 1024**3  # address-space cap; not applied to GPU jobs (CUDA maps a lot)
+
+
+def _preexec(memory_bytes: int | None) -> None:
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    try:  # a private network namespace with only a loopback device, where the kernel allows it
+        ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET)
+    except Exception:  # noqa: BLE001 - the worker's audit hook still blocks Python-level network use
+        pass
+
+
+def _env(run_dir: Path, device: str) -> dict[str, str]:
+    keep = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
+            "PYTHONPATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    root = str(Path(__file__).resolve().parents[2])  # so the worker imports this checkout's packages
+    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else []))
+    env.update(HOME=str(run_dir), TMPDIR=str(run_dir), TRITON_CACHE_DIR=str(run_dir / ".triton"),
+               TORCHINDUCTOR_CACHE_DIR=str(run_dir / ".inductor"), PYTHONDONTWRITEBYTECODE="1")
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # read when @triton.jit runs, so it is set before any import
+    return env
+
+
+def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict[str, Any]:
+    run_dir = Path(tempfile.mkdtemp(prefix="akg-verify-"))
+    try:
+        cand = run_dir / "candidate.py"
+        shutil.copyfile(job["cand"], cand)  # a real file in the run directory: Triton reads its source
+        job = dict(job, cand=str(cand), result=str(run_dir / "result.json"))
+        (run_dir / "job.json").write_text(json.dumps(job))
+        mem = limits.memory_bytes if job["device"] == "cpu" else None
+        proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.worker", str(run_dir / "job.json")],
+                                cwd=run_dir, env=_env(run_dir, job["device"]), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: _preexec(mem))
+        try:
+            output, _ = proc.communicate(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return {"status": "rejected", "code": "timeout",
+                    "reason": f"timed out after {limits.timeout_s:g} s (a hung kernel, or far too slow)", "details": {}}
+        result_file = run_dir / "result.json"
+        if proc.returncode and proc.returncode < 0:
+            name = signal.Signals(-proc.returncode).name
+            return {"status": "rejected", "code": "crash", "reason": f"candidate crashed the process ({name})",
+                    "details": {"output": output.decode(errors="replace")[-2000:]}}
+        if not result_file.is_file():
+            tail = output.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            code = "memory" if "MemoryError" in output.decode(errors="replace") else "crash"
+            return {"status": "rejected", "code": code,
+                    "reason": f"verifier process died (exit {proc.returncode}): {tail[0][:300]}", "details": {}}
+        result = json.loads(result_file.read_text())
+        result.setdefault("details", {})["output"] = output.decode(errors="replace")[-2000:]
+        return result
+    finally:
+        if not keep_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)

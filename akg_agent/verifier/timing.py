@@ -1,0 +1,81 @@
+"""The one timing protocol, for baselines and candidates alike.
+
+Warm-up; the last-level cache flushed before each trial; inputs rotated between trials; on the GPU
+CUDA events around each trial and the median of >= 100 trials; on the CPU perf_counter medians.
+Each trial is also timed on the host after a device-wide synchronise: work launched on another
+stream escapes the events but not the host clock.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class Timing:
+    median_s: float
+    mean_s: float
+    min_s: float
+    stdev_s: float
+    trials: int
+    host_median_s: float  # host clock with a device-wide sync: catches side-stream work
+    device: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _flusher(device: torch.device) -> Callable[[], None]:
+    if device.type == "cuda":
+        buf = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+        return lambda: buf.zero_()
+    from hardware_models.spec import detect_cpu
+
+    size = int(2 * detect_cpu().chip("l2_bytes"))  # twice the last-level cache
+    buf = torch.empty(size, dtype=torch.uint8)
+    return lambda: buf.fill_(1)
+
+
+def time_callable(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
+                  trials: int | None = None, warmup: int = 3) -> Timing:
+    gpu = device.type == "cuda"
+    trials = trials or (100 if gpu else 10)
+    flush = _flusher(device)
+    for i in range(warmup):
+        fn(*input_sets[i % len(input_sets)])
+    if gpu:
+        torch.cuda.synchronize()
+    dev, host = [], []
+    for i in range(trials):
+        args = input_sets[i % len(input_sets)]
+        flush()
+        if gpu:
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter()
+            start.record()
+            fn(*args)
+            end.record()
+            torch.cuda.synchronize()  # device-wide: waits for every stream
+            host.append(time.perf_counter() - t0)
+            dev.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn(*args)
+            dev.append(time.perf_counter() - t0)
+            host.append(dev[-1])
+    return Timing(statistics.median(dev), statistics.fmean(dev), min(dev),
+                  statistics.pstdev(dev) if len(dev) > 1 else 0.0, trials, statistics.median(host), device.type)
+
+
+def side_stream_suspected(t: Timing) -> bool:
+    """Events saw much less time than the host: work ran outside the timed stream."""
+    return t.device == "cuda" and t.host_median_s > 1.5 * t.median_s + 50e-6

@@ -1,0 +1,276 @@
+"""The sandboxed side of the verifier: the only place candidate code runs.
+
+Started by `sandbox.run_job` as `python -m akg_agent.verifier.worker JOB.json`; writes its verdict
+to the job's result path. Every check that can fail names its reason in one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import ipaddress
+import json
+import math
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .guard import AtenGuard, undeclared
+from .policy import TolerancePolicy, compare
+from .timing import side_stream_suspected, time_callable
+
+
+class Reject(Exception):
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code, self.reason = code, reason
+
+
+def _block_network() -> None:
+    """Deny non-loopback network use from Python (the parent also tries a network namespace)."""
+    def loopback(host: Any) -> bool:
+        if host in (None, "localhost", "") or isinstance(host, int):
+            return True
+        try:
+            return ipaddress.ip_address(str(host)).is_loopback
+        except ValueError:
+            return False
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "socket.getaddrinfo" and not loopback(args[0]):
+            raise PermissionError(f"network access is not allowed in the verifier sandbox ({args[0]})")
+        if event in ("socket.connect", "socket.sendto") and isinstance(args[1], tuple) and not loopback(args[1][0]):
+            raise PermissionError("network access is not allowed in the verifier sandbox")
+
+    sys.addaudithook(hook)
+
+
+def _first_line(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}".rstrip(": ")
+
+
+def _load_candidate(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("akg_candidate", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["akg_candidate"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except SyntaxError as e:
+        raise Reject("compile_error", f"candidate does not compile: line {e.lineno}: {e.msg}") from None
+    except Exception as e:  # noqa: BLE001 - candidate code may raise anything
+        raise Reject("import_error", f"importing the candidate raised {_first_line(e)}") from None
+    if not hasattr(mod, "ModelNew"):
+        raise Reject("no_modelnew", "the candidate defines no ModelNew")
+    return mod
+
+
+def _outputs(x: Any) -> list[torch.Tensor]:
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def _to(x: Any, device: torch.device, double: bool = False) -> Any:
+    if isinstance(x, torch.Tensor):
+        x = x.to(device)
+        return x.double() if double and x.is_floating_point() else x
+    return x
+
+
+def _poison_allocator(sizes: list[int], device: torch.device, value: float = math.nan) -> None:
+    """Leave a poison value in the memory the next allocations will likely get: an output the
+    candidate never writes then shows up as NaN (or changes from run to run) instead of passing as
+    a stale correct answer."""
+    blocks = [torch.full((max(1, n // 4),), value, dtype=torch.float32, device=device) for n in sizes]
+    del blocks
+
+
+def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, label: str) -> list[Any]:
+    try:
+        with torch.no_grad(), guard:
+            out = _outputs(cand(*inputs))
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except MemoryError:
+        raise Reject("memory", f"ModelNew.forward exceeded the memory limit ({label})") from None
+    except Exception as e:  # noqa: BLE001
+        msg = _first_line(e)
+        code = "network" if "not allowed in the verifier sandbox" in msg else "runtime_error"
+        raise Reject(code, f"ModelNew.forward raised {msg} ({label})") from None
+    return out
+
+
+def _signed_variant(inputs: list[Any], seed: int) -> list[Any]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(x.shape, generator=g, dtype=torch.float32).mul_(2).to(x.dtype)
+            if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+
+
+def check(job: dict[str, Any]) -> dict[str, Any]:
+    from ir.problem import load_problem
+
+    device = torch.device(job["device"])
+    policy = TolerancePolicy(overrides={k: tuple(v) for k, v in job.get("tolerances", {}).items()})
+    problem = load_problem(job["ref"])
+    mod = _load_candidate(Path(job["cand"]))
+    declared = list(getattr(mod, "AKG_LIBRARY_CALLS", []))
+    ref = problem.build_model(0).to(device)
+    torch.manual_seed(0)
+    init = problem.get_init_inputs()
+    try:
+        cand = mod.ModelNew(*init)
+    except Exception as e:  # noqa: BLE001
+        raise Reject("init_error", f"ModelNew(*get_init_inputs()) raised {_first_line(e)}") from None
+    try:
+        cand.load_state_dict(ref.state_dict(), strict=True)
+    except Exception as e:  # noqa: BLE001
+        raise Reject("state_dict", f"ModelNew is not state_dict-compatible with Model: {_first_line(e)}") from None
+    cand = cand.to(device)
+    train = bool(job.get("train", False))
+    ref.train(train)
+    cand.train(train)
+    ref64 = None
+    try:
+        ref64 = copy.deepcopy(ref).double()
+    except Exception:  # noqa: BLE001 - some references cannot run in float64
+        ref64 = None
+
+    trials: list[tuple[str, list[Any]]] = [(f"seed {s}", problem.make_inputs(s)) for s in job["seeds"]]
+    if job.get("variants", True):
+        base = problem.make_inputs(job["seeds"][0])
+        trials.append(("signed inputs", _signed_variant(base, 1234)))
+    guard_ops: set[str] = set()
+    history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
+    details: dict[str, Any] = {"trials": [], "degenerate_outputs": [], "library_calls": declared,
+                               "numerics": {"cudnn_tf32": torch.backends.cudnn.allow_tf32,
+                                            "matmul_tf32": torch.backends.cuda.matmul.allow_tf32},
+                               "mode": "train" if train else "eval"}
+    passed_first = False
+    for label, raw in trials:
+        inputs = [_to(x, device) for x in raw]
+        with torch.no_grad():
+            ref_out = _outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+            r64 = None
+            if ref64 is not None:
+                try:
+                    r64 = _outputs(ref64(*[_to(x, device, double=True) for x in raw]))
+                except Exception:  # noqa: BLE001
+                    r64 = None
+        if label == "signed inputs" and any(o.is_floating_point() and not bool(torch.isfinite(o).all())
+                                            for o in ref_out):
+            continue  # the reference itself is not defined on this distribution
+        keep = [o.detach().clone() for o in ref_out]
+        sizes = [o.numel() * o.element_size() for o in ref_out]
+        for o in ref_out:  # the reference's own buffers now hold NaN: reading them is caught
+            if o.is_floating_point():
+                o.fill_(math.nan)
+        del ref_out
+        before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        guard = AtenGuard()
+        _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
+        out = _run(cand, inputs, guard, device, label)
+        guard_ops |= set(guard.compute_ops())
+        for i, (b, x) in enumerate(zip(before, inputs)):
+            if isinstance(b, torch.Tensor) and not torch.equal(torch.nan_to_num(b), torch.nan_to_num(x)):
+                raise Reject("input_mutated", f"ModelNew.forward writes into input {i} ({label})")
+        if len(out) != len(keep):
+            raise Reject("wrong_outputs", f"{len(out)} outputs, the reference has {len(keep)}")
+        out_cpu = [o.detach().cpu().clone() if isinstance(o, torch.Tensor) else o for o in out]
+        for i, (c, r) in enumerate(zip(out_cpu, keep)):
+            res = compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
+            if res.degenerate and i not in details["degenerate_outputs"]:
+                details["degenerate_outputs"].append(i)
+            details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err})
+            if res.ok:
+                continue
+            for prev_c, prev_r in history:  # an earlier answer returned for new inputs
+                if i < len(prev_c) and isinstance(c, torch.Tensor) and prev_c[i].shape == c.shape \
+                        and torch.equal(torch.nan_to_num(prev_c[i]), torch.nan_to_num(c)) \
+                        and not torch.equal(torch.nan_to_num(prev_r[i]), torch.nan_to_num(r.cpu())):
+                    raise Reject("replayed", f"output {i} repeats an earlier answer for different inputs "
+                                             f"(cached or replayed; {label})")
+            # run again on the same inputs over differently poisoned memory: an output that changes
+            # was never (fully) written by the candidate
+            _poison_allocator(sizes, device, value=-7.7e30)
+            again = _run(cand, [b.clone() if isinstance(b, torch.Tensor) else b for b in before], AtenGuard(),
+                         device, label)
+            if i < len(again) and isinstance(c, torch.Tensor) and not compare(again[i].detach().cpu(), c, policy).ok:
+                raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
+                                             f"uninitialised or stale memory ({label})")
+            hint = " (correct on the first seed only: special-cased?)" if passed_first else ""
+            code = "degenerate" if res.degenerate else "wrong_values"
+            raise Reject(code, f"output {i} wrong on {label}: {res.reason}{hint}")
+        passed_first = True
+        history.append((out_cpu, [k.cpu() for k in keep]))
+    bad_ops = undeclared(sorted(guard_ops), declared)
+    if bad_ops:
+        raise Reject("torch_compute", f"ModelNew.forward computes with torch ops it did not declare: "
+                                      f"{', '.join(bad_ops[:6])}" + (" ..." if len(bad_ops) > 6 else ""))
+    details["torch_ops_used"] = sorted(guard_ops)
+    if job.get("timing"):
+        details["timing"] = _time(job, problem, ref, cand, device)
+    return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
+            f"{len(history)} input sets", "details": details}
+
+
+def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device) -> dict[str, Any]:
+    t = job["timing"]
+    sets = [[_to(x, device) for x in problem.make_inputs(1000 + i)] for i in range(t.get("input_sets", 3))]
+    out: dict[str, Any] = {}
+    with torch.no_grad():
+        cand_t = time_callable(cand, sets, device, t.get("trials"))
+        out["candidate"] = cand_t.to_json()
+        if side_stream_suspected(cand_t):
+            raise Reject("side_stream", f"host clock {cand_t.host_median_s * 1e3:.3g} ms vs CUDA events "
+                                        f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
+        sol = job.get("sol_s")
+        if sol and cand_t.median_s < 0.9 * sol:
+            raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
+                                            f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
+        for name in t.get("baselines", []):
+            out[name] = _baseline(name, ref, sets, device, t.get("trials"))
+    return out
+
+
+def _baseline(name: str, ref: Any, sets: list, device: torch.device, trials: int | None) -> dict[str, Any]:
+    import time
+
+    if name == "eager":
+        return time_callable(ref, sets, device, trials).to_json()
+    mode = {"compile": "default", "compile-max-autotune": "max-autotune"}[name]
+    fn = torch.compile(copy.deepcopy(ref), mode=mode)
+    t0 = time.perf_counter()
+    try:
+        fn(*sets[0])
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
+        return {"error": _first_line(e)}
+    res = time_callable(fn, sets, device, trials).to_json()
+    res["compile_s"] = time.perf_counter() - t0
+    return res
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[1]).read_text())
+    _block_network()
+    result_path = Path(job["result"])
+    try:
+        result = check(job)
+    except Reject as r:
+        result = {"status": "rejected", "code": r.code, "reason": r.reason, "details": {}}
+    except MemoryError:
+        result = {"status": "rejected", "code": "memory", "reason": "candidate exceeded the memory limit",
+                  "details": {}}
+    except Exception as e:  # noqa: BLE001 - anything else is reported as the verifier's own failure
+        result = {"status": "error", "code": "verifier_error", "reason": _first_line(e),
+                  "details": {"traceback": traceback.format_exc()[-4000:]}}
+    result_path.write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,157 @@
+"""The verifier: adversarial candidates are each rejected for the right reason; genuine kernels
+(Triton through the interpreter, C++, a declared library call) are accepted."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from akg_agent.cli import main
+from akg_agent.verifier import verify
+from akg_agent.verifier.guard import AtenGuard, undeclared
+from akg_agent.verifier.policy import TolerancePolicy, compare, is_degenerate
+from akg_agent.verifier.sandbox import Limits
+from akg_agent.verifier.timing import Timing, side_stream_suspected, time_callable
+
+from .conftest import ROOT, problem_path
+
+CASES = ROOT / "tests" / "verifier_cases"
+SCALE = problem_path("mm_scalar_mul")
+
+REJECTIONS = [
+    ("cheat_wrong_values", SCALE, "wrong_values", "values off"),
+    ("cheat_nan_placement", SCALE, "wrong_values", "NaN in 1 places"),
+    ("cheat_replay", SCALE, "replayed", "repeats an earlier answer"),
+    ("cheat_first_seed_only", SCALE, "wrong_values", "special-cased"),
+    ("cheat_input_write", SCALE, "input_mutated", "writes into input 0"),
+    ("cheat_stale_memory", SCALE, "stale_memory", "uninitialised or stale memory"),
+    ("cheat_torch_compute", SCALE, "torch_compute", "aten.mul.Tensor"),
+    ("cheat_hang", SCALE, "timeout", "timed out"),
+    ("cheat_crash", SCALE, "crash", "SIGSEGV"),
+    ("cheat_memory_hog", SCALE, "memory", "memory limit"),
+    ("cheat_network", SCALE, "network", "not allowed in the verifier sandbox"),
+    ("cheat_bad_state_dict", SCALE, "state_dict", "not state_dict-compatible"),
+    ("cheat_syntax_error", SCALE, "compile_error", "does not compile"),
+    ("cheat_no_modelnew", SCALE, "no_modelnew", "no ModelNew"),
+    ("cheat_zeros_on_degenerate", problem_path("softmax_wide_degenerate"), "degenerate", "degenerate reference"),
+]
+
+
+@pytest.mark.parametrize("case,ref,code,text", REJECTIONS, ids=[r[0] for r in REJECTIONS])
+def test_adversarial_candidates_are_rejected_for_the_right_reason(case, ref, code, text):
+    v = verify(ref, CASES / f"{case}.py", limits=Limits(timeout_s=25))
+    assert not v.accepted
+    assert v.code == code, v.line()
+    assert text in v.reason and "\n" not in v.reason
+
+
+@pytest.mark.parametrize("case,ref", [
+    ("genuine_triton_scale", SCALE),
+    ("genuine_cpp_scale", SCALE),
+    ("genuine_triton_softmax", problem_path("softmax_wide_degenerate")),
+])
+def test_genuine_kernels_are_accepted(case, ref):
+    v = verify(ref, CASES / f"{case}.py")
+    assert v.accepted, v.line()
+    assert v.details["torch_ops_used"] == [] or all(not op.startswith("aten.mul") for op in v.details["torch_ops_used"])
+
+
+def test_degenerate_reference_is_flagged_and_checked_relatively():
+    v = verify(problem_path("softmax_wide_degenerate"), CASES / "genuine_triton_softmax.py")
+    assert v.accepted and v.details["degenerate_outputs"] == [0]
+
+
+def test_declared_library_call_is_allowed_and_reported():
+    v = verify(problem_path("l2_conv_relu_biasadd"), CASES / "genuine_conv_library_epilogue.py")
+    assert v.accepted, v.line()
+    assert any(op.startswith("aten.convolution") for op in v.details["torch_ops_used"])
+    assert "aten.convolution" in v.details["library_calls"]
+
+
+def test_cli_exit_codes(capsys):
+    assert main(["verify", str(SCALE), str(CASES / "genuine_triton_scale.py")]) == 0
+    assert capsys.readouterr().out.startswith("accepted: ")
+    assert main(["verify", str(SCALE), str(CASES / "cheat_replay.py")]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("rejected: ")
+    assert main(["verify", str(SCALE), str(CASES / "missing.py")]) == 2
+
+
+def test_timing_and_baselines_on_cpu(capsys):
+    assert main(["verify", str(SCALE), str(CASES / "genuine_cpp_scale.py"), "--baselines", "eager", "--json",
+                 "--trials", "5"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    t = doc["details"]["timing"]
+    assert t["candidate"]["trials"] == 5 and t["eager"]["median_s"] > 0
+
+
+# --- the policy, the guard and the timer on their own
+def test_tolerance_includes_the_references_own_error():
+    r64 = torch.linspace(1, 2, 100, dtype=torch.float64)
+    ref = (r64 + 5e-4).float()  # a TF32-like reference, 5e-4 off the exact answer
+    exact = r64.float()
+    assert compare(exact, ref, TolerancePolicy(), ref64=r64).ok
+    assert not compare(exact, ref, TolerancePolicy()).ok  # without the float64 reference it would fail
+
+
+def test_degenerate_detection():
+    assert is_degenerate(torch.full((1000,), 6e-5), 1e-4, 1e-4)
+    assert not is_degenerate(torch.randn(1000), 1e-4, 1e-4)
+    res = compare(torch.zeros(1000), torch.rand(1000) * 1e-4, TolerancePolicy())
+    assert not res.ok and res.degenerate
+
+
+def test_integers_are_exact_and_inf_signs_matter():
+    assert not compare(torch.tensor([1, 2]), torch.tensor([1, 3]), TolerancePolicy()).ok
+    assert not compare(torch.tensor([math.inf]), torch.tensor([-math.inf]), TolerancePolicy()).ok
+    assert compare(torch.tensor([math.inf, 1.0]), torch.tensor([math.inf, 1.0]), TolerancePolicy()).ok
+
+
+def test_guard_lists_compute_but_not_allocation():
+    g = AtenGuard()
+    x = torch.randn(4)
+    with g:
+        torch.empty_like(x)
+        x.view(2, 2)
+        torch.mul(x, 2)
+    assert g.compute_ops() == ["aten.mul.Tensor"]
+    assert undeclared(["aten.mul.Tensor", "aten.convolution.default"], ["aten.convolution"]) == ["aten.mul.Tensor"]
+
+
+def test_side_stream_rule():
+    mk = lambda dev, host: Timing(dev, dev, dev, 0.0, 100, host, "cuda")  # noqa: E731
+    assert side_stream_suspected(mk(10e-6, 5e-3))
+    assert not side_stream_suspected(mk(1e-3, 1.05e-3))
+
+
+def test_cpu_timer_reports_medians():
+    x = [torch.randn(256, 256) for _ in range(3)]
+    t = time_callable(lambda a: a @ a, [[a] for a in x], torch.device("cpu"), trials=7)
+    assert t.trials == 7 and 0 < t.min_s <= t.median_s and t.device == "cpu"
+
+
+# --- GPU (run on the device machine)
+@pytest.mark.gpu
+def test_side_stream_kernel_is_caught():
+    v = verify(SCALE, CASES / "gpu_side_stream.py", target="h100", timing=True, trials=20)
+    assert not v.accepted and v.code == "side_stream", v.line()
+
+
+@pytest.mark.gpu
+def test_same_kernel_timed_twice_agrees_within_5_percent():
+    a = torch.randn(8192, 8192, device="cuda")
+    sets = [[a]]
+    fn = lambda x: x.mul(3.5)  # noqa: E731
+    t1 = time_callable(fn, sets, torch.device("cuda"), trials=200).median_s
+    t2 = time_callable(fn, sets, torch.device("cuda"), trials=200).median_s
+    assert abs(t1 - t2) / t1 < 0.05, (t1, t2)
+
+
+@pytest.mark.gpu
+def test_genuine_triton_kernel_on_the_gpu_with_timing():
+    v = verify(SCALE, CASES / "genuine_triton_scale.py", target="h100", timing=True, baselines=("eager",))
+    assert v.accepted and v.details["device"] == "cuda", v.line()
