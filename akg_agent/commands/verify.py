@@ -15,8 +15,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for dt, (a, r) in {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2)}.items():
             tolerances[dt] = (args.atol if args.atol is not None else a, args.rtol if args.rtol is not None else r)
     baselines = tuple(b for b in (args.baselines or "").split(",") if b)
-    v = verify(args.ref, args.cand, target=args.target, seeds=tuple(range(args.seeds)), timing=args.time or bool(baselines),
-               baselines=baselines, trials=args.trials, limits=Limits(timeout_s=args.timeout), tolerances=tolerances,
+    v = verify(args.ref, args.cand, target=args.target, seeds=tuple(range(args.seeds)),
+               timing=args.time or bool(baselines), baselines=baselines,
+               trials=args.trials, limits=Limits(timeout_s=args.timeout), tolerances=tolerances,
                train=args.train)
     if args.json:
         print(json.dumps(v.to_json(), indent=2, default=str))
