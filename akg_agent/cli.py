@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ir.errors import AkgError
 
-from .commands import hw, verify
+from .commands import bench, hw, verify
 
 
 def _cmd_ir(args: argparse.Namespace) -> int:
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     ir.set_defaults(fn=_cmd_ir)
     hw.add_parser(sub)
     verify.add_parser(sub)
+    bench.add_parser(sub)
     return p
 
 

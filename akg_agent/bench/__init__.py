@@ -1,0 +1,1 @@
+"""`akg bench`: verify and time solutions side by side with eager and torch.compile baselines."""

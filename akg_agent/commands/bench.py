@@ -1,0 +1,64 @@
+"""`akg bench PATH... --solutions DIR`: verified timings side by side, a live table, JSON and HTML."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+BASELINES = ("eager", "compile", "compile-max-autotune")
+
+
+def _table(rows: list[dict[str, Any]], baselines: list[str], done: int, total: int) -> Table:
+    t = Table(title=f"akg bench: {done}/{total} problems")
+    for col in ["problem", "correct", "candidate ms"] + [f"vs {b}" for b in baselines] + ["of SOL", "reason"]:
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["problem"], "yes" if r.get("correct") else "no",
+                  f"{r['candidate_ms']:.4g}" if r.get("candidate_ms") else "-",
+                  *[f"{r['speedup'][b]:.3g}x" if b in r.get("speedup", {}) else "-" for b in baselines],
+                  f"{r['sol_fraction']:.1%}" if r.get("sol_fraction") else "-",
+                  (r.get("reason") or "")[:60])
+    return t
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ir.errors import AkgError
+
+    from ..bench.runner import run_bench
+
+    baselines = [b for b in args.baselines.split(",") if b]
+    unknown = [b for b in baselines if b not in BASELINES]
+    if unknown:
+        raise AkgError(f"unknown baseline {unknown[0]!r}; choose from {', '.join(BASELINES)}")
+    console = Console()
+    rows: list[dict[str, Any]] = []
+    with Live(_table(rows, baselines, 0, 0), console=console, refresh_per_second=4) as live:
+        def on_record(rec: dict[str, Any], done: int, total: int) -> None:
+            rows.append(rec)
+            live.update(_table(rows, baselines, done, total))
+
+        doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
+                        timeout_s=args.timeout, dsl=args.dsl, on_record=on_record)
+    s = doc["summary"]
+    console.print(f"correct {s['correct']}/{s['problems']}; " + "; ".join(
+        f"vs {b}: geomean {s[f'geomean_speedup_vs_{b}'] or 0:.3g}x, fast_1 {s[f'fast_p_vs_{b}']['1.0']:.0%}"
+        for b in baselines))
+    console.print(f"results: {args.out}/results.json, report: {args.out}/report.html")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="verify and time solutions against eager and torch.compile")
+    p.add_argument("paths", nargs="+", help="problem files or folders")
+    p.add_argument("--dsl", default=None, help="which DSL the solutions are in (for the report)")
+    p.add_argument("--target", default="cpu")
+    p.add_argument("--baselines", default="eager,compile", help=f"comma-separated: {','.join(BASELINES)}")
+    p.add_argument("--solutions", default=None, help="folder of ModelNew modules named like the problems")
+    p.add_argument("--out", default="runs/bench", help="folder for results.json and report.html")
+    p.add_argument("--trials", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.set_defaults(fn=cmd_bench)
