@@ -155,3 +155,13 @@ def test_same_kernel_timed_twice_agrees_within_5_percent():
 def test_genuine_triton_kernel_on_the_gpu_with_timing():
     v = verify(SCALE, CASES / "genuine_triton_scale.py", target="h100", timing=True, baselines=("eager",))
     assert v.accepted and v.details["device"] == "cuda", v.line()
+
+
+def test_faster_than_speed_of_light_is_flagged():
+    from akg_agent.verifier.sandbox import run_job
+
+    # a speed-of-light of 10 s: any real run of this candidate beats it, which can only mean skipped work
+    job = {"ref": str(SCALE), "cand": str(CASES / "genuine_cpp_scale.py"), "device": "cpu", "seeds": [0, 1],
+           "train": False, "tolerances": {}, "sol_s": 10.0, "timing": {"trials": 3, "baselines": []}}
+    res = run_job(job, Limits(timeout_s=60))
+    assert res["code"] == "faster_than_sol" and "beats the speed-of-light" in res["reason"]
