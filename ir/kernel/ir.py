@@ -1,0 +1,176 @@
+"""Kernel IR data structures.
+
+A kernel computes one output buffer over an iteration domain (one coordinate variable per output
+dimension). Its value is an expression tree: loads from buffers at index expressions, pointwise
+ops (named as in the graph IR), integer index arithmetic, and reductions over extra variables
+(`Reduce`; a `dot` reduction is a contraction). A schedule (tile sizes, warps, stages, vector
+width) parameterises how a backend tiles the domain; it never changes the value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Buf:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str = "tmp"  # input | param | output | tmp | const
+    key: str = ""  # state_dict key for params
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def strides(self) -> tuple[int, ...]:
+        s, acc = [], 1
+        for d in reversed(self.shape):
+            s.append(acc)
+            acc *= d
+        return tuple(reversed(s))
+
+
+class Expr:
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    name: str
+    extent: int
+    dtype: str = "i64"
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: Any
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    buf: Buf
+    index: tuple[Expr, ...]
+    mask: Expr | None = None  # where false, the load yields `other` and must not touch memory
+    other: float = 0.0
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.buf.dtype
+
+
+@dataclass(frozen=True)
+class Op(Expr):
+    """A pointwise graph-IR op (`add`, `exp`, `gelu`, `where`, `cast`, ...) on element values."""
+
+    op: str
+    args: tuple[Expr, ...]
+    attrs: tuple[tuple[str, Any], ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class IOp(Expr):
+    """Integer index arithmetic and comparisons: + - * // % min max < <= == != and or."""
+
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str = "i64"
+
+
+@dataclass(frozen=True)
+class Reduce(Expr):
+    """Reduce `body` over `axes` (fresh variables): sum, max, min, prod, argmax, argmin, or dot (a
+    sum of products whose operands are loads: the contraction of a GEMM)."""
+
+    op: str
+    body: Expr
+    axes: tuple[Var, ...]
+    dtype: str
+
+
+@dataclass
+class Kernel:
+    name: str
+    kind: str  # pointwise | reduce | matmul
+    out: Buf
+    coords: tuple[Var, ...]
+    expr: Expr
+    schedule: dict[str, Any] = field(default_factory=dict)
+    group: int = -1  # the fusion group it came from
+
+    def inputs(self) -> list[Buf]:
+        seen: dict[str, Buf] = {}
+        for e in walk(self.expr):
+            if isinstance(e, Load) and e.buf.name not in seen:
+                seen[e.buf.name] = e.buf
+        return list(seen.values())
+
+    def reductions(self) -> list[Reduce]:
+        return [e for e in walk(self.expr) if isinstance(e, Reduce)]
+
+
+@dataclass
+class LibraryCall:
+    """An op left to a library (torch), declared in the plan and reported: convolutions, windows,
+    scans, random ops and opaque ops until a generated kernel exists for them."""
+
+    name: str
+    op: str
+    args: tuple[Buf | None, ...]
+    attrs: dict[str, Any]
+    out: Buf
+    group: int = -1
+
+
+@dataclass
+class KernelProgram:
+    name: str
+    inputs: list[Buf]
+    params: list[Buf]
+    consts: dict[str, Any]  # const buffer name -> torch tensor
+    steps: list[Kernel | LibraryCall]
+    outputs: list[Buf]
+    aliases: dict[str, str] = field(default_factory=dict)  # output buf -> the buffer it is (no copy)
+
+    def kernels(self) -> list[Kernel]:
+        return [s for s in self.steps if isinstance(s, Kernel)]
+
+    def library_calls(self) -> list[LibraryCall]:
+        return [s for s in self.steps if isinstance(s, LibraryCall)]
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Load):
+        return e.index + ((e.mask,) if e.mask is not None else ())
+    if isinstance(e, Op):
+        return e.args
+    if isinstance(e, IOp):
+        return (e.a, e.b)
+    if isinstance(e, Reduce):
+        return (e.body,)
+    return ()
+
+
+def walk(e: Expr):
+    """Every sub-expression once, children before parents (shared sub-trees visited once)."""
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        cur, done = stack.pop()
+        if done:
+            yield cur
+            continue
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        stack.append((cur, True))
+        for c in reversed(children(cur)):
+            stack.append((c, False))

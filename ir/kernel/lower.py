@@ -1,0 +1,322 @@
+"""Lowering graph-IR fusion groups to kernel IR.
+
+Each group becomes one kernel per value that must live in memory (group outputs and the operands
+of library calls). Inside a kernel every other value of the group is an expression over the
+output coordinates: movement ops become index arithmetic, reductions `Reduce` nodes over fresh
+variables, a contraction a `dot` reduction. Ops without a generated kernel yet (convolutions,
+windows, scans, random and opaque ops) become declared `LibraryCall`s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from ..graph import Graph, Node
+from ..ops import opdef
+from ..passes.fusion import FusionPlan, fuse
+from .build import I64, ic, iop, land, op, where
+from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var
+
+LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
+               "cumsum", "cumprod", "opaque")
+REDUCE_OPS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "prod"}
+
+
+class LoweringError(ValueError):
+    pass
+
+
+def needs_library(n: Node) -> bool:
+    return n.op in LIBRARY_OPS or (n.op == "dropout" and n.attrs["training"] and n.attrs["p"] > 0) or \
+        opdef(n.op).group == "composite"
+
+
+class _Lowerer:
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        self.bufs: dict[int, Buf] = {}
+        self.consts: dict[str, object] = {}
+        self._ids = itertools.count()
+        outs = {id(o) for o in g.outputs}
+        for n in g.nodes:
+            if n.op == "input":
+                self.bufs[id(n)] = Buf(n.name, n.shape, n.dtype, "input")
+            elif n.op == "param":
+                self.bufs[id(n)] = Buf(n.name, n.shape, n.dtype, "param", n.attrs["key"])
+        self.out_ids = outs
+
+    def buf(self, n: Node) -> Buf:
+        if id(n) not in self.bufs:
+            self.bufs[id(n)] = Buf(n.name, n.shape, n.dtype, "output" if id(n) in self.out_ids else "tmp")
+        return self.bufs[id(n)]
+
+    def fresh(self, extent: int, hint: str) -> Var:
+        return Var(f"{hint}{next(self._ids)}", extent)
+
+    # --- values as expressions over coordinates
+    def expr(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        if n.op in ("scalar", "full"):  # constants are materialised inside kernels
+            return Const(n.attrs["value"], n.dtype)
+        if n.op == "arange":
+            a = n.attrs
+            ramp = iop("+", ic(a["start"]), iop("*", c[0], ic(a["step"])))
+            return ramp if n.dtype == I64 else op("cast", [ramp], n.dtype, dtype=n.dtype)
+        if id(n) not in inline:
+            return Load(self.buf(n), tuple(c), mask, 0.0)
+        d = opdef(n.op)
+        a = n.args
+        if d.group in ("unary", "binary", "ternary") or n.op == "dropout":
+            if n.op == "dropout":  # eval mode or p = 0 (training with p > 0 is a library call)
+                return self.expr(a[0], c, mask, inline)  # type: ignore[arg-type]
+            args = [self.expr(x, _broadcast(x.shape, n.shape, c), mask, inline) for x in a]  # type: ignore[union-attr]
+            return op(n.op, args, n.dtype, **n.attrs)
+        if d.group == "movement":
+            return self.movement(n, c, mask, inline)
+        if d.group == "reduction":
+            return self.reduction(n, c, mask, inline)
+        if d.group == "contraction" and n.op in ("matmul", "linear"):
+            return self.contraction(n, c, mask, inline)
+        raise LoweringError(f"no kernel-IR lowering for {n.op} (%{n.name})")
+
+    def movement(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        x = n.args[0]
+        assert x is not None
+        at = n.attrs
+        sub = lambda idx, m=mask: self.expr(x, idx, m, inline)  # noqa: E731
+        if n.op == "reshape":
+            flat = ic(0)
+            for ci, st in zip(c, _strides(n.shape)):
+                flat = iop("+", flat, iop("*", ci, ic(st)))
+            return sub([iop("%", iop("//", flat, ic(st)), ic(sz)) if sz != 1 else ic(0)
+                        for st, sz in zip(_strides(x.shape), x.shape)])
+        if n.op == "permute":
+            idx: list[Expr] = [ic(0)] * len(c)
+            for i, dim in enumerate(at["dims"]):
+                idx[dim] = c[i]
+            return sub(idx)
+        if n.op == "expand":
+            return sub(_broadcast(x.shape, n.shape, c))
+        if n.op == "slice":
+            idx = list(c)
+            idx[at["dim"]] = iop("+", ic(at["start"]), iop("*", c[at["dim"]], ic(at["step"])))
+            return sub(idx)
+        if n.op == "flip":
+            idx = list(c)
+            for dim in at["dims"]:
+                idx[dim] = iop("-", ic(x.shape[dim] - 1), c[dim])
+            return sub(idx)
+        if n.op == "repeat":
+            off = len(n.shape) - len(x.shape)
+            return sub([iop("%", c[off + i], ic(s)) for i, s in enumerate(x.shape)])
+        if n.op == "pad":
+            return self.pad(n, x, c, mask, inline)
+        if n.op == "concat":
+            parts = [p for p in n.args if p is not None]
+            dim, start = at["dim"], 0
+            result: Expr | None = None
+            pieces = []
+            for p in parts:
+                lo, hi = start, start + p.shape[dim]
+                inside = land(iop(">=", c[dim], ic(lo)), iop("<", c[dim], ic(hi)))
+                idx = list(c)
+                idx[dim] = iop("-", c[dim], ic(lo))
+                pieces.append((inside, self.expr(p, idx, land(mask, inside), inline)))
+                start = hi
+            result = pieces[-1][1]
+            for inside, val in reversed(pieces[:-1]):
+                result = where(inside, val, result, n.dtype)
+            return result
+        if n.op in ("tril", "triu"):
+            diff = iop("-", c[-1], c[-2])
+            keep = iop("<=", diff, ic(at["diagonal"])) if n.op == "tril" else iop(">=", diff, ic(at["diagonal"]))
+            return where(keep, sub(list(c)), Const(0, n.dtype), n.dtype)
+        if n.op == "diag":
+            k = at["diagonal"]
+            if x.type.rank == 1:
+                i, j = c
+                on = iop("==", iop("-", j, i), ic(k))
+                pos = i if k >= 0 else j
+                return where(on, self.expr(x, [pos], land(mask, on), inline), Const(0, n.dtype), n.dtype)
+            (i,) = c
+            return sub([i, iop("+", i, ic(k))] if k >= 0 else [iop("-", i, ic(k)), i])
+        if n.op in ("gather", "index_select"):
+            idx_node = n.args[1]
+            assert idx_node is not None
+            dim = at["dim"]
+            idx = list(c)
+            if n.op == "gather":
+                idx[dim] = self.expr(idx_node, list(c), mask, inline)
+            else:
+                idx[dim] = self.expr(idx_node, [c[dim]], mask, inline)
+            return sub(idx)
+        raise LoweringError(f"no kernel-IR lowering for {n.op}")
+
+    def pad(self, n: Node, x: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        pads = list(n.attrs["pads"])
+        mode = n.attrs["mode"]
+        idx, valid = list(c), None
+        for k in range(len(pads) // 2):
+            dim = x.type.rank - 1 - k
+            lo, size = pads[2 * k], x.shape[dim]
+            i = iop("-", c[dim], ic(lo))
+            if mode == "constant":
+                valid = land(valid, land(iop(">=", i, ic(0)), iop("<", i, ic(size))))
+                idx[dim] = i
+            elif mode == "reflect":
+                a = iop("max", i, iop("-", ic(0), i))
+                idx[dim] = iop("-", ic(size - 1), _iabs(iop("-", ic(size - 1), a)))
+            elif mode == "replicate":
+                idx[dim] = iop("min", iop("max", i, ic(0)), ic(size - 1))
+            elif mode == "circular":
+                idx[dim] = iop("%", iop("+", iop("%", i, ic(size)), ic(size)), ic(size))
+            else:
+                raise LoweringError(f"pad mode {mode!r}")
+        val = self.expr(x, idx, land(mask, valid), inline)
+        if valid is None:
+            return val
+        return where(valid, val, Const(n.attrs["value"], n.dtype), n.dtype)
+
+    def reduction(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        x = n.args[0]
+        assert x is not None
+        rank = x.type.rank
+        if n.op in ("argmax", "argmin"):
+            dims = list(range(rank)) if n.attrs["dim"] is None else [n.attrs["dim"] % max(rank, 1)]
+            keep = n.attrs["keepdim"] and n.attrs["dim"] is not None
+        else:
+            dims = list(range(rank)) if n.attrs["dims"] is None else sorted(d % max(rank, 1) for d in n.attrs["dims"])
+            keep = n.attrs["keepdim"]
+
+        def body(tag: str) -> tuple[Expr, tuple[Var, ...]]:
+            vs = tuple(self.fresh(x.shape[d], tag) for d in dims)
+            it = iter(c)
+            idx: list[Expr] = []
+            for d in range(rank):
+                if d in dims:
+                    idx.append(vs[dims.index(d)])
+                    if keep:
+                        next(it)
+                else:
+                    idx.append(next(it))
+            return self.expr(x, idx, mask, inline), vs
+
+        count = math.prod(x.shape[d] for d in dims)
+        acc = x.dtype if x.dtype in ("f16", "bf16", "f32", "f64") else n.dtype
+        if n.op in REDUCE_OPS:
+            b, vs = body("r")
+            r: Expr = Reduce(REDUCE_OPS[n.op], b, vs, n.dtype)
+            return op("div", [r, Const(float(count), n.dtype)], n.dtype) if n.op == "mean" else r
+        if n.op in ("argmax", "argmin"):
+            b, vs = body("r")
+            return Reduce(n.op, b, vs, n.dtype)
+        if n.op in ("var", "std"):
+            b1, v1 = body("r")
+            b2, v2 = body("s")
+            mean = op("div", [Reduce("sum", b1, v1, acc), Const(float(count), acc)], acc)
+            dev = op("sub", [b2, mean], acc)
+            denom = max(count - n.attrs["correction"], 0.0)
+            var = op("div", [Reduce("sum", op("mul", [dev, dev], acc), v2, acc), Const(float(denom), acc)], acc)
+            return op("sqrt", [var], acc) if n.op == "std" else var
+        if n.op == "norm":
+            p = n.attrs["ord"]
+            b, vs = body("r")
+            ab = op("abs", [b], acc)
+            if p == math.inf:
+                return Reduce("max", ab, vs, acc)
+            if p == -math.inf:
+                return Reduce("min", ab, vs, acc)
+            if p == 2.0:
+                return op("sqrt", [Reduce("sum", op("mul", [b, b], acc), vs, acc)], acc)
+            if p == 1.0:
+                return Reduce("sum", ab, vs, acc)
+            powed = op("pow", [ab, Const(float(p), acc)], acc)
+            return op("pow", [Reduce("sum", powed, vs, acc), Const(1.0 / p, acc)], acc)
+        raise LoweringError(f"no kernel-IR lowering for {n.op}")
+
+    def contraction(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        a, b = n.args[0], n.args[1]
+        assert a is not None and b is not None
+        if n.op == "linear":
+            k = self.fresh(b.shape[1], "k")
+            prod = op("mul", [self.expr(a, list(c[:-1]) + [k], mask, inline),
+                              self.expr(b, [c[-1], k], mask, inline)], n.dtype)
+            out: Expr = Reduce("dot", prod, (k,), n.dtype)
+            bias = n.args[2] if len(n.args) > 2 else None
+            if bias is not None:
+                out = op("add", [out, self.expr(bias, [c[-1]], mask, inline)], n.dtype)
+            return out
+        k = self.fresh(a.shape[-1], "k")
+        ra, rb = a.type.rank, b.type.rank
+        cc = list(c)
+        m = [] if ra == 1 else [cc.pop(-2 if rb > 1 else -1)]
+        nn_ = [] if rb == 1 else [cc.pop(-1)]
+        batch = cc
+        a_idx = _broadcast(a.shape[:-2], tuple(d for d in n.shape[:len(batch)]), batch) + m + [k] if ra > 1 else [k]
+        b_idx = _broadcast(b.shape[:-2], tuple(d for d in n.shape[:len(batch)]), batch) + [k] + nn_ if rb > 1 else [k]
+        prod = op("mul", [self.expr(a, a_idx, mask, inline), self.expr(b, b_idx, mask, inline)], n.dtype)
+        return Reduce("dot", prod, (k,), n.dtype)
+
+
+def _iabs(e: Expr) -> Expr:
+    return iop("max", e, iop("-", ic(0), e))
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    s, acc = [], 1
+    for d in reversed(shape):
+        s.append(acc)
+        acc *= d
+    return list(reversed(s))
+
+
+def _broadcast(src: Sequence[int], dst: Sequence[int], c: Sequence[Expr]) -> list[Expr]:
+    """Index into a tensor of shape `src` broadcast (right-aligned) to `dst` at coordinates `c`."""
+    off = len(dst) - len(src)
+    return [ic(0) if s == 1 and dst[off + i] != 1 else c[off + i] for i, s in enumerate(src)]
+
+
+def lower(g: Graph, plan: FusionPlan | None = None) -> KernelProgram:
+    """The graph (already simplified and decomposed) as a kernel program, one step per stored value."""
+    plan = plan or fuse(g)
+    lw = _Lowerer(g)
+    users = g.users()
+    steps: list[Kernel | LibraryCall] = []
+    for grp in plan.groups:
+        members = {id(n) for n in grp.nodes}
+        stored: list[Node] = []
+        for n in grp.nodes:
+            lib_operand = any(needs_library(u) and id(u) in members for u in users[n])
+            escapes = id(n) in lw.out_ids or any(id(u) not in members for u in users[n])
+            if needs_library(n) or lib_operand or escapes:
+                stored.append(n)
+        stored_ids = {id(n) for n in stored}
+        for n in stored:
+            if needs_library(n):
+                args = tuple(lw.buf(a) if a is not None else None for a in n.args)
+                steps.append(LibraryCall(f"lib_{n.name}", n.op, args, dict(n.attrs), lw.buf(n), grp.id))
+                continue
+            inline = {id(m) for m in grp.nodes if id(m) not in stored_ids or m is n}
+            coords = tuple(lw.fresh(d, "c") for d in n.shape)
+            e = lw.expr(n, list(coords), None, inline)
+            reds = [x for x in _reductions(e)]
+            kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
+            steps.append(Kernel(f"k{len(steps)}_{n.name}", kind, lw.buf(n), coords, e, {}, grp.id))
+    produced = {s.out.name for s in steps}
+    for o in g.outputs:  # an output that is a constant (a folded softmax over a size-1 axis, say)
+        if lw.buf(o).name not in produced:
+            coords = tuple(lw.fresh(d, "c") for d in o.shape)
+            steps.append(Kernel(f"k{len(steps)}_{o.name}", "pointwise", lw.buf(o), coords,
+                                lw.expr(o, list(coords), None, set()), {}, -1))
+            produced.add(lw.buf(o).name)
+    inputs = [lw.bufs[id(n)] for n in g.inputs]
+    params = [lw.bufs[id(n)] for n in g.params]
+    outputs = [lw.buf(o) for o in g.outputs]
+    return KernelProgram(g.name, inputs, params, lw.consts, steps, outputs)
+
+
+def _reductions(e: Expr) -> list[Reduce]:
+    from .ir import walk
+
+    return [x for x in walk(e) if isinstance(x, Reduce)]
