@@ -104,6 +104,10 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
     g.meta.update(train=train, problem=str(problem.path))
     cx = LiftCtx(g, allow_opaque=allow_opaque)
     sig = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    named_params = dict(model.named_parameters())
+    g.meta["state_dict"] = [(k, tuple(int(d) for d in v.shape), dtype_of(v.dtype),
+                             "parameter" if k in named_params else "buffer")
+                            for k, v in model.state_dict().items()]
     consts = dict(ep.constants)
     state = dict(model.state_dict(keep_vars=False))
     env: dict[torch.fx.Node, Any] = {}
@@ -136,6 +140,10 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                 if t is None:
                     t = model.get_buffer(key) if kind == "BUFFER" else model.get_parameter(key)
                 env[n] = g.param(key, t.detach().clone(), name=n.name)
+                kinds = g.meta.setdefault("param_kinds", {})
+                kinds[key] = ("parameter" if kind == "PARAMETER" else
+                              "buffer" if kind == "BUFFER" and getattr(spec, "persistent", True) else
+                              "buffer_np" if kind == "BUFFER" else "constant")
         elif n.op == "call_function":
             target = n.target
             if target is operator.getitem:
@@ -161,6 +169,7 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                         env[k] = out
         elif n.op == "output":
             outs = n.args[0]
+            g.meta["single_output"] = ep.call_spec.out_spec is not None and ep.call_spec.out_spec.is_leaf()
             user = [o for o, s in zip(outs, ep.graph_signature.output_specs) if s.kind.name == "USER_OUTPUT"]
             g.outputs = []
             for o in user:

@@ -5,6 +5,7 @@ the guard sees is torch doing the work itself. Allocation, views and copies are 
 
 from __future__ import annotations
 
+import fnmatch
 from collections import Counter
 from typing import Any
 
@@ -48,7 +49,7 @@ class AtenGuard(TorchDispatchMode):
 
 def undeclared(compute_ops: list[str], declared: list[str]) -> list[str]:
     """Compute ops the candidate did not declare as library calls ('aten.convolution' covers every
-    overload of it)."""
+    overload of it; 'aten.max_pool*' is a pattern)."""
     def covered(op: str) -> bool:
-        return any(op == d or op.startswith(d.rstrip(".") + ".") for d in declared)
+        return any(op == d or op.startswith(d.rstrip(".") + ".") or fnmatch.fnmatchcase(op, d) for d in declared)
     return [op for op in compute_ops if not covered(op)]

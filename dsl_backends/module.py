@@ -1,0 +1,163 @@
+"""Writes the self-contained module a translation produces: kernel sources inline, a `ModelNew`
+that is constructor- and state_dict-compatible with the source `Model`, and a forward that runs
+the kernel program's steps in order. Backends supply imports, prelude, sources and launches; the
+torch calls for declared library steps are shared by every backend."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ir.kernel.ir import Buf, Kernel, KernelProgram, LibraryCall
+from ir.types import DTYPES
+
+# aten ops each library step dispatches to (declared, so the verifier allows them)
+LIBRARY_DECLARATIONS = {
+    "conv": ["aten.convolution"], "conv_transpose": ["aten.convolution"],
+    "max_pool": ["aten.max_pool*"], "avg_pool": ["aten.avg_pool*"],
+    "adaptive_avg_pool": ["aten.adaptive_avg_pool*", "aten._adaptive_avg_pool*", "aten.mean"],
+    "adaptive_max_pool": ["aten.adaptive_max_pool*"],
+    "cumsum": ["aten.cumsum", "aten.flip", "aten.cat"], "cumprod": ["aten.cumprod", "aten.flip", "aten.cat"],
+    "dropout": ["aten.dropout", "aten.native_dropout", "aten.bernoulli*", "aten.rand*", "aten.div", "aten.mul"],
+}
+
+REGISTER = '''
+def _akg_register(root, key, tensor, kind):
+    *path, leaf = key.split(".")
+    mod = root
+    for part in path:
+        if part not in mod._modules:
+            mod.add_module(part, nn.Module())
+        mod = mod._modules[part]
+    if kind == "parameter":
+        mod.register_parameter(leaf, nn.Parameter(tensor, requires_grad=False))
+    else:
+        mod.register_buffer(leaf, tensor, persistent=(kind == "buffer"))
+
+
+def _akg_get(root, key):
+    *path, leaf = key.split(".")
+    mod = root
+    for part in path:
+        mod = mod._modules[part]
+    return mod._parameters[leaf] if leaf in mod._parameters else mod._buffers[leaf]
+
+
+def _akg_const(data, dtype, shape):
+    return torch.frombuffer(bytearray(base64.b64decode(data)), dtype=dtype).reshape(shape).clone()
+'''
+
+
+def torch_dtype(dt: str) -> str:
+    return str(DTYPES[dt])
+
+
+def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
+    a = [name(b) for b in step.args]
+    at = step.attrs
+    if step.op == "conv":
+        r = len(step.args[1].shape) - 2  # type: ignore[union-attr]
+        return (f"F.conv{r}d({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
+                f"{list(at['padding'])}, {list(at['dilation'])}, {at['groups']})")
+    if step.op == "conv_transpose":
+        r = len(step.args[1].shape) - 2  # type: ignore[union-attr]
+        return (f"F.conv_transpose{r}d({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
+                f"{list(at['padding'])}, {list(at['output_padding'])}, {at['groups']}, {list(at['dilation'])})")
+    if step.op == "max_pool":
+        r = len(at["kernel"])
+        return (f"F.max_pool{r}d({a[0]}, {list(at['kernel'])}, {list(at['stride'])}, {list(at['padding'])}, "
+                f"{list(at['dilation'])}, ceil_mode={at['ceil_mode']})")
+    if step.op == "avg_pool":
+        r = len(at["kernel"])
+        extra = "" if r == 1 else f", divisor_override={at['divisor_override']}"
+        return (f"F.avg_pool{r}d({a[0]}, {list(at['kernel'])}, {list(at['stride'])}, {list(at['padding'])}, "
+                f"ceil_mode={at['ceil_mode']}, count_include_pad={at['count_include_pad']}{extra})")
+    if step.op in ("adaptive_avg_pool", "adaptive_max_pool"):
+        r = len(at["output_size"])
+        kind = "avg" if step.op == "adaptive_avg_pool" else "max"
+        return f"F.adaptive_{kind}_pool{r}d({a[0]}, {list(at['output_size'])})"
+    if step.op in ("cumsum", "cumprod"):
+        d, x = at["dim"], a[0]
+        ident = 0.0 if step.op == "cumsum" else 1.0
+        if at["reverse"]:
+            x = f"{x}.flip({d})"
+        if at["exclusive"]:
+            x = f"torch.cat([torch.full_like({x}.narrow({d}, 0, 1), {ident}), {x}.narrow({d}, 0, {x}.shape[{d}] - 1)], {d})"
+        y = f"torch.{step.op}({x}, {d})"
+        return f"{y}.flip({d})" if at["reverse"] else y
+    if step.op == "dropout":
+        return f"F.dropout({a[0]}, {at['p']}, True)"
+    raise NotImplementedError(f"no library rendering for {step.op}")
+
+
+def declared_calls(prog: KernelProgram) -> list[str]:
+    out: list[str] = []
+    for s in prog.library_calls():
+        for d in LIBRARY_DECLARATIONS.get(s.op, []):
+            if d not in out:
+                out.append(d)
+    return out
+
+
+def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports: list[str], prelude: str,
+                 sources: dict[str, str], launch: Callable[[Kernel, Callable[[Buf], str]], list[str]],
+                 weights: dict[str, torch.Tensor]) -> str:
+    state = meta.get("state_dict", [])
+    kinds = meta.get("param_kinds", {})
+    embedded = {b.key: b for b in prog.params if kinds.get(b.key) in ("buffer_np", "constant")}
+    lines = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
+    lines += ["import base64", "", "import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
+    lines += imports
+    lines += ["", f"AKG_LIBRARY_CALLS = {declared_calls(prog)!r}", REGISTER]
+    if prelude:
+        lines.append(prelude)
+    for src in sources.values():
+        lines += ["", src]
+    lines.append("_AKG_STATE = [")
+    lines += [f"    ({k!r}, {tuple(shape)!r}, {torch_dtype(dt)}, {kind!r})," for k, shape, dt, kind in state]
+    lines.append("]")
+    lines.append("_AKG_EMBEDDED = {")
+    for key, b in embedded.items():
+        t = weights[key].detach().contiguous().cpu()
+        data = base64.b64encode(t.numpy().tobytes() if t.dtype != torch.bfloat16 else
+                                t.view(torch.int16).numpy().tobytes()).decode()
+        kind = "buffer_np"
+        lines.append(f"    {key!r}: ({data!r}, {torch_dtype(b.dtype)}, {tuple(b.shape)!r}, {kind!r}),")
+    lines.append("}")
+    ins = [b.name for b in prog.inputs]
+    lines += ["", "", "class ModelNew(nn.Module):", "    def __init__(self, *args, **kwargs):",
+              "        super().__init__()",
+              "        for key, shape, dtype, kind in _AKG_STATE:",
+              "            _akg_register(self, key, torch.zeros(shape, dtype=dtype), kind)",
+              "        for key, (data, dtype, shape, kind) in _AKG_EMBEDDED.items():",
+              "            _akg_register(self, key, _akg_const(data, dtype, shape), kind)", "",
+              f"    def forward(self, {', '.join(ins)}):"]
+    body: list[str] = []
+    names: dict[str, str] = {b.name: b.name for b in prog.inputs}
+    for b in prog.inputs:
+        body.append(f"{b.name} = {b.name}.contiguous()")
+    dev = ins[0] if ins else "None"
+    for b in prog.params:
+        body.append(f"{b.name} = _akg_get(self, {b.key!r}).contiguous()")
+        names[b.name] = b.name
+
+    def ref(b: Buf | None) -> str:
+        return "None" if b is None else names[b.name]
+
+    for step in prog.steps:
+        if isinstance(step, LibraryCall):
+            body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")
+        else:
+            device = f"{dev}.device" if ins else "'cpu'"
+            body.append(f"{step.out.name} = torch.empty({tuple(step.out.shape)!r}, dtype={torch_dtype(step.out.dtype)}, "
+                        f"device={device})")
+            body += launch(step, ref)
+        names[step.out.name] = step.out.name
+    outs = [ref(b) for b in prog.outputs]
+    single = meta.get("single_output", len(outs) == 1)
+    body.append(f"return {outs[0]}" if single and len(outs) == 1 else f"return ({', '.join(outs)},)")
+    lines += ["        " + ln for ln in body]
+    return "\n".join(lines) + "\n"

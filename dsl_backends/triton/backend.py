@@ -1,0 +1,81 @@
+"""Triton backend: renders kernel IR with the templates in `render`, launches them from ModelNew."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hardware_models.spec import HardwareModel
+from ir.kernel.ir import Buf, Kernel, KernelProgram
+
+from ..base import Manifest
+from ..module import write_module
+from . import render
+
+MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+class TritonBackend:
+    manifest = MANIFEST
+
+    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
+        interp = executor == "interpreter"  # the interpreter's cost is per program: use big tiles
+        if k.kind == "pointwise":
+            n = k.out.numel
+            return {"BLOCK": min(_pow2(n), 65536 if interp else 1024), "num_warps": 4}
+        if k.kind == "reduce":
+            red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
+            br = min(_pow2(red), render.MAX_SINGLE_PASS)
+            rows = k.out.numel
+            bm = max(1, min(_pow2(rows), (65536 if interp else 4096) // br)) if interp else max(1, min(16, 4096 // br))
+            return {"BM": bm, "BR": br, "num_warps": 4 if br <= 1024 else 8}
+        M, N, K, _ = render.gemm_dims(k)
+        if interp:
+            return {"BM": min(_pow2(max(M, 16)), 128), "BN": min(_pow2(max(N, 16)), 128),
+                    "BK": min(_pow2(max(K, 16)), 128), "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
+        return {"BM": 128 if M >= 128 else max(16, _pow2(M)), "BN": 128 if N >= 128 else max(16, _pow2(N)),
+                "BK": 32 if K >= 32 else 16, "GROUP_M": 8, "num_warps": 8 if M >= 128 and N >= 128 else 4,
+                "num_stages": 3}
+
+    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
+        if k.kind == "pointwise":
+            return [{"BLOCK": b, "num_warps": w} for b in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
+        if k.kind == "reduce":
+            red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
+            br = min(_pow2(red), render.MAX_SINGLE_PASS)
+            return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
+                    if bm * br <= 32768]
+        return [{"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
+                for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64)
+                for w in (4, 8) for s in (2, 3, 4)]
+
+    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
+        return render.render_kernel(k, k.schedule)
+
+    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
+        s = k.schedule
+        args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
+        opts = f"num_warps={s.get('num_warps', 4)}"
+        if k.kind == "pointwise":
+            return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BLOCK']}),)]({args}, BLOCK={s['BLOCK']}, {opts})"]
+        if k.kind == "reduce":
+            return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BM']}),)]({args}, BM={s['BM']}, BR={s['BR']}, {opts})"]
+        M, N, _, B = render.gemm_dims(k)
+        grid = f"(triton.cdiv({M}, {s['BM']}) * triton.cdiv({N}, {s['BN']}), {B})"
+        return [f"{k.name}[{grid}]({args}, BM={s['BM']}, BN={s['BN']}, BK={s['BK']}, GROUP_M={s['GROUP_M']}, "
+                f"{opts}, num_stages={s.get('num_stages', 3)})"]
+
+    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
+                      weights: dict[str, Any]) -> str:
+        sources = {k.name: self.render_kernel(k, target) for k in prog.kernels()}
+        imports = ["import triton", "import triton.language as tl"]
+        return write_module(prog, meta, header, imports, render.PRELUDE, sources, self.launch, weights)
+
+
+BACKEND = TritonBackend()
