@@ -94,7 +94,8 @@ def render_op(e: Op, args: list[str]) -> str:
         return _pow(e, a[0], a[1])
     if o in ("maximum", "minimum"):
         f = "tl.maximum" if o == "maximum" else "tl.minimum"
-        return f"tl.where(({a[0]} != {a[0]}) | ({a[1]} != {a[1]}), {a[0]} + {a[1]}, {f}({a[0]}, {a[1]}))" \
+        # torch propagates NaN from either side
+        return f"tl.where({a[0]} != {a[0]}, {a[0]}, tl.where({a[1]} != {a[1]}, {a[1]}, {f}({a[0]}, {a[1]})))" \
             if e.dtype in FLOATS else f"{f}({a[0]}, {a[1]})"
     if o == "remainder":
         return f"({a[0]} - tl.floor({a[0]} / {a[1]}) * {a[1]})" if e.dtype in FLOATS else \
@@ -332,9 +333,11 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     in_ty = a_e.dtype if a_e.dtype in ("f16", "bf16") and b_e.dtype == a_e.dtype else "f32"
     inner = ["ka = k0 + tl.arange(0, BK)[None, :]", "kb = k0 + tl.arange(0, BK)[:, None]",
              f"kamask = ka < {K}", f"kbmask = kb < {K}"] + pa.lines + pb.lines
-    inner.append(f"acc += tl.dot(({a_code}).to({TL[in_ty]}), ({b_code}).to({TL[in_ty]}), "
-                 f"input_precision=\"{prec}\")" if in_ty == "f32" else
-                 f"acc += tl.dot(({a_code}).to({TL[in_ty]}), ({b_code}).to({TL[in_ty]}))")
+    # an operand may not depend on every tile axis (a GEMV's vector): broadcast it to the tile
+    a_tile = f"tl.broadcast_to(({a_code}).to({TL[in_ty]}), (BM, BK))"
+    b_tile = f"tl.broadcast_to(({b_code}).to({TL[in_ty]}), (BK, BN))"
+    inner.append(f"acc += tl.dot({a_tile}, {b_tile}, input_precision=\"{prec}\")" if in_ty == "f32" else
+                 f"acc += tl.dot({a_tile}, {b_tile})")
     loop += ["    " + ln for ln in inner]
     ep_env = dict(m_env)
     ep_env.update(n_env)
@@ -344,8 +347,8 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     strides = k.out.strides()
     flat = " + ".join(f"{ep_env[v.name]} * {s}" if s != 1 else ep_env[v.name]
                       for v, s in zip(k.coords, strides)) or "0"
-    tail = p.lines + [f"tl.store(out_ptr + ({flat}), {_store_value(val, k.out.dtype, '[BM, BN]')}, "
-                      "mask=mmask & nmask)"]
+    tail = p.lines + [f"tl.store(out_ptr + ({flat}) + (mo[:, None] * 0 + no[None, :] * 0), "
+                      f"{_store_value(val, k.out.dtype, '[BM, BN]')}, mask=mmask & nmask)"]
     sig = _signature(k, ["BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr", "GROUP_M: tl.constexpr"])
     k.schedule.setdefault("_grid", (M, N, B))
     return sig + "\n" + "\n".join("    " + ln for ln in head + loop + tail) + "\n"

@@ -304,15 +304,23 @@ def lower(g: Graph, plan: FusionPlan | None = None) -> KernelProgram:
             kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
             steps.append(Kernel(f"k{len(steps)}_{n.name}", kind, lw.buf(n), coords, e, {}, grp.id))
     produced = {s.out.name for s in steps}
-    for o in g.outputs:  # an output that is a constant (a folded softmax over a size-1 axis, say)
-        if lw.buf(o).name not in produced:
-            coords = tuple(lw.fresh(d, "c") for d in o.shape)
-            steps.append(Kernel(f"k{len(steps)}_{o.name}", "pointwise", lw.buf(o), coords,
-                                lw.expr(o, list(coords), None, set()), {}, -1))
-            produced.add(lw.buf(o).name)
+    outputs: list[Buf] = []
+    for i, o in enumerate(g.outputs):
+        b = lw.buf(o)
+        if b.name in produced and b not in outputs:
+            outputs.append(b)
+            continue
+        # a constant output (a folded softmax over a size-1 axis), an input or weight returned as is,
+        # or one value returned twice: each output gets a buffer of its own
+        out = Buf(f"{o.name}_out{i}" if b.role in ("input", "param") or b in outputs else b.name, o.shape, o.dtype,
+                  "output")
+        coords = tuple(lw.fresh(d, "c") for d in o.shape)
+        steps.append(Kernel(f"k{len(steps)}_{out.name}", "pointwise", out, coords,
+                            lw.expr(o, list(coords), None, set()), {}, -1))
+        produced.add(out.name)
+        outputs.append(out)
     inputs = [lw.bufs[id(n)] for n in g.inputs]
     params = [lw.bufs[id(n)] for n in g.params]
-    outputs = [lw.buf(o) for o in g.outputs]
     return KernelProgram(g.name, inputs, params, lw.consts, steps, outputs)
 
 
