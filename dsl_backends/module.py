@@ -85,7 +85,8 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         if at["reverse"]:
             x = f"{x}.flip({d})"
         if at["exclusive"]:
-            x = f"torch.cat([torch.full_like({x}.narrow({d}, 0, 1), {ident}), {x}.narrow({d}, 0, {x}.shape[{d}] - 1)], {d})"
+            x = (f"torch.cat([torch.full_like({x}.narrow({d}, 0, 1), {ident}), "
+                 f"{x}.narrow({d}, 0, {x}.shape[{d}] - 1)], {d})")
         y = f"torch.{step.op}({x}, {d})"
         return f"{y}.flip({d})" if at["reverse"] else y
     if step.op == "dropout":
@@ -152,8 +153,8 @@ def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")
         else:
             device = f"{dev}.device" if ins else "'cpu'"
-            body.append(f"{step.out.name} = torch.empty({tuple(step.out.shape)!r}, dtype={torch_dtype(step.out.dtype)}, "
-                        f"device={device})")
+            body.append(f"{step.out.name} = torch.empty({tuple(step.out.shape)!r}, "
+                        f"dtype={torch_dtype(step.out.dtype)}, device={device})")
             body += launch(step, ref)
         names[step.out.name] = step.out.name
     outs = [ref(b) for b in prog.outputs]
