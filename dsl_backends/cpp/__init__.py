@@ -1,0 +1,1 @@
+"""The C++ backend (see manifest.toml)."""

@@ -1,0 +1,238 @@
+"""The C-style renderer base shared by C++, CUDA-C and Metal: types, constants, the expression
+printer (one `const auto` per node) and the op table. Subclasses choose the math namespace, the
+qualifiers and the loop structure of each template."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ir.kernel.ir import Const, Expr, IOp, Load, Op, Reduce, Var
+
+from .base import UnsupportedKernel
+from .exprs import FLOATS
+
+CTYPES = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t",
+          "u8": "uint8_t", "bool": "bool", "f16": "uint16_t", "bf16": "uint16_t"}
+
+
+class CStyle:
+    math_ns = "std::"  # where exp, log, ... live
+    restrict = "__restrict__"
+
+    def ctype(self, dt: str) -> str:
+        return CTYPES[dt]
+
+    def ctype_compute(self, dt: str) -> str:
+        return "float" if dt in ("f16", "bf16") else CTYPES[dt]
+
+    def const(self, value: Any, dtype: str) -> str:
+        if dtype == "bool":
+            return "true" if value else "false"
+        if dtype in FLOATS:
+            v = float(value)
+            t = self.ctype_compute(dtype)
+            if math.isnan(v):
+                return f"std::numeric_limits<{t}>::quiet_NaN()"
+            if math.isinf(v):
+                return f"{'-' if v < 0 else ''}std::numeric_limits<{t}>::infinity()"
+            return f"(({t}){v!r})"
+        return f"((int64_t){int(value)})" if dtype == "i64" else f"(({CTYPES[dtype]}){int(value)})"
+
+    def fn(self, name: str) -> str:
+        return self.math_ns + name
+
+    def load(self, buf_dtype: str, ptr: str) -> str:
+        if buf_dtype == "bf16":
+            return f"akg_bf16_to_f32({ptr})"
+        if buf_dtype == "f16":
+            return f"akg_f16_to_f32({ptr})"
+        return ptr
+
+    def store(self, out_dtype: str, val: str) -> str:
+        if out_dtype == "bf16":
+            return f"akg_f32_to_bf16((float)({val}))"
+        if out_dtype == "f16":
+            return f"akg_f32_to_f16((float)({val}))"
+        return f"({CTYPES[out_dtype]})({val})"
+
+    # --- pointwise ops on scalars
+    def op(self, e: Op, a: list[str]) -> str:
+        at = dict(e.attrs)
+        t = self.ctype_compute(e.dtype)
+        f = self.fn
+        if e.dtype in FLOATS or e.op in ("cast", "where"):
+            a = [x if e.op in ("where", "cast", "eq", "ne", "lt", "le", "gt", "ge") else f"(({t})({x}))" for x in a]
+        x = a[0] if a else ""
+        table = {
+            "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "eq": "({0} == {1})",
+            "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
+            "ge": "({0} >= {1})", "logical_and": "(({0}) && ({1}))", "logical_or": "(({0}) || ({1}))",
+            "neg": "(-{0})", "abs": f"{f('fabs')}({{0}})", "exp": f"{f('exp')}({{0}})", "log": f"{f('log')}({{0}})",
+            "log1p": f"{f('log1p')}({{0}})", "expm1": f"{f('expm1')}({{0}})", "sqrt": f"{f('sqrt')}({{0}})",
+            "rsqrt": f"(({t})1 / {f('sqrt')}({{0}}))", "reciprocal": f"(({t})1 / ({{0}}))",
+            "sin": f"{f('sin')}({{0}})", "cos": f"{f('cos')}({{0}})", "tanh": f"{f('tanh')}({{0}})",
+            "sigmoid": f"(({t})1 / (({t})1 + {f('exp')}(-({{0}}))))", "erf": f"{f('erf')}({{0}})",
+            "floor": f"{f('floor')}({{0}})", "ceil": f"{f('ceil')}({{0}})", "round": f"{f('nearbyint')}({{0}})",
+            "trunc": f"{f('trunc')}({{0}})", "logical_not": "(!({0}))", "isnan": "(({0}) != ({0}))",
+            "relu": f"(({{0}}) > ({t})0 ? ({{0}}) : ({{0}}) * ({t})0)",
+            "silu": f"(({{0}}) / (({t})1 + {f('exp')}(-({{0}}))))",
+            "sign": f"(({{0}}) > 0 ? ({t})1 : (({{0}}) < 0 ? ({t})-1 : ({{0}}) * ({t})0))",
+            "hardsigmoid": f"{f('fmin')}({f('fmax')}(({{0}}) / ({t})6 + ({t})0.5, ({t})0), ({t})1)",
+            "hardswish": f"(({{0}}) * {f('fmin')}({f('fmax')}(({{0}}) + ({t})3, ({t})0), ({t})6) / ({t})6)",
+            "where": "(({0}) ? ({1}) : ({2}))", "pow": f"{f('pow')}({{0}}, {{1}})",
+            "atan2": f"{f('atan2')}({{0}}, {{1}})",
+        }
+        o = e.op
+        if o in table:
+            return table[o].format(*a)
+        if o == "div":
+            if e.dtype not in FLOATS:
+                raise UnsupportedKernel("integer division")
+            q = f"({a[0]} / {a[1]})"
+            return {None: q, "floor": f"{f('floor')}({q})", "trunc": f"{f('trunc')}({q})"}[at["rounding_mode"]]
+        if o in ("maximum", "minimum"):
+            g = f("fmax") if o == "maximum" else f("fmin")
+            if e.dtype not in FLOATS:
+                return f"({a[0]} {'>' if o == 'maximum' else '<'} {a[1]} ? {a[0]} : {a[1]})"
+            return f"(({a[0]}) != ({a[0]}) || ({a[1]}) != ({a[1]}) ? ({a[0]}) + ({a[1]}) : {g}({a[0]}, {a[1]}))"
+        if o == "remainder":
+            if e.dtype in FLOATS:
+                return f"({a[0]} - {f('floor')}({a[0]} / {a[1]}) * {a[1]})"
+            return f"((({a[0]}) % ({a[1]}) + ({a[1]})) % ({a[1]}))"
+        if o == "gelu":
+            if at["approximate"] == "tanh":
+                return (f"(({t})0.5 * {x} * (({t})1 + {f('tanh')}(({t})0.7978845608028654 * "
+                        f"({x} + ({t})0.044715 * {x} * {x} * {x}))))")
+            return f"(({t})0.5 * {x} * (({t})1 + {f('erf')}({x} * ({t})0.7071067811865476)))"
+        if o == "softplus":
+            b, th = at["beta"], at["threshold"]
+            return f"({x} * ({t}){b!r} > ({t}){th!r} ? {x} : {f('log1p')}({f('exp')}({x} * ({t}){b!r})) / ({t}){b!r})"
+        if o == "mish":
+            return f"({x} * {f('tanh')}({x} > ({t})20 ? {x} : {f('log1p')}({f('exp')}({x}))))"
+        if o == "elu":
+            return (f"({x} > ({t})0 ? ({t}){at['scale']!r} * {x} : ({t}){at['scale'] * at['alpha']!r} * "
+                    f"{f('expm1')}({x} * ({t}){at['input_scale']!r}))")
+        if o == "selu":
+            return f"({x} > ({t})0 ? ({t})1.0507009873554805 * {x} : ({t})1.7580993408473766 * {f('expm1')}({x}))"
+        if o == "leaky_relu":
+            return f"({x} > ({t})0 ? {x} : {x} * ({t}){at['negative_slope']!r})"
+        if o in ("clamp", "hardtanh"):
+            lo, hi = (at["min"], at["max"]) if o == "clamp" else (at["min_val"], at["max_val"])
+            out = x
+            if lo is not None:
+                out = f"({out} < ({t}){lo!r} ? ({t}){lo!r} : {out})"
+            if hi is not None:
+                out = f"({out} > ({t}){hi!r} ? ({t}){hi!r} : {out})"
+            return out
+        if o == "cast":
+            dt = at["dtype"]
+            return f"(({self.ctype_compute(dt)})({a[0]}))" if dt != "bool" else f"(({a[0]}) != 0)"
+        raise UnsupportedKernel(f"no C rule for op {o!r}")
+
+    def iop(self, e: IOp, a: str, b: str) -> str:
+        infix = {"+": "+", "-": "-", "*": "*", "//": "/", "%": "%", "<": "<", "<=": "<=", "==": "==", "!=": "!=",
+                 ">=": ">=", ">": ">", "and": "&&", "or": "||"}
+        if e.op in infix:
+            return f"({a} {infix[e.op]} {b})"
+        return f"({a} {'<' if e.op == 'min' else '>'} {b} ? {a} : {b})"
+
+
+class CPrinter:
+    """Scalar statements for an expression DAG inside one loop scope. Reductions open loops."""
+
+    def __init__(self, style: CStyle, env: dict[str, str], prefix: str = "t", indent: str = "") -> None:
+        self.s, self.env, self.prefix, self.indent = style, dict(env), prefix, indent
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.fixed: dict[int, str] = {}
+        self.counter = [0]
+
+    def fresh(self) -> str:
+        self.counter[0] += 1
+        return f"{self.prefix}{self.counter[0]}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def __call__(self, e: Expr) -> str:
+        if id(e) in self.fixed:
+            return self.fixed[id(e)]
+        if id(e) in self.names:
+            return self.names[id(e)]
+        if isinstance(e, Var):
+            return self.env[e.name]
+        if isinstance(e, Const):
+            return self.s.const(e.value, e.dtype)
+        if isinstance(e, Reduce):
+            name = self.reduce(e)
+        else:
+            code = self.render(e)
+            name = self.fresh()
+            ty = "int64_t" if e.dtype == "i64" else "bool" if e.dtype == "bool" else self.s.ctype_compute(e.dtype)
+            self.emit(f"const {ty} {name} = {code};")
+        self.names[id(e)] = name
+        return name
+
+    def render(self, e: Expr) -> str:
+        if isinstance(e, IOp):
+            return self.s.iop(e, self(e.a), self(e.b))
+        if isinstance(e, Load):
+            strides = e.buf.strides()
+            flat = " + ".join(f"{self(i)} * {s}" if s != 1 else self(i) for i, s in zip(e.index, strides)) or "0"
+            val = self.s.load(e.buf.dtype, f"{e.buf.name}[{flat}]")
+            if e.mask is not None:
+                other = self.s.const(e.other, e.buf.dtype if e.buf.dtype not in ("f16", "bf16") else "f32")
+                return f"({self(e.mask)} ? {val} : {other})"
+            return val
+        if isinstance(e, Op):
+            return self.s.op(e, [self(a) for a in e.args])
+        raise UnsupportedKernel(type(e).__name__)
+
+    def reduce(self, e: Reduce) -> str:
+        from ir.kernel.ir import walk
+
+        from .exprs import free_vars
+
+        # an inner reduction that does not use this one's variables is computed once, before the loop
+        mine = {v.name for v in e.axes}
+        for r in walk(e.body):
+            if isinstance(r, Reduce) and r is not e and not (free_vars(r) & mine):
+                self(r)
+        acc = self.fresh()
+        ext = math.prod(v.extent for v in e.axes)
+        float_body = e.body.dtype in FLOATS
+        ty = "double" if float_body else "int64_t"
+        init = {"sum": "0", "dot": "0", "prod": "1", "max": "-std::numeric_limits<double>::infinity()",
+                "min": "std::numeric_limits<double>::infinity()", "argmax": "-std::numeric_limits<double>::infinity()",
+                "argmin": "std::numeric_limits<double>::infinity()"}[e.op]
+        if not float_body and e.op in ("max", "min", "argmax", "argmin"):
+            init = {"max": "INT64_MIN", "min": "INT64_MAX", "argmax": "INT64_MIN", "argmin": "INT64_MAX"}[e.op]
+        self.emit(f"{ty} {acc} = {init};")
+        if e.op in ("argmax", "argmin"):
+            self.emit(f"int64_t {acc}_i = 0;")
+        j = self.fresh()
+        self.emit(f"for (int64_t {j} = 0; {j} < {ext}; ++{j}) {{")
+        inner = CPrinter(self.s, self.env, self.prefix, self.indent + "    ")
+        inner.counter = self.counter
+        inner.fixed = self.fixed
+        inner.names = dict(self.names)  # values of the enclosing scope are visible inside the loop
+        stride = 1
+        for v in reversed(e.axes):
+            inner.env[v.name] = f"{v.name}"
+            inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
+            stride *= v.extent
+        b = inner(e.body)
+        if e.op in ("sum", "dot"):
+            inner.emit(f"{acc} += {b};")
+        elif e.op == "prod":
+            inner.emit(f"{acc} *= {b};")
+        elif e.op in ("max", "min"):
+            cmp = ">" if e.op == "max" else "<"
+            inner.emit(f"if (({b}) {cmp} {acc} || ({b}) != ({b})) {acc} = {b};")
+        else:
+            cmp = ">" if e.op == "argmax" else "<"
+            inner.emit(f"if (({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})) {{ {acc} = {b}; {acc}_i = {j}; }}")
+        self.lines += inner.lines
+        self.emit("}")
+        return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"
