@@ -14,9 +14,13 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# The main job on the embedded default problem: no API key, no GPU.
+# The main job on the embedded default problem: no API key, no GPU. The graph IR and its kernel
+# groups, then verified translations: C++ for this CPU, and Triton for an H100 checked through
+# Triton's interpreter.
 demo: setup
 	$(VENV)/bin/akg ir --passes simplify,fuse --trace
+	$(VENV)/bin/akg translate --dsl cpp --target cpu -o runs/demo_cpp.py
+	$(VENV)/bin/akg translate --dsl triton --target h100 -o runs/demo_triton.py
 
 # PYTEST_ARGS narrows a run (e.g. -m gpu); pytest's "no tests collected" (exit 5) is not a failure.
 test: setup

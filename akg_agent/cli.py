@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ir.errors import AkgError
 
-from .commands import bench, hw, verify
+from .commands import bench, hw, translate, verify
 
 
 def _cmd_ir(args: argparse.Namespace) -> int:
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     hw.add_parser(sub)
     verify.add_parser(sub)
     bench.add_parser(sub)
+    translate.add_parser(sub)
     return p
 
 

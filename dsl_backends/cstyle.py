@@ -232,7 +232,8 @@ class CPrinter:
             inner.emit(f"if (({b}) {cmp} {acc} || ({b}) != ({b})) {acc} = {b};")
         else:
             cmp = ">" if e.op == "argmax" else "<"
-            inner.emit(f"if (({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})) {{ {acc} = {b}; {acc}_i = {j}; }}")
+            better = f"({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})"  # NaN wins, as in torch
+            inner.emit(f"if ({better}) {{ {acc} = {b}; {acc}_i = {j}; }}")
         self.lines += inner.lines
         self.emit("}")
         return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"

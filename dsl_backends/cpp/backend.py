@@ -25,13 +25,15 @@ PRELUDE_CPP = r"""
 #include <limits>
 #include <vector>
 #include <algorithm>
-static inline float akg_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
+static inline float akg_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
 static inline uint16_t akg_f32_to_bf16(float f) {
     uint32_t u; std::memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
     u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
 static inline float akg_f16_to_f32(uint16_t h) { return (float)(*(const _Float16*)&h); }
-static inline uint16_t akg_f32_to_f16(float f) { _Float16 h = (_Float16)f; uint16_t u; std::memcpy(&u, &h, 2); return u; }
+static inline uint16_t akg_f32_to_f16(float f) {
+    _Float16 h = (_Float16)f; uint16_t u; std::memcpy(&u, &h, 2); return u; }
 """
 
 BUILD = '''
