@@ -127,6 +127,8 @@ class CStyle:
             return out
         if o == "cast":
             dt = at["dtype"]
+            if dt in ("bf16", "f16"):  # the value a half-precision tensor would hold, in float
+                return f"akg_{dt}_to_f32(akg_f32_to_{dt}((float)({a[0]})))"
             return f"(({self.ctype_compute(dt)})({a[0]}))" if dt != "bool" else f"(({a[0]}) != 0)"
         raise UnsupportedKernel(f"no C rule for op {o!r}")
 

@@ -22,6 +22,13 @@ def _akg_tanh(x):
 
 
 @triton.jit
+def _akg_bf16(x):  # fp32 rounded to the nearest bf16 (even on ties), kept in fp32
+    u = x.to(tl.float32).to(tl.uint32, bitcast=True)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _akg_mul(a, b):
     return a * b
 
@@ -126,6 +133,8 @@ def render_op(e: Op, args: list[str]) -> str:
             out = f"tl.where({out} > {hi!r}, {hi!r} + {out} * 0, {out})"
         return out
     if o == "cast":
+        if at["dtype"] == "bf16":  # round explicitly: the interpreter's conversion truncates
+            return f"_akg_bf16({args[0]})"
         return f"({args[0]}).to({TL[at['dtype']]})" if at["dtype"] != "bool" else f"({args[0]} != 0)"
     raise UnsupportedKernel(f"Triton renderer has no rule for op {o!r}")
 
@@ -205,7 +214,8 @@ def _store_value(val: str, dtype: str, shape: str) -> str:
         return f"(tl.full({shape}, 0, tl.int32) + ({val}).to(tl.int32) != 0)" if not val[0].isupper() else \
             f"tl.full({shape}, {val}, tl.int1)"
     zero = "0.0" if dtype in FLOATS else "0"
-    return f"(tl.full({shape}, {zero}, {TL[comp(dtype)]}) + {val}).to({TL[dtype]})"
+    full = f"(tl.full({shape}, {zero}, {TL[comp(dtype)]}) + {val})"
+    return f"_akg_bf16({full}).to(tl.bfloat16)" if dtype == "bf16" else f"{full}.to({TL[dtype]})"
 
 
 def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
