@@ -46,6 +46,22 @@ def test_bench_end_to_end(tmp_path, capsys):
     assert not (out / "results.partial.json").exists()
 
 
-def test_bench_needs_solutions(capsys):
+def test_bench_needs_solutions_or_a_dsl(capsys):
     assert main(["bench", str(problem_path("mm_square"))]) == 2
     assert "pass --solutions DIR" in capsys.readouterr().err
+
+
+def test_bench_translates_when_given_a_dsl(tmp_path):
+    out = tmp_path / "out"
+    assert main(["bench", str(problem_path("mm_scalar_mul")), "--dsl", "cpp", "--out", str(out),
+                 "--baselines", "eager", "--trials", "3"]) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["records"][0]["correct"] and (out / "solutions" / "mm_scalar_mul.py").is_file()
+
+
+def test_spearman():
+    from akg_agent.bench.rank import spearman
+
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)

@@ -58,3 +58,11 @@ def test_unsupported_target_is_a_one_line_error():
 
     with pytest.raises(AkgError, match="does not target"):
         build(problem_path("mm_square"), "cpp", "h100")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [p.stem for p in PROBLEMS])
+def test_every_suite_problem_runs_natively_on_the_gpu(name, tmp_path):
+    t = translate(problem_path(name), "triton", "h100", tmp_path / f"{name}.py", timing=False, seeds=(0, 1, 2))
+    assert t.executor == "native" and t.verdict.details["device"] == "cuda"
+    assert t.verdict.accepted, t.verdict.line()

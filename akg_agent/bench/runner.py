@@ -74,17 +74,34 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
     return rec
 
 
+def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path) -> None:
+    """Translate each problem with the rules engine; a failure leaves that problem without a
+    solution (reported as such), never stops the run."""
+    from akg_agent.translate import translate
+
+    sol_dir.mkdir(parents=True, exist_ok=True)
+    for p in problems:
+        try:
+            translate(p, dsl, target, sol_dir / p.name, timing=False, seeds=(0, 1))
+        except AkgError as e:
+            (sol_dir / f"{p.stem}.error.txt").write_text(str(e))
+
+
 def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
               trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
               on_record: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
     problems = collect(paths)
-    if solutions is None:
-        raise AkgError("no solutions to benchmark: pass --solutions DIR (akg translate will produce them)")
-    sol_dir = Path(solutions)
-    if not sol_dir.is_dir():
-        raise AkgError(f"no such solutions folder: {sol_dir}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if solutions is None:
+        if dsl is None:
+            raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
+        sol_dir = out / "solutions"
+        _translate_all(problems, dsl, target, sol_dir)
+    else:
+        sol_dir = Path(solutions)
+    if not sol_dir.is_dir():
+        raise AkgError(f"no such solutions folder: {sol_dir}")
     records = []
     for i, p in enumerate(problems):
         rec = bench_one(p, sol_dir / p.name, target, baselines, trials, timeout_s)

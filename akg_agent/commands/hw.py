@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -95,6 +96,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rank(args: argparse.Namespace) -> int:
+    from ..bench.rank import rank_schedules
+
+    doc = rank_schedules(args.file, args.target, args.dsl, args.n, args.trials)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(doc, indent=2, default=str))
+    for r in doc["schedules"]:
+        m = f"{r['measured_ms']:.4g} ms" if r["measured_ms"] else r["verdict"]
+        print(f"  {r['schedule']}: model {r['estimate_ms']:.4g} ms, measured {m}")
+    rho = doc["spearman_rho"]
+    print(f"Spearman rho over {doc['measured']} schedules of {doc['kernel']}: "
+          + (f"{rho:.3f}" if rho is not None else "n/a"))
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     hw = sub.add_parser("hw", help="hardware models, speed-of-light, calibration")
     hsub = hw.add_subparsers(dest="hw_command", required=True)
@@ -115,3 +132,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="calibrate even if the device name does not match")
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer trials")
     p.set_defaults(fn=cmd_calibrate)
+    p = hsub.add_parser("rank", help="cost-model ranking of GEMM schedules vs times measured on the device")
+    p.add_argument("file")
+    p.add_argument("--target", required=True)
+    p.add_argument("--dsl", default="triton")
+    p.add_argument("-n", type=int, default=16, help="schedules to time")
+    p.add_argument("--trials", type=int, default=50)
+    p.add_argument("--out", default=None, help="write the JSON here")
+    p.set_defaults(fn=cmd_rank)
