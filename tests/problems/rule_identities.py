@@ -13,7 +13,7 @@ class Model(nn.Module):
         y = self.drop(x) * 1.0 + 0.0
         y = (y / 1.0) ** 1.0 - 0.0
         z = y.t().t().reshape(4, 2, 8).reshape(8, 8)
-        w = torch.ones(1) * (torch.zeros(1) + y)
+        w = torch.ones(1, device=x.device) * (torch.zeros(1, device=x.device) + y)
         return z, -(-y), w
 
 
