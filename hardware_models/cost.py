@@ -17,6 +17,8 @@ from .spec import HardwareModel
 
 NUMERICS = ("reference", "strict", "tf32")
 MEM_PARALLELISM = 4.0  # a single unit can pull about this many times its fair share of DRAM bandwidth
+ACC_REG_OVERHEAD = 32  # registers a GEMM thread needs beyond its accumulators (addresses, operands)
+MIN_ELEMS_PER_WARP = 512  # output elements per warp below which tensor-core issue slots go idle
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,19 @@ def estimate_group(group: Group, target: HardwareModel, schedule: Schedule | Non
                 for key in [t for t in times if t.startswith("tensor.")]:
                     times[key] *= step_local / step_compute
         serial = sched.num_stages == 1  # no overlap of loads and math
+        # an fp32 accumulator tile that does not fit the 255 registers a thread may hold spills to
+        # local memory on every k-step: such a schedule is not worth running
+        if (bm * bn) // max(threads, 1) + ACC_REG_OVERHEAD > 255 and target.kind == "gpu":
+            return Estimate(math.inf, "infeasible: accumulator spills registers", {}, {}, {}, 0.0, 0, 0.0, 0.0,
+                            sched.describe())
+        # each warp needs enough of the tile to keep its tensor-core instructions busy
+        # (Hopper's wgmma works on 64-row slabs per warpgroup)
+        per_warp = bm * bn / max(sched.num_warps, 1)
+        tile_eff = min(1.0, per_warp / MIN_ELEMS_PER_WARP)
+        if target.arch.startswith("sm_90") and bm < 64:
+            tile_eff *= 0.5  # no wgmma below 64 rows: the older mma path runs at about half rate
+        for key in [t for t in times if t.startswith("tensor.")]:
+            times[key] /= tile_eff
     else:
         out_elems = max((o.type.numel for o in group.outputs), default=1)
         per_program = max(1, sched.block[0])

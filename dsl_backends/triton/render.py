@@ -51,6 +51,8 @@ def comp(dtype: str) -> str:
 def _f(args: list[str], i: int, e: Op) -> str:
     """Operand i cast to the op's compute type when it is a float op."""
     a = e.args[i]
+    if e.op == "where" and i == 0:
+        return args[i]  # the condition stays boolean
     if comp(e.dtype) in FLOATS and a.dtype != comp(e.dtype) and not isinstance(a, Const):
         return f"{args[i]}.to({TL[comp(e.dtype)]})"
     return args[i]
