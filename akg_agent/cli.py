@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ir.errors import AkgError
 
-from .commands import bench, hw, translate, verify
+from .commands import bench, hw, translate, tune, verify
 
 
 def _cmd_ir(args: argparse.Namespace) -> int:
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_parser(sub)
     bench.add_parser(sub)
     translate.add_parser(sub)
+    tune.add_parser(sub)
     return p
 
 

@@ -92,13 +92,18 @@ def _signature(k: Kernel) -> str:
     return f'extern "C" void {k.name}({", ".join(ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"])})'
 
 
+def _omp(k: Kernel) -> str:
+    t = k.schedule.get("threads")
+    return f"    #pragma omp parallel for schedule(static){f' num_threads({t})' if t else ''}"
+
+
 def render_kernel(k: Kernel) -> str:
     lines = [_signature(k) + " {"]
     if k.kind == "matmul":
         lines += _matmul(k)
     else:
         n = k.out.numel
-        lines.append("    #pragma omp parallel for schedule(static)")
+        lines.append(_omp(k))
         lines.append(f"    for (int64_t i = 0; i < {n}; ++i) {{")
         p = CPrinter(STYLE, {}, indent="        ")
         _decode([(v.name, v.extent) for v in k.coords], "i", p)
@@ -122,7 +127,7 @@ def _matmul(k: Kernel) -> list[str]:
     n_vars = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
     row_vars = [c for c in coords if c not in n_vars]
     rows, n = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars)
-    out = ["    #pragma omp parallel for schedule(static)", f"    for (int64_t row = 0; row < {rows}; ++row) {{",
+    out = [_omp(k), f"    for (int64_t row = 0; row < {rows}; ++row) {{",
            f"        std::vector<double> acc({n}, 0.0);"]
     p = CPrinter(STYLE, {}, indent="        ")
     _decode(row_vars, "row", p)

@@ -1,0 +1,56 @@
+"""`akg tune FILE --target T [--dsl D|all] [--budget N] [--time S] [-o OUT]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from dsl_backends import available
+    from hardware_models.spec import load_target
+    from ir.errors import AkgError
+
+    from ..tune import tune
+
+    target = load_target(args.target)
+    dsls = [d for d, m in available().items() if m.supports(target)] if args.dsl == "all" else [args.dsl]
+    if not dsls:
+        raise AkgError(f"no backend targets {args.target}")
+    reports = []
+    with Progress() as progress:
+        task = progress.add_task("tuning", total=None)
+
+        def on_progress(kernel: str, done: int, total: int, best: float | None) -> None:
+            best_txt = f"{best * 1e3:.4g} ms" if best is not None and best != float("inf") else "-"
+            progress.update(task, total=total, completed=done, description=f"{kernel}: best {best_txt}")
+
+        for dsl in dsls:
+            out = args.o if len(dsls) == 1 else None
+            out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
+            reports.append(tune(args.file, args.target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
+                                on_progress=on_progress) | {"out": out})
+    for r in reports:
+        print(f"{r['dsl']}: {r['measured']} measured, {r['from_db']} from the tuning database, "
+              f"{r['elapsed_s']:.1f} s -> {r['out']}")
+        for k in r["kernels"]:
+            best = f"{k['best_s'] * 1e3:.4g} ms" if k["best_s"] not in (None, float("inf")) else "-"
+            print(f"  {k['kernel']} ({k['kind']}): {k['best']} module time {best}")
+    if args.json:
+        print(json.dumps(reports, indent=2, default=str))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tune", help="search schedules on the device, with a persistent tuning database")
+    p.add_argument("file")
+    p.add_argument("--target", required=True)
+    p.add_argument("--dsl", default="all", help="a DSL, or all that target the device")
+    p.add_argument("--budget", type=int, default=8, help="schedules tried per kernel")
+    p.add_argument("--time", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("-o", default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_tune)

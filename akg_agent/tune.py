@@ -1,0 +1,142 @@
+"""`akg tune`: per-kernel schedule search, pruned by the cost model, measured with the verifier's
+timing in the sandbox, remembered in a SQLite tuning database keyed by hardware, DSL, kernel
+signature and versions: a repeated run is instant and a killed run loses no finished measurement."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hardware_models.cost import Schedule, estimate_group
+from hardware_models.spec import cache_dir
+from ir.errors import AkgError
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
+    hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,
+    PRIMARY KEY (hardware, dsl, kernel, versions, schedule))"""
+
+
+def versions() -> str:
+    import torch
+
+    parts = [f"torch={torch.__version__}"]
+    try:
+        import triton
+
+        parts.append(f"triton={triton.__version__}")
+    except ImportError:
+        pass
+    from akg_agent import __version__
+
+    return f"akg={__version__};" + ";".join(parts)
+
+
+class TuningDB:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or cache_dir() / "tuning.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path)
+        self.db.execute(SCHEMA)
+
+    def get(self, hw: str, dsl: str, kernel: str, ver: str, sched: dict[str, Any]) -> float | None:
+        row = self.db.execute("SELECT time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
+                              "versions=? AND schedule=?", (hw, dsl, kernel, ver, _key(sched))).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, hw: str, dsl: str, kernel: str, ver: str, sched: dict[str, Any], t: float, verdict: str) -> None:
+        with self.db:  # committed at once: a killed run keeps it
+            self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
+                            (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+
+
+def _key(sched: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in sorted(sched.items()) if not k.startswith("_")})
+
+
+def kernel_signature(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
+         out: str | Path | None = None, db: TuningDB | None = None,
+         on_progress: Callable[[str, int, int, float | None], None] | None = None) -> dict[str, Any]:
+    from dsl_backends import get_backend
+
+    from .translate import build, render
+    from .verifier import verify
+
+    t = build(problem, dsl, target)
+    if t.executor != "native":
+        raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {t.executor}, "
+                       "whose times mean nothing")
+    backend = get_backend(dsl)
+    db = db or TuningDB()
+    ver = versions()
+    hw = t.target.name + (f" ({t.target.calibrated_from})" if t.target.calibrated_from else "")
+    groups = {g.id: g for g in t.plan.groups}
+    start = time.perf_counter()
+    report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
+                              "from_db": 0}
+    with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
+        for k in t.program.kernels():
+            space = backend.tuning_space(k, t.target)
+            grp = groups.get(k.group)
+            if k.kind == "matmul" and grp is not None and "BM" in space[0]:
+                scored = [(estimate_group(grp, t.target, Schedule(block=(s["BM"], s["BN"], s["BK"]),
+                                                                  num_warps=s["num_warps"],
+                                                                  num_stages=s["num_stages"])).time_s, s)
+                          for s in space]
+                space = [s for e, s in sorted(scored, key=lambda x: x[0]) if math.isfinite(e)]  # cost-model pruning
+            default = dict(k.schedule)
+            cands = [default] + [s for s in space if s != default]
+            cands = cands[:budget]
+            sig = kernel_signature(backend.render_kernel(k, t.target))
+            best: tuple[float, dict[str, Any]] | None = None
+            for i, sched in enumerate(cands):
+                if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+                    break
+                k.schedule.clear()
+                k.schedule.update(sched)
+                known = db.get(hw, dsl, sig, ver, sched)
+                if known is None:
+                    path = Path(d) / f"cand_{k.name}_{i}.py"
+                    path.write_text(render(t))
+                    v = verify(t.problem, path, target=target, seeds=(0, 1), timing=True, sol_check=False)
+                    med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
+                    known = med if med is not None else math.inf
+                    db.put(hw, dsl, sig, ver, sched, known, v.line())
+                    report["measured"] += 1
+                else:
+                    report["from_db"] += 1
+                if best is None or known < best[0]:
+                    best = (known, dict(sched))
+                if on_progress is not None:
+                    on_progress(k.name, i + 1, len(cands), best[0] if best else None)
+            k.schedule.clear()
+            k.schedule.update(best[1] if best and math.isfinite(best[0]) else default)
+            report["kernels"].append({"kernel": k.name, "kind": k.kind, "best": best[1] if best else default,
+                                      "best_s": best[0] if best else None, "tried": len(cands)})
+    # the chosen combination is verified and timed once more, and the header says so
+    with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
+        final = Path(d) / f"{t.problem.stem}_{dsl}.py"
+        final.write_text(render(t))
+        t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",))
+    if not t.verdict.accepted:
+        raise AkgError(f"the tuned {dsl} module for {t.problem.name} failed verification: {t.verdict.reason}")
+    t.source = render(t, t.verdict.details.get("timing"))
+    report["verdict"] = t.verdict.line()
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(t.source)
+    report["elapsed_s"] = time.perf_counter() - start
+    return report
