@@ -106,10 +106,6 @@ def compulsory_bytes(nodes: list[Node], outputs: list[Node]) -> tuple[int, int]:
 
 def program_bytes(g: Graph) -> tuple[int, int]:
     """Compulsory traffic of a whole program: its inputs and used weights read, its outputs written."""
-    compute = [n for n in g.nodes if n.op not in SOURCES]
     read = sum(n.type.nbytes for n in g.nodes if n.op in ("input", "param"))
-    outs = {id(o): o for o in g.outputs}
-    written = sum(o.type.nbytes for o in outs.values())
-    if not compute:
-        return read, written
+    written = sum(o.type.nbytes for o in {id(o): o for o in g.outputs}.values())
     return read, written

@@ -52,8 +52,7 @@ class LiftCtx:
             dt, value = (like_dt if like_dt in FLOAT_DTYPES else "f32"), float(value)
         else:
             dt = like_dt if like_dt not in ("bool",) else "i64"
-        n = self.graph.add("scalar", [], {"value": value, "dtype": dt}, name="c")
-        return n
+        return self.graph.add("scalar", [], {"value": value, "dtype": dt}, name="c")
 
 
 Converter = Callable[..., Any]
