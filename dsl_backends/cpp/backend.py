@@ -58,11 +58,12 @@ def _akg_build(src):
     lib = root / "kernels.so"
     if not lib.exists():
         root.mkdir(parents=True, exist_ok=True)
-        (root / "kernels.cpp").write_text(src)
+        cpp = root / f"kernels.{_os.getpid()}.cpp"  # per process: concurrent builds never share a file
+        cpp.write_text(src)
         tmp = root / f"kernels.{_os.getpid()}.so"
-        _subprocess.run(["g++", *_AKG_FLAGS, str(root / "kernels.cpp"), "-o", str(tmp)], check=True,
-                        capture_output=True, text=True)
+        _subprocess.run(["g++", *_AKG_FLAGS, str(cpp), "-o", str(tmp)], check=True, capture_output=True, text=True)
         _os.replace(tmp, lib)  # atomic: a concurrent build never sees half a library
+        _os.replace(cpp, root / "kernels.cpp")
     return _ctypes.CDLL(str(lib))
 
 
@@ -161,10 +162,10 @@ class CppBackend:
     manifest = MANIFEST
 
     def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
-        return {"threads": target.units}
+        return {}  # OpenMP's own thread count; `akg tune` tries explicit ones
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
-        return [{"threads": t} for t in sorted({1, max(1, target.units // 2), target.units})]
+        return [{}] + [{"threads": t} for t in sorted({1, max(1, target.units // 2), target.units})]
 
     def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
         return render_kernel(k)
