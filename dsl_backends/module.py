@@ -125,8 +125,7 @@ def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports
         t = weights[key].detach().contiguous().cpu()
         data = base64.b64encode(t.numpy().tobytes() if t.dtype != torch.bfloat16 else
                                 t.view(torch.int16).numpy().tobytes()).decode()
-        kind = "buffer_np"
-        lines.append(f"    {key!r}: ({data!r}, {torch_dtype(b.dtype)}, {tuple(b.shape)!r}, {kind!r}),")
+        lines.append(f"    {key!r}: ({data!r}, {torch_dtype(b.dtype)}, {tuple(b.shape)!r}, 'buffer_np'),")
     lines.append("}")
     ins = [b.name for b in prog.inputs]
     lines += ["", "", "class ModelNew(nn.Module):", "    def __init__(self, *args, **kwargs):",

@@ -105,7 +105,7 @@ def eval_kernel(k: Kernel, env: dict[str, torch.Tensor], device: torch.device) -
     ev = _Eval(k, env, device)
     r = ev(k.expr)
     n = len(k.coords)
-    r = r.reshape(list(r.shape[:n]) + [1] * 0) if r.dim() == n else r.reshape(list(r.shape[:n]))
+    r = r.reshape(list(r.shape[:n]))  # drop the (size-1) reduction dimensions
     return r.expand(k.out.shape).to(DTYPES[k.out.dtype]).contiguous()
 
 
