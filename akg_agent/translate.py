@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from dsl_backends import UnsupportedKernel, get_backend
-from hardware_models.cost import Schedule, estimate_group
 from hardware_models.spec import HardwareModel, load_target
 from ir.errors import AkgError
 from ir.graph import Graph
@@ -56,17 +55,13 @@ def device_present(target: HardwareModel) -> bool:
 
 def choose_schedule(backend: Any, k: Kernel, grp: Any, target: HardwareModel, executor: str) -> dict[str, Any]:
     """The backend's default, or for native GEMMs the cost model's best of the tuning space."""
+    from .tune import ranked_space
+
     sched = backend.default_schedule(k, target, executor)
     if executor == "native" and k.kind == "matmul" and grp is not None and target.kind == "gpu":
-        best = None
-        for cand in backend.tuning_space(k, target):
-            s = Schedule(block=(cand["BM"], cand["BN"], cand["BK"]), num_warps=cand["num_warps"],
-                         num_stages=cand["num_stages"])
-            t = estimate_group(grp, target, s).time_s
-            if best is None or t < best[0]:
-                best = (t, cand)
-        if best is not None:
-            sched = dict(best[1])
+        ranked = ranked_space(backend, k, grp, target)
+        if ranked:
+            sched = dict(ranked[0])
     return sched
 
 

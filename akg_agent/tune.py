@@ -20,7 +20,10 @@ from ir.errors import AkgError
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
     hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,
-    PRIMARY KEY (hardware, dsl, kernel, versions, schedule))"""
+    PRIMARY KEY (hardware, dsl, kernel, versions, schedule));
+CREATE TABLE IF NOT EXISTS verified_modules (
+    hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
+    PRIMARY KEY (hardware, dsl, problem, by))"""
 
 
 def versions() -> str:
@@ -43,7 +46,7 @@ class TuningDB:
         self.path = path or cache_dir() / "tuning.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path)
-        self.db.execute(SCHEMA)
+        self.db.executescript(SCHEMA)
 
     def get(self, hw: str, dsl: str, kernel: str, ver: str, sched: dict[str, Any]) -> float | None:
         row = self.db.execute("SELECT time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
@@ -55,6 +58,22 @@ class TuningDB:
             self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
                             (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
 
+    def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
+                        by: str) -> None:
+        """A verified module, kept for retrieval into later prompts (the best per problem and author)."""
+        old = self.db.execute("SELECT time_ms FROM verified_modules WHERE hardware=? AND dsl=? AND problem=? AND by=?",
+                              (hw, dsl, problem, by)).fetchone()
+        if old is not None and old[0] is not None and (time_ms is None or old[0] <= time_ms):
+            return
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO verified_modules VALUES (?,?,?,?,?,?,?,?)",
+                            (hw, dsl, problem, ops, source, time_ms, by, time.time()))
+
+    def verified_modules(self, hw: str, dsl: str) -> list[tuple[str, str, str]]:
+        """(problem, ops, source) of every verified module for this hardware and DSL."""
+        return self.db.execute("SELECT problem, ops, source FROM verified_modules WHERE hardware=? AND dsl=? "
+                               "ORDER BY problem, by", (hw, dsl)).fetchall()
+
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
 
@@ -65,6 +84,17 @@ def _key(sched: dict[str, Any]) -> str:
 
 def kernel_signature(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def ranked_space(backend: Any, k: Any, grp: Any, target: Any) -> list[dict[str, Any]]:
+    """The backend's tuning space for one kernel; GEMM tiles ordered by the cost model, infeasible ones
+    (tiles that do not fit, spilling accumulators) pruned."""
+    space = backend.tuning_space(k, target)
+    if k.kind == "matmul" and grp is not None and space and "BM" in space[0]:
+        scored = [(estimate_group(grp, target, Schedule(block=(s["BM"], s["BN"], s["BK"]), num_warps=s["num_warps"],
+                                                        num_stages=s["num_stages"])).time_s, s) for s in space]
+        space = [s for e, s in sorted(scored, key=lambda x: x[0]) if math.isfinite(e)]
+    return space
 
 
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
@@ -89,14 +119,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                               "from_db": 0}
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         for k in t.program.kernels():
-            space = backend.tuning_space(k, t.target)
-            grp = groups.get(k.group)
-            if k.kind == "matmul" and grp is not None and "BM" in space[0]:
-                scored = [(estimate_group(grp, t.target, Schedule(block=(s["BM"], s["BN"], s["BK"]),
-                                                                  num_warps=s["num_warps"],
-                                                                  num_stages=s["num_stages"])).time_s, s)
-                          for s in space]
-                space = [s for e, s in sorted(scored, key=lambda x: x[0]) if math.isfinite(e)]  # cost-model pruning
+            space = ranked_space(backend, k, groups.get(k.group), t.target)
             default = dict(k.schedule)
             cands = [default] + [s for s in space if s != default]
             cands = cands[:budget]

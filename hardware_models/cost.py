@@ -34,6 +34,13 @@ class Schedule:
         return f"block={'x'.join(map(str, self.block))} warps={self.num_warps} stages={self.num_stages}"
 
 
+def default_schedule(target: HardwareModel) -> Schedule:
+    """GPUs: a 128x128 tile over 4 warps; CPUs: a cache-sized tile per core (one thread, no pipelining)."""
+    if target.kind == "cpu":
+        return Schedule(block=(64, 64, 32), num_warps=1, num_stages=1)
+    return Schedule()
+
+
 def resolve_unit(target: HardwareModel, kind: str, dtype: str, op_hint: str, numerics: str) -> tuple[str, str]:
     """Which unit and rate dtype runs this work on `target` under the numerics policy."""
     if kind == "vector":
@@ -112,7 +119,7 @@ def estimate_group(group: Group, target: HardwareModel, schedule: Schedule | Non
                    numerics: str = "reference") -> Estimate:
     """Roofline estimate of one kernel: max(compute, DRAM, L2, local memory) over the busy units,
     stretched by the tail of the last wave, plus launch overhead."""
-    sched = schedule or Schedule()
+    sched = schedule or default_schedule(target)
     nodes = [n for n in group.nodes if n.op not in SOURCES]
     work = unit_work(nodes, target, numerics)
     times = compute_time(work, target)

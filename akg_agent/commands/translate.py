@@ -1,4 +1,5 @@
-"""`akg translate FILE --dsl D --target T [-o OUT]`: the rules engine end to end."""
+"""`akg translate FILE --dsl D --target T [-o OUT] [--llm rules|anthropic:M|openai:M|replay:PATH]`:
+the agent loop (the rules engine alone by default: offline, no key)."""
 
 from __future__ import annotations
 
@@ -6,46 +7,64 @@ import argparse
 import json
 from pathlib import Path
 
+from ir.errors import AkgError
+
 
 def cmd_translate(args: argparse.Namespace) -> int:
+    from ..agents import RunConfig, run
+    from ..agents.human import ConsoleHuman
     from ..examples import DEFAULT_PROBLEM
-    from ..translate import translate
+    from ..tune import TuningDB
 
+    resume = Path(args.resume) if args.resume else None
+    if resume is not None:
+        doc = json.loads((resume / "run.json").read_text()) if (resume / "run.json").is_file() else None
+        if doc is None:
+            raise AkgError(f"cannot resume from {resume}: it holds no run.json")
+        args.file, args.dsl, args.target = doc["config"]["problem"], doc["config"]["dsl"], doc["config"]["target"]
+    if not args.dsl or not args.target:
+        raise AkgError("akg translate needs --dsl and --target (or --resume RUN_DIR)")
     args.file = args.file or str(DEFAULT_PROBLEM)
     out = args.o or str(Path("runs") / f"{Path(args.file).stem}_{args.dsl}.py")
-    baselines = tuple(b for b in args.baselines.split(",") if b)
-    t = translate(args.file, args.dsl, args.target, out, verify_result=not args.no_verify,
-                  timing=not args.no_time, baselines=baselines, train=args.train, allow_opaque=args.allow_opaque)
-    s = t.summary()
+    cfg = RunConfig(args.file, args.dsl, args.target, llm=args.llm, budget=args.budget, goal_frac=args.goal,
+                    out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
+                    timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu)
+    st = run(cfg, human=ConsoleHuman() if args.interactive else None, resume=resume, db=TuningDB())
+    best = next(a for a in st.attempts if a.n == st.result["attempt"])
     if args.json:
-        print(json.dumps(s | {"out": out}, indent=2, default=str))
+        print(json.dumps({"out": out, "run_dir": str(st.run_dir), "result": st.result,
+                          "attempts": [a.line() for a in st.attempts], "usage": st.usage.line()}, indent=2))
         return 0
-    kinds = ", ".join(f"{k['kind']}" for k in s["kernels"]) or "none"
-    libs = ", ".join(s["library_calls"]) or "none"
-    print(f"{Path(args.file).name} -> {out} ({args.dsl}, {args.target}, executor: {t.executor})")
-    print(f"  kernels: {kinds}; library calls: {libs}")
-    print(f"  {s['verdict']}")
-    for n in t.notes:
-        print(f"  note: {n}")
-    timing = t.verdict.details.get("timing") if t.verdict else None
-    if timing:
-        cand = timing["candidate"]["median_s"]
-        for name, r in timing.items():
-            if name != "candidate" and r.get("median_s"):
-                print(f"  speedup vs {name}: {r['median_s'] / cand:.3g}x "
-                      f"({cand * 1e3:.4g} ms vs {r['median_s'] * 1e3:.4g} ms)")
+    print(f"{Path(args.file).name} -> {out} ({args.dsl}, {args.target})")
+    assert st.plan is not None
+    for line in st.plan.summary().splitlines():
+        print(f"  {line}")
+    for a in st.attempts:
+        print(f"  {a.line()}")
+    print(f"  answer: attempt {best.n} by {best.by}; run directory {st.run_dir}")
+    if st.usage.calls:
+        print(f"  model: {st.usage.line()}")
+    if best.time_ms is None and st.plan.notes:
+        print(f"  note: {st.plan.notes}")
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("translate", help="write a verified ModelNew module in a DSL (offline rules engine)")
+    p = sub.add_parser("translate", help="write a verified ModelNew module in a DSL (agents; offline by default)")
     p.add_argument("file", nargs="?", help="KernelBench-format problem (default: the embedded example)")
-    p.add_argument("--dsl", required=True, help="triton, cpp, ...")
-    p.add_argument("--target", required=True, help="hardware model name (h100, cpu, ...)")
+    p.add_argument("--dsl", help="triton, cpp, ...")
+    p.add_argument("--target", help="hardware model name (h100, cpu, ...)")
     p.add_argument("-o", default=None, help="output module (default runs/<problem>_<dsl>.py)")
+    p.add_argument("--llm", default="rules", help="rules (default, offline), anthropic:MODEL, openai:MODEL, "
+                   "replay:TRANSCRIPT")
+    p.add_argument("--budget", type=int, default=None, help="attempts (default 1 with rules, 5 with a model)")
+    p.add_argument("--goal", type=float, default=0.5, help="stop once this fraction of speed-of-light is reached")
+    p.add_argument("--interactive", action="store_true", help="approve or edit the plan; steer after each attempt")
+    p.add_argument("--resume", default=None, help="go on with the run saved in this run directory")
+    p.add_argument("--run-dir", default=None, help="where the run's trace and attempts go (default runs/...)")
     p.add_argument("--baselines", default="eager", help="timed baselines when the device is present")
-    p.add_argument("--no-verify", action="store_true", help="write without verifying (marked in the header)")
     p.add_argument("--no-time", action="store_true", help="verify but do not time")
+    p.add_argument("--no-ncu", action="store_true", help="no Nsight Compute profile in optimise feedback")
     p.add_argument("--train", action="store_true")
     p.add_argument("--allow-opaque", action="store_true")
     p.add_argument("--json", action="store_true")

@@ -58,7 +58,9 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
         job = dict(job, cand=str(cand), result=str(run_dir / "result.json"))
         (run_dir / "job.json").write_text(json.dumps(job))
         mem = limits.memory_bytes if job["device"] == "cpu" else None
-        proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.worker", str(run_dir / "job.json")],
+        # a profiler may wrap the worker ("{run_dir}" in its arguments is this run's directory)
+        prefix = [a.replace("{run_dir}", str(run_dir)) for a in job.get("prefix", [])]
+        proc = subprocess.Popen([*prefix, sys.executable, "-m", "akg_agent.verifier.worker", str(run_dir / "job.json")],
                                 cwd=run_dir, env=_env(run_dir, job["device"]), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 preexec_fn=lambda: _preexec(mem))
@@ -81,6 +83,9 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
                     "reason": f"verifier process died (exit {proc.returncode}): {tail[0][:300]}", "details": {}}
         result = json.loads(result_file.read_text())
         result.setdefault("details", {})["output"] = output.decode(errors="replace")[-2000:]
+        for name in job.get("collect", []):  # files the wrapper wrote (a profiler's report)
+            f = run_dir / name
+            result["details"][name] = f.read_text(errors="replace") if f.is_file() else None
         return result
     finally:
         if not keep_dir:

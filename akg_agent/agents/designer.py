@@ -1,0 +1,90 @@
+"""The designer: a plan per fusion group (strategy, DSL, schedule hints) and a performance target from
+the cost model. The rules engine's plan always comes first; a model may edit it (its reply must hold a
+fenced json plan in the schema of prompts/designer.j2), and a person may edit it after that."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import prompts
+from dsl_backends import get_backend
+from hardware_models.cost import estimate_group, speed_of_light
+from ir.text import print_graph
+
+from ..translate import Translation
+from .llm import Model
+from .parse import ReplyError, extract_json
+from .plan import GroupPlan, Plan, plan_from_json
+from .trace import RunState
+
+
+def hardware_notes(t: Translation) -> str:
+    return prompts.render("hardware.j2", hw=t.target).strip()
+
+
+def rules_plan(t: Translation, goal_frac: float) -> Plan:
+    sol_ms = speed_of_light(t.graph, t.target).sol_s * 1e3
+    libs = {s.group for s in t.program.library_calls()}
+    kernels: dict[int, dict[str, Any]] = {}
+    for k in t.program.kernels():
+        kernels.setdefault(k.group, {}).update({a: b for a, b in k.schedule.items() if not a.startswith("_")})
+    groups = []
+    for grp in t.plan.groups:
+        est = estimate_group(grp, t.target).time_s * 1e3
+        strat = "library" if grp.id in libs else "generated"
+        why = "no generated kernel for this op yet: torch library call + fused epilogue" if strat == "library" else ""
+        groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
+                                round(est, 6) if math.isfinite(est) else None, why))
+    measurable = t.executor == "native"
+    return Plan(t.problem.name, t.dsl, t.target.name, groups, round(sol_ms, 6),
+                round(sol_ms / goal_frac, 6) if measurable else None, by="rules",
+                notes="" if measurable else f"no {t.target.name} here: verified through the {t.executor}, not timed")
+
+
+@dataclass
+class Designer:
+    model: Model | None
+    goal_frac: float = 0.5  # the goal: this fraction of speed-of-light
+
+    def plan(self, t: Translation, state: RunState) -> Plan:
+        base = rules_plan(t, self.goal_frac)
+        state.event("designer", "plan", by="rules", why="the rules engine's plan from the cost model")
+        if self.model is None:
+            return base
+        from .coder import ask  # one place that talks to models and applies the retry-once contract
+
+        space = {}
+        backend = get_backend(t.dsl)
+        for k in t.program.kernels():
+            cands = backend.tuning_space(k, t.target)
+            if cands:
+                space.setdefault(k.kind, sorted(cands[0]))
+        user = prompts.render("designer.j2", plan=base, problem_source=t.problem.read_text(),
+                              graph_ir=print_graph(t.graph), rules_plan=json.dumps(base.to_json(), indent=1),
+                              schedule_names=space)
+        system = prompts.render("system.j2", role="designer", dsl=t.dsl, hardware=hardware_notes(t))
+        doc = ask(self.model, system, user, "plan", state, "designer",
+                  lambda text: plan_from_json(extract_json(text), base))
+        if doc is None:
+            state.event("designer", "fallback", by="rules", why="the model's plan broke the contract twice: "
+                        "the rules engine's plan stands")
+            return base
+        doc.by = "model"
+        state.event("designer", "plan", by="model", why=doc.notes[:200])
+        return doc
+
+
+def edit_plan(base: Plan, text: str) -> Plan:
+    """A person's edit (JSON in the same schema); errors come back as ReplyError with the field named."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ReplyError(f"not valid JSON: line {e.lineno}: {e.msg}") from None
+    if not isinstance(doc, dict):
+        raise ReplyError("the plan must be a JSON object")
+    p = plan_from_json(doc, base)
+    p.by = "human"
+    return p
