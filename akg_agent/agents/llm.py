@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 import tomllib
 from collections.abc import Callable
@@ -72,9 +73,14 @@ def price_for(model: str) -> tuple[float, float] | None:
     return None if best is None else (float(table[best]["input"]), float(table[best]["output"]))
 
 
+MEASURED = re.compile(r"\d+\.\d+(?:e[+-]?\d+)?|\d+%")
+
+
 def request_key(system: str, messages: list[dict[str, str]]) -> str:
+    """What makes two requests the same for a replay. Measured times, speedups and percentages differ from
+    run to run (they are printed with a decimal point or a %), so they are masked; all else must match."""
     doc = json.dumps({"system": system, "messages": messages}, sort_keys=True)
-    return hashlib.sha256(doc.encode()).hexdigest()[:32]
+    return hashlib.sha256(MEASURED.sub("#", doc).encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -210,7 +216,7 @@ class ReplayModel:
             doc = json.loads(Path(self.path).read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise AkgError(f"cannot read the replay transcript {self.path}: {e}") from None
-        self.name = f"replay:{doc.get('model', '?')}"
+        self.name = doc.get("model", "replay")  # it stands in for the recorded model, prompts included
         for ent in doc.get("calls", []):
             self.entries.setdefault(ent["key"], []).append(ent)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -125,4 +126,11 @@ def trajectory(state: RunState) -> list[dict[str, Any]]:
     """The run as a golden file compares it: who did what and what the verifier said; no times, paths,
     or measured numbers (those vary between machines and runs)."""
     keep = ("agent", "event", "action", "by", "code", "accepted", "why")
-    return [{k: e[k] for k in keep if k in e} for e in state.events]
+    out = [{k: e[k] for k in keep if k in e} for e in state.events]
+    for e in out:
+        if "why" in e:
+            e["why"] = NUMBER.sub("#", e["why"])
+    return out
+
+
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
