@@ -19,6 +19,7 @@ CTYPES = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "
 class CStyle:
     math_ns = "std::"  # where exp, log, ... live
     restrict = "__restrict__"
+    acc_float = "double"  # accumulator of float reductions (serial loops on a CPU: double keeps torch's error)
 
     def ctype(self, dt: str) -> str:
         return CTYPES[dt]
@@ -143,6 +144,8 @@ class CStyle:
 class CPrinter:
     """Scalar statements for an expression DAG inside one loop scope. Reductions open loops."""
 
+    parallel = False  # True where the threads of a block share each reduction (CUDA, Metal)
+
     def __init__(self, style: CStyle, env: dict[str, str], prefix: str = "t", indent: str = "") -> None:
         self.s, self.env, self.prefix, self.indent = style, dict(env), prefix, indent
         self.lines: list[str] = []
@@ -204,7 +207,7 @@ class CPrinter:
         acc = self.fresh()
         ext = math.prod(v.extent for v in e.axes)
         float_body = e.body.dtype in FLOATS
-        ty = "double" if float_body else "int64_t"
+        ty = self.s.acc_float if float_body else "int64_t"
         init = {"sum": "0", "dot": "0", "prod": "1", "max": "-std::numeric_limits<double>::infinity()",
                 "min": "std::numeric_limits<double>::infinity()", "argmax": "-std::numeric_limits<double>::infinity()",
                 "argmin": "std::numeric_limits<double>::infinity()"}[e.op]
@@ -214,8 +217,10 @@ class CPrinter:
         if e.op in ("argmax", "argmin"):
             self.emit(f"int64_t {acc}_i = 0;")
         j = self.fresh()
-        self.emit(f"for (int64_t {j} = 0; {j} < {ext}; ++{j}) {{")
-        inner = CPrinter(self.s, self.env, self.prefix, self.indent + "    ")
+        parallel = self.parallel
+        self.emit(self.loop_header(j, ext, parallel))
+        inner = type(self)(self.s, self.env, self.prefix, self.indent + "    ")
+        inner.parallel = False  # a reduction nested in a parallel one runs serially in each thread
         inner.counter = self.counter
         inner.fixed = self.fixed
         inner.names = dict(self.names)  # values of the enclosing scope are visible inside the loop
@@ -238,4 +243,12 @@ class CPrinter:
             inner.emit(f"if ({better}) {{ {acc} = {b}; {acc}_i = {j}; }}")
         self.lines += inner.lines
         self.emit("}")
+        if parallel:
+            self.combine_threads(e.op, acc)
         return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"
+
+    def loop_header(self, j: str, ext: int, parallel: bool) -> str:
+        return f"for (int64_t {j} = 0; {j} < {ext}; ++{j}) {{"
+
+    def combine_threads(self, op: str, acc: str) -> None:
+        raise UnsupportedKernel("this printer has no parallel reductions")

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
+# Tests never read or write the user's cache (tuning database, calibrated hardware profiles): each test
+# process gets an empty one, so a test's prompts and choices do not depend on earlier runs.
+os.environ["AKG_CACHE_DIR"] = tempfile.mkdtemp(prefix="akg-test-cache-")
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = sorted((ROOT / "tests" / "problems").glob("*.py"))
 KERNELBENCH = ROOT / "tests" / "kernelbench"
-
 
 
 def pytest_collection_modifyitems(config, items):

@@ -53,7 +53,8 @@ class StandIn:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                outer.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                headers_in = {k.lower(): v for k, v in self.headers.items()}
+                outer.requests.append({"path": self.path, "headers": headers_in, "body": body})
                 status, payload, headers = outer.responses.pop(0) if outer.responses else (
                     500, {"error": {"type": "api_error", "message": "stand-in has no response left"}}, {})
                 if status == 200 and isinstance(payload, str):

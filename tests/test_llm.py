@@ -162,3 +162,18 @@ def test_templates_are_strict_and_retrieval_picks_the_right_section():
     assert prompts.bm25("matmul linear gemm tile", secs, k=1)[0].title == "Matrix multiplication"
     for dsl in ("triton", "cpp", "cuda-c", "tilelang", "pallas", "metal"):
         assert prompts.guide_intro(dsl) and prompts.guide_sections(dsl), dsl
+
+
+def test_nsight_compute_csv_is_summarised():
+    from pathlib import Path
+
+    from akg_agent.agents.profile import parse_ncu_csv, summarize_ncu
+
+    text = (Path(__file__).parent / "fixtures" / "ncu_h100_gemm_sigmoid_sum.csv").read_text()  # recorded on the H100
+    ks = parse_ncu_csv(text)
+    assert [k["kernel"] for k in ks] == ["k0_sigmoid", "k1_mul"]
+    assert ks[0]["duration_us"] == pytest.approx(15.392) and ks[0]["registers"] == 144
+    assert ks[0]["stalls"]["short_scoreboard"] == pytest.approx(10.58)
+    s = summarize_ncu(ks)
+    assert s.index("k0_sigmoid") < s.index("k1_mul") and "top stalls (cycles per issue): short_scoreboard" in s
+    assert parse_ncu_csv("==PROF== no kernels were profiled") == []

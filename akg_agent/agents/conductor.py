@@ -25,6 +25,8 @@ class Conductor:
         if len(st.attempts) >= self.budget:
             return Decision("stop", f"budget of {self.budget} attempts used")
         last, best = st.attempts[-1], st.best()
+        if last.code == "compiled_not_run":
+            return Decision("stop", "compiled for the target, not run: no device here to verify or time on")
         if not last.accepted:
             if has_model:
                 streak = 0

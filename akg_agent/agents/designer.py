@@ -20,6 +20,9 @@ from .parse import ReplyError, extract_json
 from .plan import GroupPlan, Plan, plan_from_json
 from .trace import RunState
 
+CHECKED_BY = {"interpreter": "verified through its interpreter", "emulator": "verified through the emulator",
+              "compile-only": "compiled for it, not run", "none": "written, not run"}
+
 
 def hardware_notes(t: Translation) -> str:
     return prompts.render("hardware.j2", hw=t.target).strip()
@@ -39,9 +42,10 @@ def rules_plan(t: Translation, goal_frac: float) -> Plan:
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))
     measurable = t.executor == "native"
+    how = CHECKED_BY.get(t.executor, t.executor)
     return Plan(t.problem.name, t.dsl, t.target.name, groups, round(sol_ms, 6),
                 round(sol_ms / goal_frac, 6) if measurable else None, by="rules",
-                notes="" if measurable else f"no {t.target.name} here: verified through the {t.executor}, not timed")
+                notes="" if measurable else f"no {t.target.name} here: {how}, not timed")
 
 
 @dataclass

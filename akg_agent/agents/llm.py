@@ -73,12 +73,13 @@ def price_for(model: str) -> tuple[float, float] | None:
     return None if best is None else (float(table[best]["input"]), float(table[best]["output"]))
 
 
-MEASURED = re.compile(r"\d+\.\d+(?:e[+-]?\d+)?|\d+%")
+MEASURED = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?(?=\s*(?:ms|us|x\b|%))|\d+\.\d+(?:e[+-]?\d+)?")
 
 
 def request_key(system: str, messages: list[dict[str, str]]) -> str:
     """What makes two requests the same for a replay. Measured times, speedups and percentages differ from
-    run to run (they are printed with a decimal point or a %), so they are masked; all else must match."""
+    run to run (numbers with a decimal point, or followed by ms, us, x or %), so they are masked; all else
+    must match."""
     doc = json.dumps({"system": system, "messages": messages}, sort_keys=True)
     return hashlib.sha256(MEASURED.sub("#", doc).encode()).hexdigest()[:32]
 

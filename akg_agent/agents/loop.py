@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ir.errors import AkgError
 
-from ..translate import Translation, build, render
+from ..translate import Translation, build, compile_only, render
 from ..tune import TuningDB
 from ..verifier import Verdict, verify
 from .coder import Coder, CoderTask, clean
@@ -82,7 +82,12 @@ def _task(d: Decision, st: RunState, coder: Coder, outputs: dict[int, str]) -> C
     return CoderTask("strategy", tried, coder.rules_source(), "akg's rules-engine module (not yet verified)")
 
 
-def _verify(cfg: RunConfig, t: Translation, path: Path) -> Verdict:
+def _verify(cfg: RunConfig, t: Translation, path: Path, by: str) -> Verdict:
+    if t.executor == "compile-only":  # no device: the rules engine's kernels are compiled, nothing runs
+        if by != "rules":
+            return Verdict(False, "not_run", f"no {t.target.name} here to run a model-written module on")
+        t.compiled = compile_only(t)
+        return Verdict(False, "compiled_not_run", t.compiled)
     timed = cfg.timing and t.executor == "native"
     return verify(t.problem, path, target=t.target.name, seeds=cfg.seeds, timing=timed,
                   baselines=cfg.baselines if timed else (), train=cfg.train)
@@ -141,7 +146,7 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
                 break
             path = st.run_dir / f"attempt_{len(st.attempts) + 1}.py"
             path.write_text(src)
-            verdict = _verify(cfg, t, path)
+            verdict = _verify(cfg, t, path, by)
             if verdict.accepted and by == "rules":  # the header carries the measured speedup
                 src = render(t, verdict.details.get("timing"))
             att = st.add_attempt(d.action, by, src, verdict, notes)
@@ -170,6 +175,18 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
 
 def _finish(cfg: RunConfig, t: Translation, st: RunState) -> RunState:
     best = st.best()
+    compiled = [a for a in st.attempts if a.code == "compiled_not_run"]
+    if best is None and compiled:  # the one case where an unverified module is written, and says so
+        best = compiled[-1]
+        src = render(t)
+        st.result = {"verified": False, "compiled": True, "attempt": best.n, "by": best.by, "time_ms": None,
+                     "speedups": {}, "sol_frac": None, "out": cfg.out, "note": best.reason}
+        (st.run_dir / "best.py").write_text(src)
+        if cfg.out:
+            Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(cfg.out).write_text(src)
+        st.save()
+        return st
     if best is None:
         last = st.attempts[-1] if st.attempts else None
         st.result = {"verified": False}

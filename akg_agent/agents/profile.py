@@ -47,7 +47,10 @@ def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
             continue
         if name in METRICS:
             unit = row.get("Metric Unit", "")
-            k[METRICS[name]] = val / 1e3 if METRICS[name] == "duration_us" and unit in ("nsecond", "ns") else val
+            timed = name.startswith("gpu__time")
+            scale = {"nsecond": 1e-3, "ns": 1e-3, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}.get(unit, 1.0) \
+                if timed else 1.0
+            k[METRICS[name]] = val * scale
         else:
             for s in STALLS:
                 if name == STALL_METRIC.format(s):

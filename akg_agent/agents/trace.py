@@ -41,6 +41,8 @@ class Attempt:
 
     def line(self) -> str:
         head = f"attempt {self.n} ({self.action} by {self.by}): " + ("accepted" if self.accepted else "rejected")
+        if self.code == "compiled_not_run":
+            return f"attempt {self.n} ({self.action} by {self.by}): NOT verified: {self.reason}"
         if not self.accepted:
             return f"{head}: {self.reason}"
         if self.time_ms is None:

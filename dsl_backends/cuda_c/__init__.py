@@ -1,0 +1,1 @@
+"""CUDA-C backend."""
