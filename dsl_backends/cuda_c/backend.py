@@ -84,23 +84,24 @@ def render_kernel(k: Kernel) -> str:
         return "\n".join([head + " {", *body, "}", *_launcher(k, grid, block)])
     if k.kind == "reduce":
         threads = int(k.schedule.get("THREADS", 256))
-        lines = [head + " {", "    __shared__ float akg_smem[32];", "    __shared__ int64_t akg_smem_i[32];",
-                 f"    for (int64_t i = blockIdx.x; i < {n}; i += gridDim.x) {{"]
+        lines = [head + " {", "    __shared__ double akg_smem[32];  // room for any accumulator type",
+                 "    __shared__ int64_t akg_smem_i[32];",
+                 f"    for (int64_t akg_i = blockIdx.x; akg_i < {n}; akg_i += gridDim.x) {{"]
         p = CudaPrinter(STYLE, {}, indent="        ")
-        _decode([(v.name, v.extent) for v in k.coords], "i", p)
+        _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
         lines += p.lines
-        lines += [f"        if (threadIdx.x == 0) out[i] = {STYLE.store(k.out.dtype, val)};", "    }", "}"]
+        lines += [f"        if (threadIdx.x == 0) out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }", "}"]
         return "\n".join(lines + _launcher(k, f"(unsigned)std::min<int64_t>({n}, 1 << 20)", str(threads)))
     block = int(k.schedule.get("BLOCK", 256))
     lines = [head + " {",
-             f"    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < {n}; "
-             "i += (int64_t)gridDim.x * blockDim.x) {"]
+             f"    for (int64_t akg_i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; akg_i < {n}; "
+             "akg_i += (int64_t)gridDim.x * blockDim.x) {"]
     p = CPrinter(STYLE, {}, indent="        ")
-    _decode([(v.name, v.extent) for v in k.coords], "i", p)
+    _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
     lines += p.lines
-    lines += [f"        out[i] = {STYLE.store(k.out.dtype, val)};", "    }", "}"]
+    lines += [f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }", "}"]
     grid = f"(unsigned)std::min<int64_t>({-(-n // block)}, 1 << 20)"
     return "\n".join(lines + _launcher(k, grid, str(block)))
 
