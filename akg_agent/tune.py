@@ -86,13 +86,19 @@ def kernel_signature(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
+def cost_schedule(s: dict[str, Any]) -> Schedule:
+    """A backend's GEMM schedule in the cost model's terms (warps from the thread tile where the backend
+    names threads by their register tile instead of by warps)."""
+    warps = s.get("num_warps") or max(1, (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
+    return Schedule(block=(s["BM"], s["BN"], s["BK"]), num_warps=warps, num_stages=s.get("num_stages", 1))
+
+
 def ranked_space(backend: Any, k: Any, grp: Any, target: Any) -> list[dict[str, Any]]:
     """The backend's tuning space for one kernel; GEMM tiles ordered by the cost model, infeasible ones
     (tiles that do not fit, spilling accumulators) pruned."""
     space = backend.tuning_space(k, target)
     if k.kind == "matmul" and grp is not None and space and "BM" in space[0]:
-        scored = [(estimate_group(grp, target, Schedule(block=(s["BM"], s["BN"], s["BK"]), num_warps=s["num_warps"],
-                                                        num_stages=s["num_stages"])).time_s, s) for s in space]
+        scored = [(estimate_group(grp, target, cost_schedule(s)).time_s, s) for s in space]
         space = [s for e, s in sorted(scored, key=lambda x: x[0]) if math.isfinite(e)]
     return space
 

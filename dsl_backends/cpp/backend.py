@@ -42,6 +42,7 @@ import hashlib as _hashlib
 import os as _os
 import platform as _platform
 import subprocess as _subprocess
+import threading as _threading
 from pathlib import Path as _Path
 
 _AKG_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"]
@@ -58,9 +59,9 @@ def _akg_build(src):
     lib = root / "kernels.so"
     if not lib.exists():
         root.mkdir(parents=True, exist_ok=True)
-        cpp = root / f"kernels.{_os.getpid()}.cpp"  # per process: concurrent builds never share a file
+        cpp = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.cpp"  # concurrent builds never share a file
         cpp.write_text(src)
-        tmp = root / f"kernels.{_os.getpid()}.so"
+        tmp = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.so"
         _subprocess.run(["g++", *_AKG_FLAGS, str(cpp), "-o", str(tmp)], check=True, capture_output=True, text=True)
         _os.replace(tmp, lib)  # atomic: a concurrent build never sees half a library
         _os.replace(cpp, root / "kernels.cpp")
@@ -105,12 +106,12 @@ def render_kernel(k: Kernel) -> str:
     else:
         n = k.out.numel
         lines.append(_omp(k))
-        lines.append(f"    for (int64_t i = 0; i < {n}; ++i) {{")
+        lines.append(f"    for (int64_t akg_i = 0; akg_i < {n}; ++akg_i) {{")
         p = CPrinter(STYLE, {}, indent="        ")
-        _decode([(v.name, v.extent) for v in k.coords], "i", p)
+        _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
         lines += p.lines
-        lines.append(f"        out[i] = {STYLE.store(k.out.dtype, val)};")
+        lines.append(f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};")
         lines.append("    }")
     lines.append("}")
     return "\n".join(lines)
@@ -128,10 +129,10 @@ def _matmul(k: Kernel) -> list[str]:
     n_vars = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
     row_vars = [c for c in coords if c not in n_vars]
     rows, n = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars)
-    out = [_omp(k), f"    for (int64_t row = 0; row < {rows}; ++row) {{",
-           f"        std::vector<double> acc({n}, 0.0);"]
+    out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{",
+           f"        std::vector<double> akg_acc({n}, 0.0);"]
     p = CPrinter(STYLE, {}, indent="        ")
-    _decode(row_vars, "row", p)
+    _decode(row_vars, "akg_row", p)
     out += p.lines
     p.lines = []
     out.append(f"        for (int64_t {kv.name} = 0; {kv.name} < {kv.extent}; ++{kv.name}) {{")
@@ -139,17 +140,17 @@ def _matmul(k: Kernel) -> list[str]:
     a_val = pa(a_e)
     out += pa.lines
     out.append("            #pragma omp simd")
-    out.append(f"            for (int64_t col = 0; col < {n}; ++col) {{")
+    out.append(f"            for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
     pb = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="b", indent="                ")
-    _decode(n_vars, "col", pb)
+    _decode(n_vars, "akg_col", pb)
     b_val = pb(b_e)
     out += pb.lines
-    out.append(f"                acc[col] += (double)({a_val}) * (double)({b_val});")
+    out.append(f"                akg_acc[akg_col] += (double)({a_val}) * (double)({b_val});")
     out += ["            }", "        }"]
-    out.append(f"        for (int64_t col = 0; col < {n}; ++col) {{")
+    out.append(f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
     pe = CPrinter(STYLE, dict(p.env), prefix="e", indent="            ")
-    pe.fixed[id(dot)] = f"(({STYLE.ctype_compute(k.out.dtype)})acc[col])"
-    _decode(n_vars, "col", pe)
+    pe.fixed[id(dot)] = f"(({STYLE.ctype_compute(k.out.dtype)})akg_acc[akg_col])"
+    _decode(n_vars, "akg_col", pe)
     val = pe(k.expr)
     out += pe.lines
     strides = k.out.strides()

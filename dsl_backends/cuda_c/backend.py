@@ -81,6 +81,8 @@ def render_kernel(k: Kernel) -> str:
     head = f'extern "C" __global__ void {k.name}({", ".join(_params(k))})'
     if k.kind == "matmul":
         body, grid, block = matmul_lines(k, STYLE, CPrinter, _decode)
+        # launch bounds cap registers per thread so the block always fits one SM
+        head = head.replace("__global__ void", f"__global__ void __launch_bounds__({block})")
         return "\n".join([head + " {", *body, "}", *_launcher(k, grid, block)])
     if k.kind == "reduce":
         threads = int(k.schedule.get("THREADS", 256))
@@ -128,7 +130,7 @@ class CudaBackend:
         if k.kind == "matmul":
             return [{"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn} for bm in (32, 64, 128) for bn in (32, 64, 128)
                     for bk in (8, 16, 32) for tm, tn in ((4, 4), (8, 4), (8, 8)) if bm % tm == 0 and bn % tn == 0
-                    and 32 <= (bm // tm) * (bn // tn) <= 1024]
+                    and 64 <= (bm // tm) * (bn // tn) <= 256]
         if k.kind == "reduce":
             return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
         return [{"BLOCK": b} for b in (128, 256, 512, 1024)]
@@ -143,7 +145,7 @@ class CudaBackend:
     def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
                       weights: dict[str, Any]) -> str:
         src = program_source(prog)
-        names = [k.name for k in prog.kernels()]
+        names = {k.name: len(k.inputs()) + 2 for k in prog.kernels()}  # pointers, then the stream
         prelude = (f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n_AKG_KERNELS = {names!r}\n"
                    + BUILD)
         return write_module(prog, meta, header, [], prelude, {}, self.launch, weights)

@@ -73,6 +73,7 @@ import ctypes as _ctypes
 import hashlib as _hashlib
 import os as _os
 import subprocess as _subprocess
+import threading as _threading
 from pathlib import Path as _Path
 
 _AKG_LIB = None
@@ -89,9 +90,9 @@ def _akg_lib():
         lib = root / "kernels.so"
         if not lib.exists():
             root.mkdir(parents=True, exist_ok=True)
-            cu = root / f"kernels.{_os.getpid()}.cu"  # per process: concurrent builds never share a file
+            cu = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.cu"  # concurrent builds never share a file
             cu.write_text(_AKG_SOURCE)
-            tmp = root / f"kernels.{_os.getpid()}.so"
+            tmp = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.so"
             r = _subprocess.run(["nvcc", *_AKG_NVCC, "-shared", str(cu), "-o", str(tmp)], capture_output=True,
                                 text=True)
             if r.returncode:
@@ -99,13 +100,15 @@ def _akg_lib():
             _os.replace(tmp, lib)
             _os.replace(cu, root / "kernels.cu")
         _AKG_LIB = _ctypes.CDLL(str(lib))
-        for name in _AKG_KERNELS:
-            getattr(_AKG_LIB, "launch_" + name).restype = _ctypes.c_int
+        for name, nargs in _AKG_KERNELS.items():  # 64-bit pointers: ctypes would pass a bare int as a C int
+            fn = getattr(_AKG_LIB, "launch_" + name)
+            fn.argtypes = [_ctypes.c_void_p] * nargs
+            fn.restype = _ctypes.c_int
     return _AKG_LIB
 
 
 def _akg_stream():
-    return _ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    return torch.cuda.current_stream().cuda_stream
 
 
 def _akg_check(err, name):

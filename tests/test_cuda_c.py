@@ -1,0 +1,71 @@
+"""CUDA-C specifics: the compile-only path here, the written module's behaviour without a GPU, and on
+the device compute-sanitizer memcheck over the whole suite."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from akg_agent.cli import main
+from akg_agent.translate import build, render
+
+from .conftest import PROBLEMS, ROOT, problem_path
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
+
+
+def test_translate_without_a_gpu_compiles_and_says_not_run(tmp_path, capsys):
+    out = tmp_path / "m.py"
+    assert main(["translate", str(problem_path("red_argmax_argmin")), "--dsl", "cuda-c", "--target", "h100",
+                 "-o", str(out), "--run-dir", str(tmp_path / "run")]) == 0
+    text = capsys.readouterr().out
+    assert "NOT verified: compiled with nvcc for sm_90a" in text and "not run" in text
+    src = out.read_text()
+    assert "# verification: NOT verified: compiled with nvcc for sm_90a" in src
+    assert "akg_block_arg<1>" in src  # argmax reduces across the block with its index
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
+def test_written_module_without_a_gpu_says_why(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(render(build(problem_path("ew_activations_a"), "cuda-c", "h100")))
+    code = (f"import importlib.util, torch; s = importlib.util.spec_from_file_location('m', {str(path)!r}); "
+            "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); m._akg_lib()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "needs an NVIDIA GPU" in r.stderr
+
+
+def test_nvcc_error_is_one_line(monkeypatch):
+    from dsl_backends.cuda_c import backend as cb
+    from ir.errors import AkgError
+
+    t = build(problem_path("ew_activations_a"), "cuda-c", "h100")
+    monkeypatch.setattr(cb, "PRELUDE_CU", cb.PRELUDE_CU + "\nthis is not C++;\n")
+    with pytest.raises(AkgError, match=r"nvcc could not compile the CUDA-C kernels: kernels.cu\(\d+\): error"):
+        cb.BACKEND.compile_only(t.program, t.target)
+
+
+@pytest.mark.gpu
+def test_memcheck_over_the_suite(tmp_path):
+    if shutil.which("compute-sanitizer") is None:
+        pytest.skip("no compute-sanitizer")
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    for p in PROBLEMS:
+        (mods / p.name).write_text(render(build(p, "cuda-c", "h100")))
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = dict(os.environ, AKG_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=path)
+    driver = str(ROOT / "tests" / "tools" / "cuda_suite_driver.py")
+    problems = str(ROOT / "tests" / "problems")
+    subprocess.run([sys.executable, driver, "build", str(mods), problems], env=env, check=True, timeout=900)
+    r = subprocess.run(["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "7", "--print-limit", "20",
+                        sys.executable, driver, "run", str(mods), problems], env=env, capture_output=True, text=True,
+                       timeout=1500)
+    ran = r.stdout.count("\nran ") + r.stdout.startswith("ran ")
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert ran == len(PROBLEMS) and "ERROR SUMMARY: 0 errors" in r.stdout + r.stderr
