@@ -1,6 +1,6 @@
-"""CUDA-C backend: the C-style renderer base with CUDA's qualifiers. Pointwise kernels are grid-stride
-loops; reductions give each output a thread block (per-thread partials, then warp shuffles and shared
-memory); GEMMs are shared-memory tiled with a register tile per thread and the epilogue fused.
+"""CUDA-C backend: the C-style renderer base with CUDA's qualifiers, and the SIMT layouts of simt.py:
+grid-stride pointwise loops; a thread block per reduced output (per-thread partials, then warp shuffles
+and shared memory); shared-memory tiled GEMMs with a register tile per thread and the epilogue fused.
 Kernels take raw pointers and torch's current stream; the module builds them with nvcc into a shared
 library (cached by a hash of source, flags and arch) and calls them through ctypes."""
 
@@ -20,9 +20,10 @@ from ir.errors import AkgError
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
-from ..cstyle import CPrinter, CStyle
+from ..cstyle import CStyle
 from ..module import write_module
-from .templates import BUILD, PRELUDE_CU, matmul_lines
+from ..simt import Dialect, body_lines
+from .templates import BUILD, PRELUDE_CU
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr", "-std=c++17", "-Xcompiler", "-fPIC"]
@@ -37,29 +38,8 @@ class CudaStyle(CStyle):
 STYLE = CudaStyle()
 
 
-class CudaPrinter(CPrinter):
-    parallel = True
-
-    def loop_header(self, j: str, ext: int, parallel: bool) -> str:
-        if parallel:
-            return f"for (int64_t {j} = threadIdx.x; {j} < {ext}; {j} += blockDim.x) {{"
-        return super().loop_header(j, ext, parallel)
-
-    def combine_threads(self, op: str, acc: str) -> None:
-        if op in ("argmax", "argmin"):
-            self.emit(f"akg_block_arg<{int(op == 'argmax')}>({acc}, {acc}_i, akg_smem, akg_smem_i);")
-        else:
-            self.emit(f"{acc} = akg_block_reduce<{ {'sum': 0, 'dot': 0, 'prod': 1, 'max': 2, 'min': 3}[op]}>"
-                      f"({acc}, akg_smem);")
-
-
-def _decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
-    stride = 1
-    for name, ext in reversed(names):
-        p.env[name] = name
-        p.emit(f"const int64_t {name} = ({flat} / {stride}) % {ext};" if stride > 1 else
-               f"const int64_t {name} = {flat} % {ext};")
-        stride *= ext
+CUDA = Dialect(shared="__shared__", sync="__syncthreads();", block="blockIdx", thread="threadIdx",
+               block_dim="blockDim", grid_dim="gridDim")
 
 
 def _params(k: Kernel) -> list[str]:
@@ -67,45 +47,17 @@ def _params(k: Kernel) -> list[str]:
     return ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"]
 
 
-def _launcher(k: Kernel, grid: str, block: str) -> list[str]:
+def render_kernel(k: Kernel) -> str:
+    body, (gx, gy, gz), threads = body_lines(k, STYLE, CUDA)
+    # launch bounds cap registers per thread so that a block always fits one SM
+    head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(_params(k))})'
     ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)]
     casts = [f"({STYLE.ctype(b.dtype)}*)p{i}" for i, b in enumerate(k.inputs())]
     casts.append(f"({STYLE.ctype(k.out.dtype)}*)p{len(k.inputs())}")
-    return [f'extern "C" int launch_{k.name}({", ".join(ptrs + ["void* stream"])}) {{',
-            f"    {k.name}<<<{grid}, {block}, 0, (cudaStream_t)stream>>>({', '.join(casts)});",
-            "    return (int)cudaGetLastError();", "}"]
-
-
-def render_kernel(k: Kernel) -> str:
-    n = k.out.numel
-    head = f'extern "C" __global__ void {k.name}({", ".join(_params(k))})'
-    if k.kind == "matmul":
-        body, grid, block = matmul_lines(k, STYLE, CPrinter, _decode)
-        # launch bounds cap registers per thread so the block always fits one SM
-        head = head.replace("__global__ void", f"__global__ void __launch_bounds__({block})")
-        return "\n".join([head + " {", *body, "}", *_launcher(k, grid, block)])
-    if k.kind == "reduce":
-        threads = int(k.schedule.get("THREADS", 256))
-        lines = [head + " {", "    __shared__ double akg_smem[32];  // room for any accumulator type",
-                 "    __shared__ int64_t akg_smem_i[32];",
-                 f"    for (int64_t akg_i = blockIdx.x; akg_i < {n}; akg_i += gridDim.x) {{"]
-        p = CudaPrinter(STYLE, {}, indent="        ")
-        _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
-        val = p(k.expr)
-        lines += p.lines
-        lines += [f"        if (threadIdx.x == 0) out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }", "}"]
-        return "\n".join(lines + _launcher(k, f"(unsigned)std::min<int64_t>({n}, 1 << 20)", str(threads)))
-    block = int(k.schedule.get("BLOCK", 256))
-    lines = [head + " {",
-             f"    for (int64_t akg_i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; akg_i < {n}; "
-             "akg_i += (int64_t)gridDim.x * blockDim.x) {"]
-    p = CPrinter(STYLE, {}, indent="        ")
-    _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
-    val = p(k.expr)
-    lines += p.lines
-    lines += [f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }", "}"]
-    grid = f"(unsigned)std::min<int64_t>({-(-n // block)}, 1 << 20)"
-    return "\n".join(lines + _launcher(k, grid, str(block)))
+    launcher = [f'extern "C" int launch_{k.name}({", ".join(ptrs + ["void* stream"])}) {{',
+                f"    {k.name}<<<dim3({gx}, {gy}, {gz}), {threads}, 0, (cudaStream_t)stream>>>({', '.join(casts)});",
+                "    return (int)cudaGetLastError();", "}"]
+    return "\n".join([head + " {", *body, "}", *launcher])
 
 
 def program_source(prog: KernelProgram) -> str:

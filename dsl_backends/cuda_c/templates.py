@@ -1,16 +1,7 @@
-"""CUDA-C text: the device prelude (half-precision conversions, block-wide reductions), the tiled GEMM
-template, and the Python that builds and loads the kernels in a written module."""
+"""CUDA-C text: the device prelude (half-precision conversions, block-wide reductions) and the Python
+that builds and loads the kernels in a written module."""
 
 from __future__ import annotations
-
-import math
-from collections.abc import Callable
-from typing import Any
-
-from ir.kernel.ir import Kernel, Reduce
-
-from ..base import UnsupportedKernel
-from ..exprs import free_vars
 
 PRELUDE_CU = r"""
 #include <cstdint>
@@ -115,90 +106,3 @@ def _akg_check(err, name):
     if err:
         raise RuntimeError(f"CUDA error {err} launching {name}")
 '''
-
-
-MMA_LOOP = """\
-        __syncthreads();
-        #pragma unroll
-        for (int akg_q = 0; akg_q < {bk}; ++akg_q) {{
-            float akg_a[{tm}], akg_b[{tn}];
-            #pragma unroll
-            for (int akg_x = 0; akg_x < {tm}; ++akg_x) akg_a[akg_x] = akg_As[akg_q][akg_ty * {tm} + akg_x];
-            #pragma unroll
-            for (int akg_y = 0; akg_y < {tn}; ++akg_y) akg_b[akg_y] = akg_Bs[akg_q][akg_tx * {tn} + akg_y];
-            #pragma unroll
-            for (int akg_x = 0; akg_x < {tm}; ++akg_x)
-                #pragma unroll
-                for (int akg_y = 0; akg_y < {tn}; ++akg_y) akg_acc[akg_x][akg_y] += akg_a[akg_x] * akg_b[akg_y];
-        }}
-        __syncthreads();
-    }}"""
-
-
-def matmul_lines(k: Kernel, style: Any, printer: Callable[..., Any], decode: Callable[..., None]
-                 ) -> tuple[list[str], str, str]:
-    """Shared-memory tiled GEMM: a BMxBN tile of C per block, a TMxTN register tile per thread, the K
-    loop in BK steps through shared memory; prologue in the tile loads, epilogue at the store. Locals
-    are akg_-prefixed: buffers are named after the program's values (q, k, v, x, ...)."""
-    dots = [r for r in k.reductions() if r.op == "dot"]
-    if len(dots) != 1 or len(k.reductions()) != 1:
-        raise UnsupportedKernel("not a single GEMM")
-    dot: Reduce = dots[0]
-    a_e, b_e = dot.body.args  # type: ignore[attr-defined]
-    kv = dot.axes[0]
-    a_vars, b_vars = free_vars(a_e) - {kv.name}, free_vars(b_e) - {kv.name}
-    coords = [(v.name, v.extent) for v in k.coords]
-    n_vars = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
-    batch_vars = [c for c in coords if c[0] in a_vars and c[0] in b_vars]  # one GEMM per batch: grid z
-    row_vars = [c for c in coords if c not in n_vars and c not in batch_vars]
-    rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
-    batches = math.prod(e for _, e in batch_vars)
-    s = k.schedule
-    bm, bn, bk, tm, tn = (int(s.get(x, d)) for x, d in (("BM", 64), ("BN", 64), ("BK", 16), ("TM", 4), ("TN", 4)))
-    nthreads = (bm // tm) * (bn // tn)
-    ct = style.ctype_compute(k.out.dtype)
-    kn = kv.name
-    out = [f"    __shared__ float akg_As[{bk}][{bm} + 1];", f"    __shared__ float akg_Bs[{bk}][{bn} + 1];",
-           f"    const int64_t akg_row0 = (int64_t)blockIdx.y * {bm}, akg_col0 = (int64_t)blockIdx.x * {bn};",
-           "    const int64_t akg_batch = blockIdx.z;",
-           f"    const int akg_tx = threadIdx.x % {bn // tn}, akg_ty = threadIdx.x / {bn // tn};",
-           f"    float akg_acc[{tm}][{tn}] = {{}};",
-           f"    for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {bk}) {{",
-           f"        for (int akg_i = threadIdx.x; akg_i < {bm * bk}; akg_i += {nthreads}) {{",
-           f"            const int akg_r = akg_i / {bk}, akg_c = akg_i % {bk};",
-           f"            const int64_t akg_row = akg_row0 + akg_r, {kn} = akg_k0 + akg_c;",
-           "            float akg_v = 0.f;",
-           f"            if (akg_row < {rows} && {kn} < {kk}) {{"]
-    pa = printer(style, {kn: kn}, prefix="a", indent="                ")
-    decode(batch_vars, "akg_batch", pa)
-    decode(row_vars, "akg_row", pa)
-    a_val = pa(a_e)
-    out += pa.lines + [f"                akg_v = (float)({a_val});", "            }",
-                       "            akg_As[akg_c][akg_r] = akg_v;", "        }",
-                       f"        for (int akg_i = threadIdx.x; akg_i < {bk * bn}; akg_i += {nthreads}) {{",
-                       f"            const int akg_r = akg_i / {bn}, akg_c = akg_i % {bn};",
-                       f"            const int64_t akg_col = akg_col0 + akg_c, {kn} = akg_k0 + akg_r;",
-                       "            float akg_v = 0.f;", f"            if (akg_col < {n} && {kn} < {kk}) {{"]
-    pb = printer(style, {kn: kn}, prefix="b", indent="                ")
-    decode(batch_vars, "akg_batch", pb)
-    decode(n_vars, "akg_col", pb)
-    b_val = pb(b_e)
-    out += pb.lines + [f"                akg_v = (float)({b_val});", "            }",
-                       "            akg_Bs[akg_r][akg_c] = akg_v;", "        }"]
-    out += MMA_LOOP.format(bk=bk, tm=tm, tn=tn).splitlines()
-    out += [f"    for (int akg_x = 0; akg_x < {tm}; ++akg_x) {{",
-            f"        for (int akg_y = 0; akg_y < {tn}; ++akg_y) {{",
-            f"            const int64_t akg_row = akg_row0 + akg_ty * {tm} + akg_x, "
-            f"akg_col = akg_col0 + akg_tx * {tn} + akg_y;",
-            f"            if (akg_row >= {rows} || akg_col >= {n}) continue;"]
-    pe = printer(style, {}, prefix="e", indent="            ")
-    pe.fixed[id(dot)] = f"(({ct})akg_acc[akg_x][akg_y])"
-    decode(batch_vars, "akg_batch", pe)
-    decode(row_vars, "akg_row", pe)
-    decode(n_vars, "akg_col", pe)
-    val = pe(k.expr)
-    strides = k.out.strides()
-    flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, strides)) or "0"
-    out += pe.lines + [f"            out[{flat}] = {style.store(k.out.dtype, val)};", "        }", "    }"]
-    grid = f"dim3({-(-n // bn)}, {-(-rows // bm)}, {batches})"
-    return out, grid, str(nthreads)
