@@ -34,11 +34,20 @@ class CStyle:
             v = float(value)
             t = self.ctype_compute(dtype)
             if math.isnan(v):
-                return f"std::numeric_limits<{t}>::quiet_NaN()"
+                return self.nan(t)
             if math.isinf(v):
-                return f"{'-' if v < 0 else ''}std::numeric_limits<{t}>::infinity()"
+                return self.inf(v < 0, t)
             return f"(({t}){v!r})"
         return f"((int64_t){int(value)})" if dtype == "i64" else f"(({CTYPES[dtype]}){int(value)})"
+
+    def nan(self, t: str) -> str:
+        return f"std::numeric_limits<{t}>::quiet_NaN()"
+
+    def inf(self, negative: bool, t: str) -> str:
+        return f"{'-' if negative else ''}std::numeric_limits<{t}>::infinity()"
+
+    def int_limit(self, lowest: bool) -> str:
+        return "INT64_MIN" if lowest else "INT64_MAX"
 
     def fn(self, name: str) -> str:
         return self.math_ns + name
@@ -208,11 +217,10 @@ class CPrinter:
         ext = math.prod(v.extent for v in e.axes)
         float_body = e.body.dtype in FLOATS
         ty = self.s.acc_float if float_body else "int64_t"
-        init = {"sum": "0", "dot": "0", "prod": "1", "max": "-std::numeric_limits<double>::infinity()",
-                "min": "std::numeric_limits<double>::infinity()", "argmax": "-std::numeric_limits<double>::infinity()",
-                "argmin": "std::numeric_limits<double>::infinity()"}[e.op]
+        lowest = e.op in ("max", "argmax")
+        init = {"sum": "0", "dot": "0", "prod": "1"}.get(e.op) or self.s.inf(lowest, "double")
         if not float_body and e.op in ("max", "min", "argmax", "argmin"):
-            init = {"max": "INT64_MIN", "min": "INT64_MAX", "argmax": "INT64_MIN", "argmin": "INT64_MAX"}[e.op]
+            init = self.s.int_limit(lowest)
         self.emit(f"{ty} {acc} = {init};")
         if e.op in ("argmax", "argmin"):
             self.emit(f"int64_t {acc}_i = 0;")

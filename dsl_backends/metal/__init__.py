@@ -1,0 +1,1 @@
+"""Metal backend."""

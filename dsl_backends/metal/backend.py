@@ -1,0 +1,115 @@
+"""Metal backend: MSL from the shared C-style renderer and the SIMT layouts of simt.py (threadgroup
+memory, SIMD-group shuffles, a threadgroup-tiled GEMM). On macOS the written module runs it through
+PyObjC's Metal; elsewhere through akg's emulator: the MSL compiled as C++ against shim.h (installed as
+<metal_stdlib>) and run on the CPU, each threadgroup as fibers so barriers and shuffles keep their meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hardware_models.spec import HardwareModel
+from ir.kernel.ir import Buf, Kernel, KernelProgram
+
+from ..base import Manifest, UnsupportedKernel
+from ..cstyle import CStyle
+from ..module import write_module
+from ..simt import Dialect, body_lines
+
+HERE = Path(__file__).parent
+MANIFEST = Manifest.load(HERE / "manifest.toml")
+METAL = Dialect(shared="AKG_TG", sync="threadgroup_barrier(mem_flags::mem_threadgroup);", block="akg_tg",
+                thread="akg_lid", block_dim="akg_tpg", grid_dim="akg_ngroups", lane_args=", akg_lid.x, akg_tpg.x")
+PRECISE = {"exp", "log", "sin", "cos", "tanh", "pow", "sqrt", "atan2"}  # fast math is MSL's default elsewhere
+OWN = {"erf": "akg_erf", "log1p": "akg_log1p", "expm1": "akg_expm1", "nearbyint": "metal::rint"}
+
+
+class MetalStyle(CStyle):
+    math_ns = "metal::"
+    restrict = ""
+    acc_float = "float"  # Apple GPUs have no double
+
+    def ctype(self, dt: str) -> str:
+        if dt == "f64":
+            raise UnsupportedKernel("float64: Apple GPUs have no double precision")
+        return super().ctype(dt)
+
+    def fn(self, name: str) -> str:
+        return OWN.get(name) or ("metal::precise::" + name if name in PRECISE else "metal::" + name)
+
+    def nan(self, t: str) -> str:
+        return "NAN"
+
+    def inf(self, negative: bool, t: str) -> str:
+        return "-INFINITY" if negative else "INFINITY"
+
+    def int_limit(self, lowest: bool) -> str:
+        return "(-9223372036854775807L - 1)" if lowest else "9223372036854775807L"
+
+
+STYLE = MetalStyle()
+POSITIONS = ("uint3 akg_tg [[threadgroup_position_in_grid]]", "uint3 akg_lid [[thread_position_in_threadgroup]]",
+             "uint3 akg_tpg [[threads_per_threadgroup]]", "uint3 akg_ngroups [[threadgroups_per_grid]]")
+
+
+def launch_shape(k: Kernel) -> tuple[list[str], tuple[int, int, int], int]:
+    for b in [*k.inputs(), k.out]:
+        STYLE.ctype(b.dtype)  # refuses float64 before any text is made
+    return body_lines(k, STYLE, METAL)
+
+
+def render_kernel(k: Kernel) -> str:
+    body, _, _ = launch_shape(k)
+    bufs = [f"device const {STYLE.ctype(b.dtype)}* {b.name} [[buffer({i})]]" for i, b in enumerate(k.inputs())]
+    bufs.append(f"device {STYLE.ctype(k.out.dtype)}* out [[buffer({len(k.inputs())})]]")
+    return "\n".join([f"kernel void {k.name}({', '.join(bufs + list(POSITIONS))}) {{", *body, "}"])
+
+
+def emulator_harness(k: Kernel) -> str:
+    """C++ that runs one kernel over its grid in the emulator: extern "C", called through ctypes."""
+    args = [f"({'const ' if i < len(k.inputs()) else ''}{STYLE.ctype(b.dtype)}*)b[{i}]"
+            for i, b in enumerate([*k.inputs(), k.out])]
+    return (f'extern "C" void akg_emu_{k.name}(void** b, unsigned gx, unsigned gy, unsigned gz, unsigned n) {{\n'
+            f"    akg_emu::grid(gx, gy, gz, n, [&](uint3 tg, unsigned lid) {{\n"
+            f"        {k.name}({', '.join(args)}, tg, uint3{{lid, 0, 0}}, uint3{{n, 1, 1}}, uint3{{gx, gy, gz}});\n"
+            "    });\n}")
+
+
+def program_source(prog: KernelProgram) -> str:
+    return (HERE / "prelude.metal").read_text() + "\n" + "\n\n".join(render_kernel(k) for k in prog.kernels()) + "\n"
+
+
+class MetalBackend:
+    manifest = MANIFEST
+
+    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
+        if k.kind == "matmul":
+            return {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
+        return {"THREADS": 256} if k.kind == "reduce" else {"BLOCK": 256}
+
+    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
+        if k.kind == "matmul":
+            return [{"BM": bm, "BN": bn, "BK": bk, "TM": 4, "TN": 4} for bm in (32, 64) for bn in (32, 64)
+                    for bk in (8, 16, 32)]
+        if k.kind == "reduce":
+            return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
+        return [{"BLOCK": b} for b in (64, 128, 256, 512, 1024)]
+
+    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
+        return render_kernel(k)
+
+    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
+        _, grid, threads = launch_shape(k)
+        args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
+        return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads})"]
+
+    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
+                      weights: dict[str, Any]) -> str:
+        harness = "\n\n".join(emulator_harness(k) for k in prog.kernels())
+        prelude = (f"_AKG_MSL = r'''{program_source(prog)}'''\n_AKG_SHIM = r'''{(HERE / 'shim.h').read_text()}'''\n"
+                   f"_AKG_HARNESS = r'''{harness}'''\n" + (HERE / "host.py.txt").read_text())
+        return write_module(prog, meta, header, [], prelude, {}, self.launch, weights)
+
+
+BACKEND = MetalBackend()
