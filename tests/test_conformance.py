@@ -17,7 +17,7 @@ from .conftest import PROBLEMS, ROOT, problem_path
 GOLDEN = ROOT / "tests" / "golden"
 GOLDEN_PROBLEMS = ("ew_activations_a", "red_var_std", "l2_gemm_scale_sigmoid_sum", "mv_pad_repeat_flip")
 # the CPU executor each backend has here, and the target it is asked for
-EXECUTED = {"triton": "h100", "cpp": "cpu"}
+EXECUTED = {"triton": "h100", "cpp": "cpu", "metal": "m4-max"}  # metal: akg's emulator
 COMPILED = {"cuda-c": "h100"}  # compile-only here (nvcc, no GPU); native on the device
 RENDERED = EXECUTED | COMPILED
 

@@ -113,3 +113,22 @@ class MetalBackend:
 
 
 BACKEND = MetalBackend()
+
+
+def emulate(kernels: str, harness: str, workdir: Path) -> Any:
+    """Compiles MSL (after akg's prelude) with the emulator's shim and returns the ctypes library: the
+    same build the written module does, for tests of the shim itself."""
+    import ctypes
+    import subprocess
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "metal_stdlib").write_text((HERE / "shim.h").read_text())
+    text = ("#define AKG_EMULATED 1\n#define AKG_TG static thread_local\n" + (HERE / "prelude.metal").read_text()
+            + "\n" + kernels + "\n" + harness)
+    (workdir / "k.cpp").write_text(text)
+    flags = ["-O2", "-std=c++17", "-fopenmp", "-shared", "-fPIC", "-Wno-attributes"]
+    r = subprocess.run(["g++", *flags, "-I", str(workdir), str(workdir / "k.cpp"), "-o", str(workdir / "k.so")],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise UnsupportedKernel("the emulator could not compile: " + r.stderr[-1500:])
+    return ctypes.CDLL(str(workdir / "k.so"))

@@ -22,7 +22,13 @@ inline uint16_t akg_f32_to_bf16(float f) {
     return uint16_t(u >> 16);
 }
 // MSL has no erf, log1p or expm1: accurate float versions
-inline float akg_erf(float x) {  // Abramowitz-Stegun 7.1.26 refined: |error| < 1.2e-7
+inline float akg_erf(float x) {  // series near 0, else 1 - erfc (Chebyshev fit, fractional error < 1.2e-7)
+    const float ax = metal::fabs(x);
+    if (ax < 0.5f) {
+        const float x2 = x * x;
+        return 1.1283791671f * x * (1.0f + x2 * (-1.0f / 3 + x2 * (1.0f / 10 + x2 * (-1.0f / 42 + x2 * (1.0f / 216 +
+            x2 * (-1.0f / 1320))))));
+    }
     const float t = 1.0f / (1.0f + 0.5f * metal::fabs(x));
     const float y = 1.0f - t * metal::precise::exp(-x * x - 1.26551223f + t * (1.00002368f + t * (0.37409196f +
         t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
@@ -49,7 +55,10 @@ template <int OP, typename T> inline T akg_combine(T a, T b) {
 // every thread of the group calls it; every thread gets the group's result
 template <int OP, typename T> inline T akg_block_reduce(T v, threadgroup int64_t* smem_, uint lid, uint n) {
     threadgroup T* smem = (threadgroup T*)smem_;
-    for (ushort o = 16; o > 0; o >>= 1) v = akg_combine<OP>(v, simd_shuffle_down(v, o));
+    for (ushort o = 16; o > 0; o >>= 1) {
+        const T other = simd_shuffle_down(v, o);
+        if (lid % 32 + o < 32 && lid + o < n) v = akg_combine<OP>(v, other);  // only lanes that exist
+    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (lid % 32 == 0) smem[lid / 32] = v;
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -70,7 +79,7 @@ inline void akg_block_arg(thread T& v, thread int64_t& i, threadgroup int64_t* s
     for (ushort o = 16; o > 0; o >>= 1) {
         const T v2 = simd_shuffle_down(v, o);
         const int64_t i2 = simd_shuffle_down(i, o);
-        if (akg_better<MAX>(v2, i2, v, i)) { v = v2; i = i2; }
+        if (lid % 32 + o < 32 && lid + o < n && akg_better<MAX>(v2, i2, v, i)) { v = v2; i = i2; }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (lid % 32 == 0) { smem[lid / 32] = v; smem_i[lid / 32] = i; }
