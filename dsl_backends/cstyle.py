@@ -5,9 +5,10 @@ qualifiers and the loop structure of each template."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Load, Op, Reduce, Var
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
 
 from .base import UnsupportedKernel
 from .exprs import FLOATS
@@ -260,3 +261,44 @@ class CPrinter:
 
     def combine_threads(self, op: str, acc: str) -> None:
         raise UnsupportedKernel("this printer has no parallel reductions")
+
+
+@dataclass(frozen=True)
+class GemmParts:
+    """A matmul kernel taken apart: its one dot reduction, the A and B element expressions, the K axis, and
+    the output coordinates that index A only (rows), B only (cols) or both (batch)."""
+
+    dot: Reduce
+    a: Expr
+    b: Expr
+    k: Var
+    rows: list[tuple[str, int]]
+    cols: list[tuple[str, int]]
+    batch: list[tuple[str, int]]
+
+
+def split_gemm(k: Kernel) -> GemmParts:
+    from .exprs import free_vars
+
+    dots = [r for r in k.reductions() if r.op == "dot"]
+    if len(dots) != 1 or len(k.reductions()) != 1:
+        raise UnsupportedKernel("not a single GEMM")
+    dot = dots[0]
+    a_e, b_e = dot.body.args  # type: ignore[attr-defined]
+    kv = dot.axes[0]
+    a_vars, b_vars = free_vars(a_e) - {kv.name}, free_vars(b_e) - {kv.name}
+    coords = [(v.name, v.extent) for v in k.coords]
+    cols = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
+    batch = [c for c in coords if c[0] in a_vars and c[0] in b_vars]
+    rows = [c for c in coords if c not in cols and c not in batch]
+    return GemmParts(dot, a_e, b_e, kv, rows, cols, batch)
+
+
+def decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
+    """Flat index -> named coordinates (row-major), as const locals of the printer's scope."""
+    stride = 1
+    for name, ext in reversed(names):
+        p.env[name] = name
+        p.emit(f"const int64_t {name} = ({flat} / {stride}) % {ext};" if stride > 1 else
+               f"const int64_t {name} = {flat} % {ext};")
+        stride *= ext

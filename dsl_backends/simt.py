@@ -9,11 +9,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Kernel, Reduce
+from ir.kernel.ir import Kernel
 
-from .base import UnsupportedKernel
-from .cstyle import CPrinter, CStyle
-from .exprs import free_vars
+from .cstyle import CPrinter, CStyle, decode, split_gemm
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 
@@ -27,15 +25,6 @@ class Dialect:
     block_dim: str  # threads per group
     grid_dim: str  # groups in the grid
     lane_args: str = ""  # extra arguments the prelude's group reductions need
-
-
-def _decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
-    stride = 1
-    for name, ext in reversed(names):
-        p.env[name] = name
-        p.emit(f"const int64_t {name} = ({flat} / {stride}) % {ext};" if stride > 1 else
-               f"const int64_t {name} = {flat} % {ext};")
-        stride *= ext
 
 
 def group_printer(d: Dialect) -> type[CPrinter]:
@@ -68,7 +57,7 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
                  f"    {d.shared} int64_t akg_smem_i[32];",
                  f"    for (int64_t akg_i = {d.block}.x; akg_i < {n}; akg_i += {d.grid_dim}.x) {{"]
         p = group_printer(d)(style, {}, indent="        ")
-        _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
+        decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
         lines += p.lines
         lines += [f"        if ({d.thread}.x == 0) out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
@@ -77,7 +66,7 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
              f"akg_i += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
     p = CPrinter(style, {}, indent="        ")
-    _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
+    decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
     lines += p.lines
     lines += [f"        out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
@@ -106,17 +95,9 @@ def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[in
     """Shared-memory tiled GEMM: a BMxBN tile of C per block, a TMxTN register tile per thread, the K
     loop in BK steps through shared memory; prologue in the tile loads, epilogue at the store. Locals
     are akg_-prefixed: buffers are named after the program's values (q, k, v, x, ...)."""
-    dots = [r for r in k.reductions() if r.op == "dot"]
-    if len(dots) != 1 or len(k.reductions()) != 1:
-        raise UnsupportedKernel("not a single GEMM")
-    dot: Reduce = dots[0]
-    a_e, b_e = dot.body.args  # type: ignore[attr-defined]
-    kv = dot.axes[0]
-    a_vars, b_vars = free_vars(a_e) - {kv.name}, free_vars(b_e) - {kv.name}
-    coords = [(v.name, v.extent) for v in k.coords]
-    n_vars = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
-    batch_vars = [c for c in coords if c[0] in a_vars and c[0] in b_vars]  # one GEMM per batch: grid z
-    row_vars = [c for c in coords if c not in n_vars and c not in batch_vars]
+    g = split_gemm(k)
+    dot, a_e, b_e, kv = g.dot, g.a, g.b, g.k
+    row_vars, n_vars, batch_vars = g.rows, g.cols, g.batch  # one GEMM per batch: grid z
     rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
     batches = math.prod(e for _, e in batch_vars)
     s = k.schedule
@@ -136,8 +117,8 @@ def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[in
            "            float akg_v = 0.f;",
            f"            if (akg_row < {rows} && {kn} < {kk}) {{"]
     pa = CPrinter(style, {kn: kn}, prefix="a", indent="                ")
-    _decode(batch_vars, "akg_batch", pa)
-    _decode(row_vars, "akg_row", pa)
+    decode(batch_vars, "akg_batch", pa)
+    decode(row_vars, "akg_row", pa)
     a_val = pa(a_e)
     out += pa.lines + [f"                akg_v = (float)({a_val});", "            }",
                        "            akg_As[akg_c][akg_r] = akg_v;", "        }",
@@ -146,8 +127,8 @@ def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[in
                        f"            const int64_t akg_col = akg_col0 + akg_c, {kn} = akg_k0 + akg_r;",
                        "            float akg_v = 0.f;", f"            if (akg_col < {n} && {kn} < {kk}) {{"]
     pb = CPrinter(style, {kn: kn}, prefix="b", indent="                ")
-    _decode(batch_vars, "akg_batch", pb)
-    _decode(n_vars, "akg_col", pb)
+    decode(batch_vars, "akg_batch", pb)
+    decode(n_vars, "akg_col", pb)
     b_val = pb(b_e)
     out += pb.lines + [f"                akg_v = (float)({b_val});", "            }",
                        "            akg_Bs[akg_r][akg_c] = akg_v;", "        }"]
@@ -159,9 +140,9 @@ def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[in
             f"            if (akg_row >= {rows} || akg_col >= {n}) continue;"]
     pe = CPrinter(style, {}, prefix="e", indent="            ")
     pe.fixed[id(dot)] = f"(({ct})akg_acc[akg_x][akg_y])"
-    _decode(batch_vars, "akg_batch", pe)
-    _decode(row_vars, "akg_row", pe)
-    _decode(n_vars, "akg_col", pe)
+    decode(batch_vars, "akg_batch", pe)
+    decode(row_vars, "akg_row", pe)
+    decode(n_vars, "akg_col", pe)
     val = pe(k.expr)
     strides = k.out.strides()
     flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, strides)) or "0"

@@ -178,15 +178,9 @@ def _finish(cfg: RunConfig, t: Translation, st: RunState) -> RunState:
     compiled = [a for a in st.attempts if a.code == "compiled_not_run"]
     if best is None and compiled:  # the one case where an unverified module is written, and says so
         best = compiled[-1]
-        src = render(t)
         st.result = {"verified": False, "compiled": True, "attempt": best.n, "by": best.by, "time_ms": None,
                      "speedups": {}, "sol_frac": None, "out": cfg.out, "note": best.reason}
-        (st.run_dir / "best.py").write_text(src)
-        if cfg.out:
-            Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(cfg.out).write_text(src)
-        st.save()
-        return st
+        return _write(cfg, st, render(t))
     if best is None:
         last = st.attempts[-1] if st.attempts else None
         st.result = {"verified": False}
@@ -199,6 +193,10 @@ def _finish(cfg: RunConfig, t: Translation, st: RunState) -> RunState:
         src = _model_header(t, st, best) + src
     st.result = {"verified": True, "attempt": best.n, "by": best.by, "time_ms": best.time_ms,
                  "speedups": best.speedups(), "sol_frac": best.sol_frac, "out": cfg.out}
+    return _write(cfg, st, src)
+
+
+def _write(cfg: RunConfig, st: RunState, src: str) -> RunState:
     (st.run_dir / "best.py").write_text(src)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram, Reduce
+from ir.kernel.ir import Buf, Kernel, KernelProgram
 
-from ..base import Manifest, UnsupportedKernel
-from ..cstyle import CPrinter, CStyle
-from ..exprs import free_vars
+from ..base import Manifest
+from ..cstyle import CPrinter, CStyle, decode, split_gemm
 from ..module import write_module
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -80,15 +79,6 @@ class CppStyle(CStyle):
 STYLE = CppStyle()
 
 
-def _decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
-    stride = 1
-    for name, ext in reversed(names):
-        p.env[name] = name
-        p.emit(f"const int64_t {name} = ({flat} / {stride}) % {ext};" if stride > 1 else
-               f"const int64_t {name} = {flat} % {ext};")
-        stride *= ext
-
-
 def _signature(k: Kernel) -> str:
     ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
     return f'extern "C" void {k.name}({", ".join(ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"])})'
@@ -108,7 +98,7 @@ def render_kernel(k: Kernel) -> str:
         lines.append(_omp(k))
         lines.append(f"    for (int64_t akg_i = 0; akg_i < {n}; ++akg_i) {{")
         p = CPrinter(STYLE, {}, indent="        ")
-        _decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
+        decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
         lines += p.lines
         lines.append(f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};")
@@ -118,21 +108,14 @@ def render_kernel(k: Kernel) -> str:
 
 
 def _matmul(k: Kernel) -> list[str]:
-    dots = [r for r in k.reductions() if r.op == "dot"]
-    if len(dots) != 1 or len(k.reductions()) != 1:
-        raise UnsupportedKernel("not a single GEMM")
-    dot: Reduce = dots[0]
-    a_e, b_e = dot.body.args  # type: ignore[attr-defined]
-    kv = dot.axes[0]
-    a_vars, b_vars = free_vars(a_e) - {kv.name}, free_vars(b_e) - {kv.name}
-    coords = [(v.name, v.extent) for v in k.coords]
-    n_vars = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
-    row_vars = [c for c in coords if c not in n_vars]
+    g = split_gemm(k)
+    dot, a_e, b_e, kv, n_vars = g.dot, g.a, g.b, g.k, g.cols
+    row_vars = [(v.name, v.extent) for v in k.coords if (v.name, v.extent) not in n_vars]  # batch, then rows
     rows, n = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars)
     out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{",
            f"        std::vector<double> akg_acc({n}, 0.0);"]
     p = CPrinter(STYLE, {}, indent="        ")
-    _decode(row_vars, "akg_row", p)
+    decode(row_vars, "akg_row", p)
     out += p.lines
     p.lines = []
     out.append(f"        for (int64_t {kv.name} = 0; {kv.name} < {kv.extent}; ++{kv.name}) {{")
@@ -142,7 +125,7 @@ def _matmul(k: Kernel) -> list[str]:
     out.append("            #pragma omp simd")
     out.append(f"            for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
     pb = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="b", indent="                ")
-    _decode(n_vars, "akg_col", pb)
+    decode(n_vars, "akg_col", pb)
     b_val = pb(b_e)
     out += pb.lines
     out.append(f"                akg_acc[akg_col] += (double)({a_val}) * (double)({b_val});")
@@ -150,7 +133,7 @@ def _matmul(k: Kernel) -> list[str]:
     out.append(f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
     pe = CPrinter(STYLE, dict(p.env), prefix="e", indent="            ")
     pe.fixed[id(dot)] = f"(({STYLE.ctype_compute(k.out.dtype)})akg_acc[akg_col])"
-    _decode(n_vars, "akg_col", pe)
+    decode(n_vars, "akg_col", pe)
     val = pe(k.expr)
     out += pe.lines
     strides = k.out.strides()
