@@ -61,7 +61,7 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
         val = p(k.expr)
         lines += p.lines
         lines += [f"        if ({d.thread}.x == 0) out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
-        return lines, (min(n, 1 << 20), 1, 1), threads
+        return lines, (min(n, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
     block = int(k.schedule.get("BLOCK", 256))
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
              f"akg_i += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
@@ -70,7 +70,7 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
     val = p(k.expr)
     lines += p.lines
     lines += [f"        out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
-    return lines, (min(-(-n // block), 1 << 20), 1, 1), block
+    return lines, (min(-(-n // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
 
 
 MMA_LOOP = """\

@@ -3,6 +3,7 @@
 // (ucontext) on one OS thread, so barriers and SIMD shuffles have their Metal meaning; threadgroups run
 // in parallel across OpenMP threads. Slow: for checking, not speed.
 #pragma once
+#include <setjmp.h>
 #include <ucontext.h>
 #include <cmath>
 #include <cstdint>
@@ -44,13 +45,18 @@ using std::atan2;
 }  // namespace metal
 
 namespace akg_emu {
+// Threads of a group are fibers: entered once through ucontext, then switched with _setjmp/_longjmp,
+// which (unlike swapcontext) make no system call per switch.
 constexpr size_t STACK = 64 * 1024;
 struct Group {
     unsigned n = 0, cur = 0;
     std::vector<ucontext_t> ctx;
-    std::vector<char> done;
+    struct Jmp { jmp_buf b; };
+    std::vector<Jmp> jmp;
+    std::vector<char> state;  // 0 not started, 1 waiting at a barrier, 2 done
     std::vector<std::unique_ptr<char[]>> stacks;
-    ucontext_t sched;
+    ucontext_t sched_ctx;
+    jmp_buf sched;
     const std::function<void(unsigned)>* body = nullptr;
     alignas(16) unsigned char slots[1024 * 8];  // one 8-byte slot per thread for shuffles
 };
@@ -58,13 +64,15 @@ inline Group& group() { static thread_local Group g; return g; }
 
 inline void barrier() {  // back to the scheduler; resumed once every thread of the group got here
     Group& g = group();
-    swapcontext(&g.ctx[g.cur], &g.sched);
+    g.state[g.cur] = 1;
+    if (!_setjmp(g.jmp[g.cur].b)) _longjmp(g.sched, 1);
 }
 
 inline void fiber_main(int lid) {
     Group& g = group();
     (*g.body)((unsigned)lid);
-    g.done[lid] = 1;  // returning switches to uc_link, the scheduler
+    g.state[lid] = 2;
+    _longjmp(g.sched, 1);  // never returns: the scheduler's frame is the one to go back to
 }
 
 inline void run_group(unsigned n, const std::function<void(unsigned)>& body) {
@@ -72,23 +80,27 @@ inline void run_group(unsigned n, const std::function<void(unsigned)>& body) {
     if (g.stacks.size() < n) g.stacks.resize(n);
     for (unsigned i = 0; i < n; ++i) if (!g.stacks[i]) g.stacks[i].reset(new char[STACK]);
     g.ctx.resize(n);
-    g.done.assign(n, 0);
+    g.jmp.resize(n);
+    g.state.assign(n, 0);
     g.n = n;
     g.body = &body;
-    for (unsigned i = 0; i < n; ++i) {
-        getcontext(&g.ctx[i]);
-        g.ctx[i].uc_stack.ss_sp = g.stacks[i].get();
-        g.ctx[i].uc_stack.ss_size = STACK;
-        g.ctx[i].uc_link = &g.sched;
-        makecontext(&g.ctx[i], (void (*)())fiber_main, 1, (int)i);
-    }
-    for (bool any = true; any;) {  // each pass runs every live thread to its next barrier or its end
+    // volatile: these live across _setjmp/_longjmp
+    for (volatile bool any = true; any;) {  // each pass runs every live thread to its next barrier or its end
         any = false;
-        for (unsigned i = 0; i < n; ++i) {
-            if (g.done[i]) continue;
+        for (volatile unsigned i = 0; i < n; ++i) {
+            if (g.state[i] == 2) continue;
             any = true;
             g.cur = i;
-            swapcontext(&g.sched, &g.ctx[i]);
+            if (_setjmp(g.sched)) continue;  // the fiber came back (barrier or end)
+            if (g.state[i] == 0) {
+                getcontext(&g.ctx[i]);
+                g.ctx[i].uc_stack.ss_sp = g.stacks[i].get();
+                g.ctx[i].uc_stack.ss_size = STACK;
+                g.ctx[i].uc_link = nullptr;
+                makecontext(&g.ctx[i], (void (*)())fiber_main, 1, (int)i);
+                setcontext(&g.ctx[i]);
+            }
+            _longjmp(g.jmp[i].b, 1);
         }
     }
 }
