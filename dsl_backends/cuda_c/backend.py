@@ -23,7 +23,9 @@ from ..base import Manifest
 from ..cstyle import CStyle
 from ..module import write_module
 from ..simt import Dialect, body_lines
+from . import wmma
 from .templates import BUILD, PRELUDE_CU
+from .wmma import wmma_lines
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr", "-std=c++17", "-Xcompiler", "-fPIC"]
@@ -48,7 +50,8 @@ def _params(k: Kernel) -> list[str]:
 
 
 def render_kernel(k: Kernel) -> str:
-    body, (gx, gy, gz), threads = body_lines(k, STYLE, CUDA)
+    # tensor cores for 16-bit operands (fp32 accumulation, as cuBLAS); the SIMT layouts otherwise
+    body, (gx, gy, gz), threads = wmma_lines(k, STYLE) if wmma.eligible(k) else body_lines(k, STYLE, CUDA)
     # launch bounds cap registers per thread so that a block always fits one SM
     head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(_params(k))})'
     ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)]
@@ -72,6 +75,8 @@ class CudaBackend:
     manifest = MANIFEST
 
     def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
+        if wmma.eligible(k):
+            return dict(wmma.SCHEDULE)
         if k.kind == "matmul":
             return {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}
         if k.kind == "reduce":
@@ -79,6 +84,8 @@ class CudaBackend:
         return {"BLOCK": 256}
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
+        if wmma.eligible(k):
+            return [dict(wmma.SCHEDULE)]
         if k.kind == "matmul":
             return [{"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn} for bm in (32, 64, 128) for bn in (32, 64, 128)
                     for bk in (8, 16, 32) for tm, tn in ((4, 4), (8, 4), (8, 8)) if bm % tm == 0 and bn % tn == 0

@@ -10,6 +10,8 @@ PRELUDE_CU = r"""
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <mma.h>
+namespace wmma = nvcuda::wmma;
 __device__ __forceinline__ float akg_bf16_to_f32(uint16_t h) { return __bfloat162float(__ushort_as_bfloat16(h)); }
 __device__ __forceinline__ uint16_t akg_f32_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
 __device__ __forceinline__ float akg_f16_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
