@@ -225,3 +225,15 @@ def test_optimise_on_the_gpu_gets_nsight_compute_feedback(tmp_path):
     opt = model.prompts[2][1][0]["content"]
     assert "Nsight Compute, per kernel" in opt and "DRAM" in opt and "occupancy" in opt, opt[-3000:]
     assert any(e.get("why") == "feedback from ncu" for e in st.events)
+
+
+def test_compile_only_target_with_a_model_stops_instead_of_looping(tmp_path):
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    model = ScriptedModel([plan_reply(), fenced("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")])
+    with pytest.raises(AkgError, match="no verified cuda-c module"):
+        run(RunConfig(PROBLEM, "cuda-c", "h100", budget=4, run_dir=str(tmp_path / "run"), use_ncu=False), model=model)
+    st = RunState.load(tmp_path / "run")
+    assert [a.code for a in st.attempts] == ["not_run"] and st.events[-1]["action"] == "stop"

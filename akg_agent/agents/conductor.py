@@ -25,8 +25,8 @@ class Conductor:
         if len(st.attempts) >= self.budget:
             return Decision("stop", f"budget of {self.budget} attempts used")
         last, best = st.attempts[-1], st.best()
-        if last.code == "compiled_not_run":
-            return Decision("stop", "compiled for the target, not run: no device here to verify or time on")
+        if last.code in ("compiled_not_run", "not_run"):
+            return Decision("stop", "no device here to verify or time on: " + last.reason)
         if not last.accepted:
             if has_model:
                 streak = 0

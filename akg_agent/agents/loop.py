@@ -83,6 +83,8 @@ def _task(d: Decision, st: RunState, coder: Coder, outputs: dict[int, str]) -> C
 
 
 def _verify(cfg: RunConfig, t: Translation, path: Path, by: str) -> Verdict:
+    if t.executor == "none":
+        return Verdict(False, "not_run", f"nothing can run {t.dsl} for {t.target.name} here")
     if t.executor == "compile-only":  # no device: the rules engine's kernels are compiled, nothing runs
         if by != "rules":
             return Verdict(False, "not_run", f"no {t.target.name} here to run a model-written module on")
