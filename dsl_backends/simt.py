@@ -11,7 +11,7 @@ from typing import Any
 
 from ir.kernel.ir import Kernel
 
-from .cstyle import CPrinter, CStyle, decode, split_gemm
+from .cstyle import CPrinter, CStyle, GemmParts, decode, split_gemm
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 
@@ -95,56 +95,61 @@ def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[in
     """Shared-memory tiled GEMM: a BMxBN tile of C per block, a TMxTN register tile per thread, the K
     loop in BK steps through shared memory; prologue in the tile loads, epilogue at the store. Locals
     are akg_-prefixed: buffers are named after the program's values (q, k, v, x, ...)."""
-    g = split_gemm(k)
-    dot, a_e, b_e, kv = g.dot, g.a, g.b, g.k
-    row_vars, n_vars, batch_vars = g.rows, g.cols, g.batch  # one GEMM per batch: grid z
-    rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
-    batches = math.prod(e for _, e in batch_vars)
+    g = split_gemm(k)  # one GEMM per batch: grid z
+    rows, n, kk = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent
+    batches = math.prod(e for _, e in g.batch)
     s = k.schedule
     bm, bn, bk, tm, tn = (int(s.get(x, d)) for x, d in (("BM", 64), ("BN", 64), ("BK", 16), ("TM", 4), ("TN", 4)))
     nthreads = (bm // tm) * (bn // tn)
-    ct = style.ctype_compute(k.out.dtype)
-    kn = kv.name
     out = [f"    {d.shared} float akg_As[{bk}][{bm} + 1];", f"    {d.shared} float akg_Bs[{bk}][{bn} + 1];",
            f"    const int64_t akg_row0 = (int64_t){d.block}.y * {bm}, akg_col0 = (int64_t){d.block}.x * {bn};",
            f"    const int64_t akg_batch = {d.block}.z;",
            f"    const int akg_tx = {d.thread}.x % {bn // tn}, akg_ty = {d.thread}.x / {bn // tn};",
            f"    float akg_acc[{tm}][{tn}] = {{}};",
-           f"    for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {bk}) {{",
-           f"        for (int akg_i = {d.thread}.x; akg_i < {bm * bk}; akg_i += {nthreads}) {{",
-           f"            const int akg_r = akg_i / {bk}, akg_c = akg_i % {bk};",
-           f"            const int64_t akg_row = akg_row0 + akg_r, {kn} = akg_k0 + akg_c;",
-           "            float akg_v = 0.f;",
-           f"            if (akg_row < {rows} && {kn} < {kk}) {{"]
-    pa = CPrinter(style, {kn: kn}, prefix="a", indent="                ")
-    decode(batch_vars, "akg_batch", pa)
-    decode(row_vars, "akg_row", pa)
-    a_val = pa(a_e)
-    out += pa.lines + [f"                akg_v = (float)({a_val});", "            }",
-                       "            akg_As[akg_c][akg_r] = akg_v;", "        }",
-                       f"        for (int akg_i = {d.thread}.x; akg_i < {bk * bn}; akg_i += {nthreads}) {{",
-                       f"            const int akg_r = akg_i / {bn}, akg_c = akg_i % {bn};",
-                       f"            const int64_t akg_col = akg_col0 + akg_c, {kn} = akg_k0 + akg_r;",
-                       "            float akg_v = 0.f;", f"            if (akg_col < {n} && {kn} < {kk}) {{"]
-    pb = CPrinter(style, {kn: kn}, prefix="b", indent="                ")
-    decode(batch_vars, "akg_batch", pb)
-    decode(n_vars, "akg_col", pb)
-    b_val = pb(b_e)
-    out += pb.lines + [f"                akg_v = (float)({b_val});", "            }",
-                       "            akg_Bs[akg_r][akg_c] = akg_v;", "        }"]
+           f"    for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {bk}) {{"]
+    out += stage_operands(style, g, (bm, bn, bk), (rows, n), d.thread, nthreads, "akg_As[akg_c][akg_r] = akg_v;",
+                          "akg_Bs[akg_r][akg_c] = akg_v;")
     out += MMA_LOOP.format(bk=bk, tm=tm, tn=tn, sync=d.sync).splitlines()
     out += [f"    for (int akg_x = 0; akg_x < {tm}; ++akg_x) {{",
             f"        for (int akg_y = 0; akg_y < {tn}; ++akg_y) {{",
             f"            const int64_t akg_row = akg_row0 + akg_ty * {tm} + akg_x, "
             f"akg_col = akg_col0 + akg_tx * {tn} + akg_y;",
             f"            if (akg_row >= {rows} || akg_col >= {n}) continue;"]
-    pe = CPrinter(style, {}, prefix="e", indent="            ")
-    pe.fixed[id(dot)] = f"(({ct})akg_acc[akg_x][akg_y])"
-    decode(batch_vars, "akg_batch", pe)
-    decode(row_vars, "akg_row", pe)
-    decode(n_vars, "akg_col", pe)
-    val = pe(k.expr)
-    strides = k.out.strides()
-    flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, strides)) or "0"
-    out += pe.lines + [f"            out[{flat}] = {style.store(k.out.dtype, val)};", "        }", "    }"]
+    out += epilogue(style, k, g, "akg_acc[akg_x][akg_y]", "            ") + ["        }", "    }"]
     return out, (-(-n // bn), -(-rows // bm), batches), nthreads
+
+
+def stage_operands(style: CStyle, g: GemmParts, tiles: tuple[int, int, int], bounds: tuple[int, int], thread: str,
+                   nthreads: int, put_a: str, put_b: str) -> list[str]:
+    """One K step's A (BMxBK) and B (BKxBN) tiles into group memory, the prologue applied to each element;
+    `put_a`/`put_b` store `akg_v` at (akg_r, akg_c). Out-of-range elements are zeros."""
+    (bm, bn, bk), (rows, n) = tiles, bounds
+    kn, kk = g.k.name, g.k.extent
+    out: list[str] = []
+    for expr, (outer, inner), var, base, lim, decodes, put in (
+            (g.a, (bm, bk), "akg_row", "akg_row0 + akg_r", rows, (g.batch, g.rows), put_a),
+            (g.b, (bk, bn), "akg_col", "akg_col0 + akg_c", n, (g.batch, g.cols), put_b)):
+        kidx = "akg_k0 + akg_c" if var == "akg_row" else "akg_k0 + akg_r"
+        out += [f"        for (int akg_i = {thread}.x; akg_i < {outer * inner}; akg_i += {nthreads}) {{",
+                f"            const int akg_r = akg_i / {inner}, akg_c = akg_i % {inner};",
+                f"            const int64_t {var} = {base}, {kn} = {kidx};", "            float akg_v = 0.f;",
+                f"            if ({var} < {lim} && {kn} < {kk}) {{"]
+        p = CPrinter(style, {kn: kn}, prefix="a" if var == "akg_row" else "b", indent="                ")
+        decode(decodes[0], "akg_batch", p)
+        decode(decodes[1], var, p)
+        val = p(expr)
+        out += [*p.lines, f"                akg_v = (float)({val});", "            }", f"            {put}",
+                "        }"]
+    return out
+
+
+def epilogue(style: CStyle, k: Kernel, g: GemmParts, acc: str, indent: str) -> list[str]:
+    """The fused epilogue of one C element at (akg_row, akg_col), the dot's value being `acc`, and its store."""
+    pe = CPrinter(style, {}, prefix="e", indent=indent)
+    pe.fixed[id(g.dot)] = f"(({style.ctype_compute(k.out.dtype)}){acc})"
+    decode(g.batch, "akg_batch", pe)
+    decode(g.rows, "akg_row", pe)
+    decode(g.cols, "akg_col", pe)
+    val = pe(k.expr)
+    flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, k.out.strides())) or "0"
+    return pe.lines + [f"{indent}out[{flat}] = {style.store(k.out.dtype, val)};"]

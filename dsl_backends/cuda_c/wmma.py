@@ -8,7 +8,8 @@ import math
 
 from ir.kernel.ir import Kernel
 
-from ..cstyle import CPrinter, CStyle, decode, split_gemm
+from ..cstyle import CStyle, split_gemm
+from ..simt import epilogue, stage_operands
 
 SCHEDULE = {"MMA": "wmma", "BM": 64, "BN": 64, "BK": 32, "num_warps": 4}
 TYPES = {"bf16": "__nv_bfloat16", "f16": "__half"}
@@ -48,7 +49,7 @@ def eligible(k: Kernel) -> bool:
 
 def wmma_lines(k: Kernel, style: CStyle) -> tuple[list[str], tuple[int, int, int], int]:
     g = split_gemm(k)
-    kn, kk = g.k.name, g.k.extent
+    kk = g.k.extent
     rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
     batches = math.prod(e for _, e in g.batch)
     bm, bn, bk, nt = 64, 64, 32, 128
@@ -63,38 +64,12 @@ def wmma_lines(k: Kernel, style: CStyle) -> tuple[list[str], tuple[int, int, int
            "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> akg_fc[2][2];",
            "    for (int akg_x = 0; akg_x < 2; ++akg_x) for (int akg_y = 0; akg_y < 2; ++akg_y)",
            "        nvcuda::wmma::fill_fragment(akg_fc[akg_x][akg_y], 0.0f);",
-           f"    for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {bk}) {{",
-           f"        for (int akg_i = threadIdx.x; akg_i < {bm * bk}; akg_i += {nt}) {{",
-           f"            const int akg_r = akg_i / {bk}, akg_c = akg_i % {bk};",
-           f"            const int64_t akg_row = akg_row0 + akg_r, {kn} = akg_k0 + akg_c;",
-           "            float akg_v = 0.f;", f"            if (akg_row < {rows} && {kn} < {kk}) {{"]
-    pa = CPrinter(style, {kn: kn}, prefix="a", indent="                ")
-    decode(g.batch, "akg_batch", pa)
-    decode(g.rows, "akg_row", pa)
-    a_val = pa(g.a)
-    out += pa.lines + [f"                akg_v = (float)({a_val});", "            }",
-                       f"            akg_As[akg_r][akg_c] = {conv}(akg_v);", "        }",
-                       f"        for (int akg_i = threadIdx.x; akg_i < {bk * bn}; akg_i += {nt}) {{",
-                       f"            const int akg_r = akg_i / {bn}, akg_c = akg_i % {bn};",
-                       f"            const int64_t akg_col = akg_col0 + akg_c, {kn} = akg_k0 + akg_r;",
-                       "            float akg_v = 0.f;", f"            if (akg_col < {n} && {kn} < {kk}) {{"]
-    pb = CPrinter(style, {kn: kn}, prefix="b", indent="                ")
-    decode(g.batch, "akg_batch", pb)
-    decode(g.cols, "akg_col", pb)
-    b_val = pb(g.b)
-    out += pb.lines + [f"                akg_v = (float)({b_val});", "            }",
-                       f"            akg_Bs[akg_r][akg_c] = {conv}(akg_v);", "        }"]
+           f"    for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {bk}) {{"]
+    out += stage_operands(style, g, (bm, bn, bk), (rows, n), "threadIdx", nt, f"akg_As[akg_r][akg_c] = {conv}(akg_v);",
+                          f"akg_Bs[akg_r][akg_c] = {conv}(akg_v);")
     out += CORE.format(t=t, bk=bk, bn=bn).splitlines()
     out += [f"    for (int akg_i = threadIdx.x; akg_i < {bm * bn}; akg_i += {nt}) {{",
                        f"        const int64_t akg_row = akg_row0 + akg_i / {bn}, akg_col = akg_col0 + akg_i % {bn};",
                        f"        if (akg_row >= {rows} || akg_col >= {n}) continue;"]
-    pe = CPrinter(style, {}, prefix="e", indent="        ")
-    pe.fixed[id(g.dot)] = f"(({style.ctype_compute(k.out.dtype)})akg_Cs[akg_i / {bn}][akg_i % {bn}])"
-    decode(g.batch, "akg_batch", pe)
-    decode(g.rows, "akg_row", pe)
-    decode(g.cols, "akg_col", pe)
-    val = pe(k.expr)
-    strides = k.out.strides()
-    flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, strides)) or "0"
-    out += pe.lines + [f"        out[{flat}] = {style.store(k.out.dtype, val)};", "    }"]
+    out += epilogue(style, k, g, f"akg_Cs[akg_i / {bn}][akg_i % {bn}]", "        ") + ["    }"]
     return out, (-(-n // bn), -(-rows // bm), batches), nt
