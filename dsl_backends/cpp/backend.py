@@ -108,28 +108,43 @@ def render_kernel(k: Kernel) -> str:
 
 
 def _matmul(k: Kernel) -> list[str]:
+    """B packed once per call (prologue applied once per element, contiguous along N: weights stored
+    transposed stream too), then per output row a vector of accumulators swept over K."""
     g = split_gemm(k)
     dot, a_e, b_e, kv, n_vars = g.dot, g.a, g.b, g.k, g.cols
     row_vars = [(v.name, v.extent) for v in k.coords if (v.name, v.extent) not in n_vars]  # batch, then rows
-    rows, n = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars)
-    out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{",
-           f"        std::vector<double> akg_acc({n}, 0.0);"]
+    rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
+    batches = math.prod(e for _, e in g.batch)
+    bt = STYLE.ctype_compute(b_e.dtype)
+    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * n});", _omp(k),
+           f"    for (int64_t akg_p = 0; akg_p < {batches * kk}; ++akg_p) {{",
+           f"        const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
+    pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="        ")
+    decode(g.batch, "akg_batch", pp)
+    out += pp.lines
+    out.append(f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
+    pb = CPrinter(STYLE, dict(pp.env), prefix="b", indent="            ")
+    decode(n_vars, "akg_col", pb)
+    b_val = pb(b_e)
+    out += pb.lines + [f"            akg_bp[akg_p * {n} + akg_col] = {b_val};", "        }", "    }"]
+    out += [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{",
+            f"        std::vector<double> akg_acc({n}, 0.0);"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode(row_vars, "akg_row", p)
+    bflat = "0"
+    for name, ext in g.batch:
+        bflat = f"({bflat} * {ext} + {name})"
+    p.emit(f"const {bt}* akg_b = akg_bp.data() + {bflat} * {kk * n};")
     out += p.lines
     p.lines = []
-    out.append(f"        for (int64_t {kv.name} = 0; {kv.name} < {kv.extent}; ++{kv.name}) {{")
+    out.append(f"        for (int64_t {kv.name} = 0; {kv.name} < {kk}; ++{kv.name}) {{")
     pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="            ")
     a_val = pa(a_e)
     out += pa.lines
-    out.append("            #pragma omp simd")
-    out.append(f"            for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
-    pb = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="b", indent="                ")
-    decode(n_vars, "akg_col", pb)
-    b_val = pb(b_e)
-    out += pb.lines
-    out.append(f"                akg_acc[akg_col] += (double)({a_val}) * (double)({b_val});")
-    out += ["            }", "        }"]
+    out += [f"            const double akg_a = (double)({a_val});",
+            f"            const {bt}* akg_brow = akg_b + {kv.name} * {n};", "            #pragma omp simd",
+            f"            for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) "
+            "akg_acc[akg_col] += akg_a * (double)akg_brow[akg_col];", "        }"]
     out.append(f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
     pe = CPrinter(STYLE, dict(p.env), prefix="e", indent="            ")
     pe.fixed[id(dot)] = f"(({STYLE.ctype_compute(k.out.dtype)})akg_acc[akg_col])"
