@@ -194,9 +194,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                              f"(cached or replayed; {label})")
             # run again on the same inputs over differently poisoned memory: an output that changes
             # was never (fully) written by the candidate
-            _poison_allocator(sizes, device, value=-7.7e30)
-            again = _run(cand, [b.clone() if isinstance(b, torch.Tensor) else b for b in before], AtenGuard(),
-                         device, label)
+            args = [b.clone() if isinstance(b, torch.Tensor) else b for b in before]
+            _poison_allocator(sizes, device, value=-7.7e30)  # after the clones: the candidate gets these blocks
+            again = _run(cand, args, AtenGuard(), device, label)
             if i < len(again) and isinstance(c, torch.Tensor) and not compare(again[i].detach().cpu(), c, policy).ok:
                 raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
                                              f"uninitialised or stale memory ({label})")
