@@ -161,3 +161,33 @@ def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports
     body.append(f"return {outs[0]}" if single and len(outs) == 1 else f"return ({', '.join(outs)},)")
     lines += ["        " + ln for ln in body]
     return "\n".join(lines) + "\n"
+
+
+# Python for a written module: build C-family source into a shared library once, cached on disk.
+COMPILE_CACHED = '''
+import ctypes as _ctypes
+import hashlib as _hashlib
+import os as _os
+import subprocess as _subprocess
+import threading as _threading
+from pathlib import Path as _Path
+
+
+def _akg_compile(src, cmd, suffix, subdir, salt=""):
+    """`src` built by `cmd` (compiler and flags) into a shared library, cached by a hash of source, command
+    and `salt`; a concurrent build never sees half a library."""
+    key = _hashlib.sha256((src + " ".join(cmd) + salt).encode()).hexdigest()[:20]
+    root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / subdir / key
+    lib = root / "kernels.so"
+    if not lib.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        tag = f"{_os.getpid()}.{_threading.get_ident()}"  # concurrent builds never share a file
+        code, tmp = root / f"kernels.{tag}{suffix}", root / f"kernels.{tag}.so"
+        code.write_text(src)
+        r = _subprocess.run([*cmd, str(code), "-o", str(tmp)], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"{cmd[0]} failed: " + r.stderr[-2000:])
+        _os.replace(tmp, lib)
+        _os.replace(code, root / f"kernels{suffix}")
+    return _ctypes.CDLL(str(lib))
+'''

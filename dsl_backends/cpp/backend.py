@@ -13,7 +13,7 @@ from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
 from ..cstyle import CPrinter, CStyle, decode, split_gemm
-from ..module import write_module
+from ..module import COMPILE_CACHED, write_module
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -35,39 +35,20 @@ static inline uint16_t akg_f32_to_f16(float f) {
     _Float16 h = (_Float16)f; uint16_t u; std::memcpy(&u, &h, 2); return u; }
 """
 
-BUILD = '''
-import ctypes as _ctypes
-import hashlib as _hashlib
-import os as _os
+BUILD = COMPILE_CACHED + '''
 import platform as _platform
-import subprocess as _subprocess
-import threading as _threading
-from pathlib import Path as _Path
 
 _AKG_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"]
 
 
-def _akg_build(src):
-    cpu = _platform.processor() or _platform.machine()
+def _akg_cpu():  # -march=native ties a library to the host CPU: part of the cache key
     try:
-        cpu = next(ln for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
+        return next(ln for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
     except (OSError, StopIteration):
-        pass
-    key = _hashlib.sha256((src + " ".join(_AKG_FLAGS) + cpu).encode()).hexdigest()[:20]
-    root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / "cpp" / key
-    lib = root / "kernels.so"
-    if not lib.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        cpp = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.cpp"  # concurrent builds never share a file
-        cpp.write_text(src)
-        tmp = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.so"
-        _subprocess.run(["g++", *_AKG_FLAGS, str(cpp), "-o", str(tmp)], check=True, capture_output=True, text=True)
-        _os.replace(tmp, lib)  # atomic: a concurrent build never sees half a library
-        _os.replace(cpp, root / "kernels.cpp")
-    return _ctypes.CDLL(str(lib))
+        return _platform.processor() or _platform.machine()
 
 
-_AKG_LIB = _akg_build(_AKG_SOURCE)
+_AKG_LIB = _akg_compile(_AKG_SOURCE, ["g++", *_AKG_FLAGS], ".cpp", "cpp", _akg_cpu())
 '''
 
 

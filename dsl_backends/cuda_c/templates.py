@@ -3,6 +3,8 @@ that builds and loads the kernels in a written module."""
 
 from __future__ import annotations
 
+from ..module import COMPILE_CACHED
+
 PRELUDE_CU = r"""
 #include <cstdint>
 #include <limits>
@@ -61,14 +63,7 @@ template <int MAX, typename T> __device__ void akg_block_arg(T& v, int64_t& i, v
 }
 """
 
-BUILD = '''
-import ctypes as _ctypes
-import hashlib as _hashlib
-import os as _os
-import subprocess as _subprocess
-import threading as _threading
-from pathlib import Path as _Path
-
+BUILD = COMPILE_CACHED + '''
 _AKG_LIB = None
 
 
@@ -78,21 +73,7 @@ def _akg_lib():
     if _AKG_LIB is None:
         if not torch.cuda.is_available():
             raise RuntimeError("this CUDA-C module needs an NVIDIA GPU; none is visible (CUDA_VISIBLE_DEVICES?)")
-        key = _hashlib.sha256((_AKG_SOURCE + " ".join(_AKG_NVCC)).encode()).hexdigest()[:20]
-        root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / "cuda-c" / key
-        lib = root / "kernels.so"
-        if not lib.exists():
-            root.mkdir(parents=True, exist_ok=True)
-            cu = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.cu"  # concurrent builds never share a file
-            cu.write_text(_AKG_SOURCE)
-            tmp = root / f"kernels.{_os.getpid()}.{_threading.get_ident()}.so"
-            r = _subprocess.run(["nvcc", *_AKG_NVCC, "-shared", str(cu), "-o", str(tmp)], capture_output=True,
-                                text=True)
-            if r.returncode:
-                raise RuntimeError("nvcc failed: " + r.stderr[-2000:])
-            _os.replace(tmp, lib)
-            _os.replace(cu, root / "kernels.cu")
-        _AKG_LIB = _ctypes.CDLL(str(lib))
+        _AKG_LIB = _akg_compile(_AKG_SOURCE, ["nvcc", *_AKG_NVCC, "-shared"], ".cu", "cuda-c")
         for name, nargs in _AKG_KERNELS.items():  # 64-bit pointers: ctypes would pass a bare int as a C int
             fn = getattr(_AKG_LIB, "launch_" + name)
             fn.argtypes = [_ctypes.c_void_p] * nargs
