@@ -32,12 +32,13 @@ class Manifest:
     # executor used where the target's device is absent (interpreter, emulator, compile-only)
     fallback: str = "none"
     runtime: tuple[str, ...] = ()  # Python modules the written module imports
+    checked_by: str = ""  # how the fallback executor checks a kernel, in words ("" = the executor's name)
 
     @staticmethod
     def load(path: Path) -> Manifest:
         d = tomllib.loads(path.read_text())
         return Manifest(d["name"], d["description"], d["entry"], dict(d.get("targets", {})),
-                        d.get("fallback", "none"), tuple(d.get("runtime", ())))
+                        d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""))
 
     def supports(self, target: HardwareModel) -> bool:
         return target.name in self.targets or target.kind in self.targets

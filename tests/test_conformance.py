@@ -17,7 +17,8 @@ from .conftest import PROBLEMS, ROOT, problem_path
 GOLDEN = ROOT / "tests" / "golden"
 GOLDEN_PROBLEMS = ("ew_activations_a", "red_var_std", "l2_gemm_scale_sigmoid_sum", "mv_pad_repeat_flip")
 # the CPU executor each backend has here, and the target it is asked for
-EXECUTED = {"triton": "h100", "cpp": "cpu", "metal": "m4-max"}  # metal: akg's emulator
+EXECUTED = {"triton": "h100", "cpp": "cpu", "metal": "m4-max",  # metal: akg's emulator
+            "pallas": "h100", "tilelang": "h100"}  # pallas: interpret=True; tilelang: its C target
 COMPILED = {"cuda-c": "h100"}  # compile-only here (nvcc, no GPU); native on the device
 RENDERED = EXECUTED | COMPILED
 
@@ -83,7 +84,8 @@ GPU_KNOWN_BAD = {("triton", "mv_cat_stack_split"): "Triton: reduction over a sta
 @pytest.mark.gpu
 @pytest.mark.parametrize(("dsl", "name"), [
     pytest.param(d, p.stem, marks=pytest.mark.xfail(reason=GPU_KNOWN_BAD[d, p.stem], strict=True))
-    if (d, p.stem) in GPU_KNOWN_BAD else (d, p.stem) for d in ("triton", "cuda-c") for p in PROBLEMS])
+    if (d, p.stem) in GPU_KNOWN_BAD else (d, p.stem) for d in ("triton", "cuda-c", "pallas", "tilelang")
+    for p in PROBLEMS])
 def test_every_suite_problem_runs_natively_on_the_gpu(dsl, name, tmp_path):
     t = translate(problem_path(name), dsl, "h100", tmp_path / f"{name}.py", timing=False, seeds=(0, 1, 2))
     assert t.executor == "native" and t.verdict.details["device"] == "cuda"

@@ -42,7 +42,9 @@ def rules_plan(t: Translation, goal_frac: float) -> Plan:
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))
     measurable = t.executor == "native"
-    how = CHECKED_BY.get(t.executor, t.executor)
+    manifest = get_backend(t.dsl).manifest
+    how = (manifest.checked_by if t.executor == manifest.fallback else "") or \
+        CHECKED_BY.get(t.executor, t.executor)
     return Plan(t.problem.name, t.dsl, t.target.name, groups, round(sol_ms, 6),
                 round(sol_ms / goal_frac, 6) if measurable else None, by="rules",
                 notes="" if measurable else f"no {t.target.name} here: {how}, not timed")

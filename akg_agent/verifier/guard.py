@@ -17,7 +17,7 @@ NOT_COMPUTE = {
     "reshape", "as_strided", "expand", "permute", "transpose", "t", "unsqueeze", "squeeze", "slice", "select",
     "narrow", "contiguous", "clone", "copy_", "detach", "alias", "lift_fresh", "lift_fresh_copy", "_to_copy",
     "to", "view_as", "unbind", "split", "chunk", "flatten", "unflatten", "resize_", "set_", "sym_size",
-    "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "is_contiguous", "numel", "dim",
+    "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "is_contiguous", "is_pinned", "numel", "dim",
     "_local_scalar_dense", "item", "record_stream", "_has_compatible_shallow_copy_type",
 }
 

@@ -1,0 +1,268 @@
+"""Kernel IR -> Pallas source. The tile templates are Triton's (pointwise, row reductions, GEMM in grouped
+tile order) spelled in JAX: refs indexed with index arrays (`plt.load(ref.at[idx], mask=...)`), `jnp`
+math, `lax.fori_loop` for the loops over K and over chunks of long rows, `jnp.dot` with fp32 accumulation.
+Buffers are flat 1-D refs, so any index expression of kernel IR (broadcasts, permutes, gathers) is a load."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ir.kernel.ir import Expr, Kernel, Load, Reduce, walk
+
+from ..base import UnsupportedKernel
+from ..cstyle import split_gemm
+from ..exprs import FLOATS, Printer, free_vars, py_const
+from ..triton.render import MAX_SINGLE_PASS, _Ctx, _decode, _pow2, comp
+
+JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.float32", "float64": "jnp.float64",
+       "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32", "int64": "jnp.int64", "uint8": "jnp.uint8",
+       "int1": "jnp.bool_", "sigmoid": "jax.nn.sigmoid", "rsqrt": "jax.lax.rsqrt", "erf": "_akg_erf"}
+PRELUDE = '''
+def _akg_tanh(x):
+    return jnp.tanh(x)
+
+
+def _akg_erf(x):  # Pallas' Triton lowering has no erf: series near 0, else 1 - erfc (fractional error < 1.2e-7)
+    ax = jnp.abs(x)
+    x2 = x * x
+    near = 1.1283791671 * x * (1.0 + x2 * (-1.0 / 3 + x2 * (1.0 / 10 + x2 * (-1.0 / 42 + x2 * (1.0 / 216 + x2 * (
+        -1.0 / 1320))))))
+    t = 1.0 / (1.0 + 0.5 * ax)
+    y = 1.0 - t * jnp.exp(-x2 - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+    return jnp.where(ax < 0.5, near, jnp.where(x >= 0, y, -y))
+
+
+def _akg_bf16(x):  # fp32 rounded to the nearest bf16 (even on ties), kept in fp32
+    return x.astype(jnp.bfloat16).astype(jnp.float32)
+
+
+def _akg_round(x):  # round half to even, as torch.round
+    r = jnp.floor(x + 0.5)
+    tie = (r - x) == 0.5
+    odd = (r - 2.0 * jnp.floor(r * 0.5)) != 0.0
+    return jnp.where(tie & odd, r - 1.0, r)
+
+
+def _akg_ld(ref, idx, mask, other):  # a masked gather; index and mask broadcast to one shape
+    idx, mask = jnp.broadcast_arrays(idx, mask)
+    return plt.load(ref.at[idx], mask=mask, other=other)
+
+
+def _akg_st(ref, idx, val, mask):
+    idx, mask = jnp.broadcast_arrays(idx, mask)
+    # masked-off lanes may alias live ones (wrapped coordinates); the interpreter writes every lane back
+    # (old value where masked), so send them out of bounds, where its scatter drops them
+    idx = jnp.where(mask, idx, ref.shape[0])
+    plt.store(ref.at[idx], jnp.broadcast_to(val, idx.shape), mask=mask)
+'''
+
+
+def to_jax(code: str) -> str:
+    """A Triton-language expression (from the shared op table) in jax.numpy spelling."""
+    code = code.replace(".to(", ".astype(")
+    return re.sub(r"\btl\.(\w+)", lambda m: JNP.get(m.group(1), "jnp." + m.group(1)), code)
+
+
+def jdt(dtype: str) -> str:
+    return {"f16": "jnp.float16", "bf16": "jnp.bfloat16", "f32": "jnp.float32", "f64": "jnp.float64",
+            "i8": "jnp.int8", "i16": "jnp.int16", "i32": "jnp.int32", "i64": "jnp.int64", "u8": "jnp.uint8",
+            "bool": "jnp.bool_"}[dtype]
+
+
+class _JCtx(_Ctx):
+    columns = False  # the tile is one column wide (BR = 1): a product is just the masked element
+
+    def render(self, e: Expr, p: Printer) -> str:
+        if isinstance(e, Load):
+            strides = e.buf.strides()
+            flat = " + ".join(f"({p(i)}) * {s}" if s != 1 else f"({p(i)})" for i, s in zip(e.index, strides)) or "0"
+            vs = free_vars(e, self.fv)
+            name = f"{e.buf.name}_ref"
+            if not vs and e.mask is None:
+                return f"{name}[{flat}]"
+            mask = self.mask_for(vs)
+            if e.mask is not None:
+                mask = f"{mask} & ({p(e.mask)})" if mask else f"({p(e.mask)})"
+            return f"_akg_ld({name}, {flat}, {mask or 'True'}, {py_const(e.other, e.buf.dtype)})"
+        if isinstance(e, Reduce) and id(e) not in self.accs:
+            return self.reduce(e, p)
+        if isinstance(e, Reduce):
+            return self.accs[id(e)]
+        return to_jax(super().render(e, p))
+
+    def reduce(self, e: Reduce, p: Printer) -> str:
+        m = "(" + " & ".join(m for _, m in self.masks) + ")"
+        body = p(e.body)
+        if comp(e.body.dtype) in FLOATS and e.body.dtype != comp(e.body.dtype):
+            body = f"{body}.astype(jnp.float32)"
+        fill = {"sum": "0.0", "dot": "0.0", "prod": "1.0", "max": 'float("-inf")', "min": 'float("inf")',
+                "argmax": 'float("-inf")', "argmin": 'float("inf")'}[e.op]
+        f = {"sum": "jnp.sum", "dot": "jnp.sum", "prod": "jnp.prod", "max": "jnp.max", "min": "jnp.min",
+             "argmax": "jnp.argmax", "argmin": "jnp.argmin"}[e.op]
+        if e.op == "prod" and self.columns:
+            return f"jnp.where({m}, {body}, 1.0)"
+        if e.op.startswith("arg"):  # the GPU lowering wants 32-bit indices
+            return f"jax.lax.{e.op}(jnp.where({m}, {body}, {fill}), 1, jnp.int32)[:, None].astype(jnp.int64)"
+        return f"{f}(jnp.where({m}, {body}, {fill}), axis=1, keepdims=True)"
+
+
+def _store_value(val: str, dtype: str, shape: str) -> str:
+    """`val` broadcast to the tile and converted to the output type (constants included)."""
+    if dtype == "bool":
+        return f"(jnp.zeros({shape}, jnp.int32) + jnp.asarray({val}).astype(jnp.int32) != 0)"
+    zero = "0.0" if dtype in FLOATS else "0"
+    full = f"(jnp.full({shape}, {zero}, {jdt(comp(dtype))}) + {val})"
+    return f"{full}.astype({jdt(dtype)})"
+
+
+def _arange(n: str) -> str:
+    return f"jnp.arange(0, {n}, dtype=jnp.int32)"
+
+
+def _sig(k: Kernel) -> str:
+    refs = [f"{b.name}_ref" for b in k.inputs()] + ["out_ref"]
+    return f"def {k.name}({', '.join(refs)}):"
+
+
+def _fn(k: Kernel, consts: dict[str, int], lines: list[str]) -> str:
+    head = [f"{n} = {v}" for n, v in consts.items()]
+    return _sig(k) + "\n" + "\n".join("    " + ln for ln in head + lines) + "\n"
+
+
+def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
+    if k.kind == "pointwise":
+        return _pointwise(k, sched)
+    if k.kind == "reduce":
+        return _reduction(k, sched)
+    return _matmul(k, sched)
+
+
+def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
+    n = k.out.numel
+    lines = ["pid = pl.program_id(0)", f"offs = pid * BLOCK + {_arange('BLOCK')}", f"dmask = offs < {n}"]
+    env: dict[str, str] = {}
+    _decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
+    ctx = _JCtx(env, [(frozenset(v.name for v in k.coords), "dmask")])
+    p = Printer(ctx.render)
+    val = p(k.expr)
+    lines += p.lines
+    lines.append(f"_akg_st(out_ref, offs, {_store_value(val, k.out.dtype, '(BLOCK,)')}, dmask)")
+    return _fn(k, {"BLOCK": sched["BLOCK"]}, lines)
+
+
+def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
+    reds = k.reductions()
+    extents = {math.prod(v.extent for v in r.axes) for r in reds}
+    if len(extents) != 1:
+        raise UnsupportedKernel("reductions of different extents in one kernel")
+    red = extents.pop()
+    rows = k.out.numel
+    br = sched.get("BR") or min(_pow2(red), MAX_SINGLE_PASS)
+    columns = any(r.op == "prod" for r in reds)  # no product fold in the GPU lowering: one column a step
+    if columns:
+        br = 1
+    nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
+    single = _pow2(red) <= br
+    if not single and (nested or any(r.op in ("argmax", "argmin") for r in reds)):
+        raise UnsupportedKernel("a nested or arg reduction longer than one tile")
+    head = ["pid = pl.program_id(0)", f"rows = pid * BM + {_arange('BM')}[:, None]", f"rmask = rows < {rows}"]
+    env: dict[str, str] = {}
+    _decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
+    red_vars = frozenset(v.name for r in reds for v in r.axes)
+    row_vars = frozenset(v.name for v in k.coords)
+
+    def bind_red(lines: list[str], jexpr: str) -> None:
+        lines += [f"j = {jexpr}", f"jmask = j < {red}"]
+        for r in reds:
+            _decode([(v.name, v.extent) for v in r.axes], "j", lines, env)
+
+    body: list[str] = []
+    if single:
+        bind_red(body, f"{_arange('BR')}[None, :]")
+        ctx = _JCtx(env, [(row_vars, "rmask"), (red_vars, "jmask")])
+        ctx.columns = columns
+        p = Printer(ctx.render)
+        val = p(k.expr)
+        body += p.lines
+    else:  # long rows: a fori_loop over chunks carrying one accumulator per reduction
+        init = {"sum": "0.0", "dot": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
+        comb = {"sum": "{a} + {p}", "dot": "{a} + {p}", "max": "jnp.maximum({a}, {p})",
+                "min": "jnp.minimum({a}, {p})", "prod": "{a} * {p}"}
+        accs = {id(r): f"acc{i}" for i, r in enumerate(reds)}
+        names = ", ".join(accs.values()) + ","
+        inner: list[str] = []
+        bind_red(inner, f"c * BR + {_arange('BR')}[None, :]")
+        ctx = _JCtx(env, [(row_vars, "rmask"), (red_vars, "jmask")])
+        ctx.columns = columns
+        p = Printer(ctx.render, prefix="u")
+        parts = [p(r) for r in reds]
+        inner += p.lines
+        inner.append("return (" + ", ".join(comb[r.op].format(a=f"acc{i}", p=parts[i])
+                                             for i, r in enumerate(reds)) + ",)")
+        body += ["def chunk(c, accs):", f"    {names} = accs"] + ["    " + ln for ln in inner]
+        start = ", ".join(f"jnp.full((BM, 1), {init[r.op]}, jnp.float32)" for r in reds) + ","
+        body.append(f"{names} = jax.lax.fori_loop(0, {-(-red // br)}, chunk, ({start}))")
+        p2 = Printer(_JCtx(env, [(row_vars, "rmask")], accs).render, prefix="v")
+        val = p2(k.expr)
+        body += p2.lines
+    body.append(f"_akg_st(out_ref, rows, {_store_value(val, k.out.dtype, '(BM, 1)')}, rmask)")
+    return _fn(k, {"BM": sched["BM"], "BR": br}, head + body)
+
+
+def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
+    g = split_gemm(k)
+    if not hasattr(g.dot.body, "op") or g.dot.body.op != "mul":  # type: ignore[attr-defined]
+        raise UnsupportedKernel("not a single GEMM")
+    M, N, K, B = gemm_dims(k)
+    head = ["pid = pl.program_id(0)", "bid = pl.program_id(1)",
+            f"num_m = {-(-M // sched['BM'])}", f"num_n = {-(-N // sched['BN'])}",
+            "group = GROUP_M * num_n", "first_m = (pid // group) * GROUP_M",
+            "gsz = jnp.minimum(num_m - first_m, GROUP_M)",
+            "pm = first_m + (pid % group) % gsz", "pn = (pid % group) // gsz",
+            f"mo = pm * BM + {_arange('BM')}", f"no = pn * BN + {_arange('BN')}",
+            f"mmask = (mo < {M})[:, None]", f"nmask = (no < {N})[None, :]"]
+    env: dict[str, str] = {}
+    _decode(g.batch, "bid", head, env)
+    m_env, n_env = dict(env), dict(env)
+    ma: list[str] = []
+    nb: list[str] = []
+    _decode(g.rows, "mo[:, None]", ma, m_env)
+    _decode(g.cols, "no[None, :]", nb, n_env)
+    head += ma + nb
+    kname = g.k.name
+    mv, nv, kv = frozenset(n for n, _ in g.rows), frozenset(n for n, _ in g.cols), frozenset([kname])
+    pa = Printer(_JCtx(dict(m_env, **{kname: "ka"}), [(mv, "mmask"), (kv, "kamask")]).render, prefix="a")
+    a_code = pa(g.a)
+    pb = Printer(_JCtx(dict(n_env, **{kname: "kb"}), [(kv, "kbmask"), (nv, "nmask")]).render, prefix="b")
+    b_code = pb(g.b)
+    in_ty = g.a.dtype if g.a.dtype in ("f16", "bf16") and g.b.dtype == g.a.dtype else "f32"
+    prec = "jax.lax.Precision.HIGHEST" if sched.get("input_precision", "ieee") == "ieee" else "None"
+    inner = [f"ka = k0 * BK + {_arange('BK')}[None, :]", f"kb = k0 * BK + {_arange('BK')}[:, None]",
+             f"kamask = ka < {K}", f"kbmask = kb < {K}"] + pa.lines + pb.lines
+    # an operand may not depend on every tile axis (a GEMV's vector): broadcast it to the tile
+    inner += [f"a = jnp.broadcast_to(jnp.asarray({a_code}).astype({jdt(in_ty)}), (BM, BK))",
+              f"b = jnp.broadcast_to(jnp.asarray({b_code}).astype({jdt(in_ty)}), (BK, BN))",
+              "return acc + jnp.dot(a, b, preferred_element_type=jnp.float32"
+              + (f", precision={prec})" if in_ty == "f32" else ")")]
+    loop = ["def step(k0, acc):"] + ["    " + ln for ln in inner]
+    loop.append(f"acc = jax.lax.fori_loop(0, {-(-K // sched['BK'])}, step, jnp.zeros((BM, BN), jnp.float32))")
+    ep_env = dict(m_env)
+    ep_env.update(n_env)
+    p = Printer(_JCtx(ep_env, [(mv, "mmask"), (nv, "nmask")], accs={id(g.dot): "acc"}).render, prefix="e")
+    val = p(k.expr)
+    flat = " + ".join(f"{ep_env[v.name]} * {s}" if s != 1 else ep_env[v.name]
+                      for v, s in zip(k.coords, k.out.strides())) or "0"
+    tail = p.lines + [f"idx = ({flat}) + (mo[:, None] * 0 + no[None, :] * 0)",
+                      f"_akg_st(out_ref, idx, {_store_value(val, k.out.dtype, '(BM, BN)')}, mmask & nmask)"]
+    consts = {"BM": sched["BM"], "BN": sched["BN"], "BK": sched["BK"], "GROUP_M": sched["GROUP_M"]}
+    return _fn(k, consts, head + loop + tail)
+
+
+def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
+    """(M, N, K, batch) of a matmul kernel, as its template tiles it."""
+    g = split_gemm(k)
+    return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
+            math.prod(e for _, e in g.batch))

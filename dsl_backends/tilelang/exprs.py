@@ -1,0 +1,197 @@
+"""Scalar TIR expressions for TileLang kernels: the pointwise op table, typed constants, and a printer
+that names temporaries (Python assignments inside a T.Parallel body become let-bindings)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ir.kernel.ir import Const, Expr, IOp, Load, Op, Reduce, Var
+
+from ..base import UnsupportedKernel
+from ..exprs import FLOATS, Printer
+
+TIR = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+       "i32": "int32", "i64": "int64", "u8": "uint8", "bool": "uint8"}
+
+
+def comp(dtype: str) -> str:
+    """Arithmetic type: half types compute in fp32."""
+    return "f32" if dtype in ("f16", "bf16") else dtype
+
+
+def const(value: Any, dtype: str) -> str:
+    t = TIR[comp(dtype)]
+    if dtype == "bool":
+        return "T.bool(True)" if value else "T.bool(False)"
+    if dtype in FLOATS:
+        v = float(value)
+        if math.isnan(v):
+            return f'T.{t}(float("nan"))'
+        if math.isinf(v):
+            return f'{"-" if v < 0 else ""}T.infinity("{t}")'
+        return f"T.{t}({v!r})"
+    return f"T.{t}({int(value)})"
+
+
+def _truth(x: str, dtype: str) -> str:
+    return x if dtype == "bool" else f"({x} != {const(0, dtype)})"
+
+
+def render_op(e: Op, a: list[str]) -> str:
+    at = dict(e.attrs)
+    dt = comp(e.dtype)
+
+    def c(v: float) -> str:
+        return const(v, dt)
+
+    x = a[0] if a else ""
+    ite = "T.if_then_else"
+    simple = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "eq": "({0} == {1})",
+              "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
+              "ge": "({0} >= {1})", "neg": "(-{0})", "exp": "T.exp({0})", "log": "T.log({0})",
+              "sqrt": "T.sqrt({0})", "rsqrt": "T.rsqrt({0})", "sin": "T.sin({0})", "cos": "T.cos({0})",
+              "tanh": "T.tanh({0})", "sigmoid": "T.sigmoid({0})", "erf": "T.erf({0})", "floor": "T.floor({0})",
+              "ceil": "T.ceil({0})", "round": "T.nearbyint({0})", "trunc": "T.trunc({0})",
+              "isnan": "T.isnan({0})", "log1p": "T.log1p({0})", "pow": "T.pow({0}, {1})",
+              "where": ite + "({0}, {1}, {2})"}
+    o = e.op
+    if o in simple:
+        return simple[o].format(*a)
+    args = e.args
+    if o == "logical_and":
+        return f"T.And({_truth(a[0], args[0].dtype)}, {_truth(a[1], args[1].dtype)})"
+    if o == "logical_or":
+        return f"T.Or({_truth(a[0], args[0].dtype)}, {_truth(a[1], args[1].dtype)})"
+    if o == "logical_not":
+        return f"T.Not({_truth(x, args[0].dtype)})"
+    if o == "abs":  # (the C target has no fabs)
+        return f"{ite}({x} < {c(0)}, -{x}, {x})" if dt in FLOATS else f"T.abs({x})"
+    if o == "reciprocal":
+        return f"({c(1)} / {x})"
+    if o == "expm1":
+        return f"(T.exp({x}) - {c(1)})"
+    if o == "sign":
+        return f"{ite}({x} > {c(0)}, {c(1)}, {ite}({x} < {c(0)}, {c(-1)}, {x} * {c(0)}))"
+    if o == "relu":
+        return f"{ite}({x} > {c(0)}, {x}, {x} * {c(0)})"
+    if o == "silu":
+        return f"({x} * T.sigmoid({x}))"
+    if o == "hardsigmoid":
+        return f"T.min(T.max({x} / {c(6)} + {c(0.5)}, {c(0)}), {c(1)})"
+    if o == "hardswish":
+        return f"({x} * T.min(T.max({x} + {c(3)}, {c(0)}), {c(6)}) / {c(6)})"
+    if o == "div":
+        if dt not in FLOATS:
+            raise UnsupportedKernel("integer division")
+        q = f"({a[0]} / {a[1]})"
+        return {None: q, "floor": f"T.floor({q})", "trunc": f"T.trunc({q})"}[at.get("rounding_mode")]
+    if o in ("maximum", "minimum"):
+        f = "T.max" if o == "maximum" else "T.min"
+        if dt not in FLOATS:
+            return f"{f}({a[0]}, {a[1]})"
+        # torch propagates NaN from either side
+        return f"{ite}({a[0]} != {a[0]}, {a[0]}, {ite}({a[1]} != {a[1]}, {a[1]}, {f}({a[0]}, {a[1]})))"
+    if o == "remainder":  # TIR's % on integers is already floor-mod, as torch's
+        return f"({a[0]} - T.floor({a[0]} / {a[1]}) * {a[1]})" if dt in FLOATS else f"({a[0]} % {a[1]})"
+    if o == "gelu":
+        if at["approximate"] == "tanh":
+            inner = f"{c(0.7978845608028654)} * ({x} + {c(0.044715)} * {x} * {x} * {x})"
+            return f"({c(0.5)} * {x} * ({c(1)} + T.tanh({inner})))"
+        return f"({c(0.5)} * {x} * ({c(1)} + T.erf({x} * {c(0.7071067811865476)})))"
+    if o == "softplus":
+        b, th = c(at["beta"]), c(at["threshold"])
+        return f"{ite}({x} * {b} > {th}, {x}, T.log1p(T.exp({x} * {b})) / {b})"
+    if o == "mish":
+        return f"({x} * T.tanh({ite}({x} > {c(20)}, {x}, T.log1p(T.exp({x})))))"
+    if o == "elu":
+        return (f"{ite}({x} > {c(0)}, {c(at['scale'])} * {x}, "
+                f"{c(at['scale'] * at['alpha'])} * (T.exp({x} * {c(at['input_scale'])}) - {c(1)}))")
+    if o == "selu":
+        return f"{ite}({x} > {c(0)}, {c(1.0507009873554805)} * {x}, {c(1.7580993408473766)} * (T.exp({x}) - {c(1)}))"
+    if o == "leaky_relu":
+        return f"{ite}({x} > {c(0)}, {x}, {x} * {c(at['negative_slope'])})"
+    if o in ("clamp", "hardtanh"):
+        lo, hi = (at["min"], at["max"]) if o == "clamp" else (at["min_val"], at["max_val"])
+        out = x
+        if lo is not None:
+            out = f"{ite}({out} < {c(lo)}, {c(lo)}, {out})"
+        if hi is not None:
+            out = f"{ite}({out} > {c(hi)}, {c(hi)}, {out})"
+        return out
+    if o == "cast":
+        to = at["dtype"]
+        if to == "bool":
+            return _truth(x, args[0].dtype)
+        if to == "bf16":  # the value a bf16 tensor would hold, kept in fp32
+            return f"LD16(ST16({x}))"
+        if to == "f16":
+            return f'T.Cast("float32", T.Cast("float16", {x}))'
+        return f'T.Cast("{TIR[to]}", {x})'
+    raise UnsupportedKernel(f"TileLang renderer has no rule for op {o!r}")
+
+
+IOPS = {"+": "({0} + {1})", "-": "({0} - {1})", "*": "({0} * {1})", "//": "({0} // {1})", "%": "({0} % {1})",
+        "min": "T.min({0}, {1})", "max": "T.max({0}, {1})", "<": "({0} < {1})", "<=": "({0} <= {1})",
+        "==": "({0} == {1})", "!=": "({0} != {1})", ">=": "({0} >= {1})", ">": "({0} > {1})",
+        "and": "T.And({0}, {1})", "or": "T.Or({0}, {1})"}
+
+
+class Scope:
+    """Renders expressions inside one T.Parallel body: variables bound by the template, reductions bound
+    to accumulator fragments. Buffers are flat 1-D tensors; a masked load reads nothing where masked."""
+
+    def __init__(self, env: dict[str, str], accs: dict[int, str] | None = None) -> None:
+        self.env, self.accs = env, accs or {}
+
+    def render(self, e: Expr, p: Printer) -> str:
+        if isinstance(e, Var):
+            return self.env[e.name]
+        if isinstance(e, Const):
+            return const(e.value, e.dtype)
+        if isinstance(e, IOp):
+            return IOPS[e.op].format(p(e.a), p(e.b))
+        if isinstance(e, Load):
+            strides = e.buf.strides()
+            flat = " + ".join(f"{p(i)} * {s}" if s != 1 else p(i) for i, s in zip(e.index, strides)) or "0"
+            v = f"g_{e.buf.name}[{flat}]"
+            if e.buf.dtype == "bf16":
+                v = f"LD16({v})"
+            elif e.buf.dtype == "bool":  # bool buffers travel as bytes (the C target mistypes bool*)
+                v = f"({v} != T.uint8(0))"
+            elif e.buf.dtype == "f16":
+                v = f'T.Cast("float32", {v})'
+            if e.mask is not None:
+                v = f"T.if_then_else({p(e.mask)}, {v}, {const(e.other, e.buf.dtype)})"
+            return v
+        if isinstance(e, Op):
+            return render_op(e, [p(a) for a in e.args])
+        if isinstance(e, Reduce):
+            return self.accs[id(e)]
+        raise UnsupportedKernel(type(e).__name__)
+
+
+# bf16 helpers a kernel factory defines when it touches bf16: the C target has no bf16, so there its
+# buffers are raw 16-bit words, widened by a shift and narrowed with round-to-nearest-even
+BF16_HELPERS = """\
+BF16 = "bfloat16" if gpu else "uint16"
+
+def LD16(v):
+    return T.Cast("float32", v) if gpu else T.reinterpret("float32", T.shift_left(T.Cast("uint32", v), T.uint32(16)))
+
+def ST16(v):
+    if gpu:
+        return T.Cast("bfloat16", v)
+    u = T.reinterpret("uint32", v)
+    odd = T.bitwise_and(T.shift_right(u, T.uint32(16)), T.uint32(1))
+    return T.Cast("uint16", T.shift_right(u + T.uint32(0x7FFF) + odd, T.uint32(16)))
+"""
+
+
+def store(val: str, dtype: str) -> str:
+    """A computed value converted to the output buffer's element type."""
+    if dtype == "bool":
+        return f'T.Cast("uint8", {val})'
+    if dtype == "bf16":
+        return f"ST16({val})"
+    return f'T.Cast("{TIR[dtype]}", {val})'

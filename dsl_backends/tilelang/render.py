@@ -1,0 +1,227 @@
+"""Kernel IR -> TileLang. Each kernel is a factory `kN(gpu)` returning a T.prim_func over flat 1-D tensors:
+pointwise: one T.Parallel tile per block; row reductions: a (BM, BR) fragment filled in T.Parallel and
+folded with T.reduce_* (chunked with an accumulator when rows are longer than a tile; argmax/argmin as
+max then first index); GEMM: operands staged in shared memory tile by tile under T.Pipelined (prologues
+fused), T.gemm on tensor cores for fp16/bf16 on the GPU, exact fp32 FMA otherwise, fused epilogue.
+On the CPU the same source builds for TileLang's C target (one thread; blocks run in a loop)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ir.kernel.ir import Kernel, Reduce, walk
+
+from ..base import UnsupportedKernel
+from ..cstyle import split_gemm
+from ..exprs import Printer
+from .exprs import BF16_HELPERS, TIR, Scope, comp, const, store
+
+MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loop over chunks
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: dict[str, str]) -> None:
+    """Bind variables (name, extent), row-major, from a flat index expression."""
+    stride = 1
+    for name, ext in reversed(names):
+        env[name] = name
+        lines.append(f"{name} = ({flat} // {stride}) % {ext}" if stride > 1 else f"{name} = {flat} % {ext}")
+        stride *= ext
+
+
+def _params(k: Kernel) -> str:
+    bufs = k.inputs() + [k.out]
+    names = [f"g_{b.name}" for b in k.inputs()] + ["Out"]  # g_: never a template's or a temporary's name
+    return ", ".join(f"{n}: T.Tensor(({b.numel},), {'BF16' if b.dtype == 'bf16' else repr(TIR[b.dtype])})"
+                     for n, b in zip(names, bufs))
+
+
+def _factory(k: Kernel, consts: dict[str, Any], kernel_line: str, body: list[str]) -> str:
+    head = [f"def {k.name}(gpu):"] + [f"    {n} = {v}" for n, v in consts.items()]
+    # the C target has no fragments: tiles there are thread-local arrays
+    head.append("    FRAG = T.alloc_fragment if gpu else T.alloc_local")
+    head.append("    PAR = T.Parallel if gpu else T.grid")
+    head.append("    SHARED = T.alloc_shared if gpu else T.alloc_local")
+    if any(b.dtype == "bf16" for b in k.inputs() + [k.out]) or "LD16(" in "\n".join(body):
+        head += ["    " + ln if ln else "" for ln in BF16_HELPERS.splitlines()]
+    lines = head + ["", "    @T.prim_func", f"    def main({_params(k)}):", f"        {kernel_line}"]
+    lines += ["            " + ln if ln else "" for ln in body]
+    return "\n".join(lines + ["", "    return main", ""])
+
+
+def _nest(lines: list[str], depth: int = 1) -> list[str]:
+    return ["    " * depth + ln for ln in lines]
+
+
+def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
+    if k.kind == "pointwise":
+        return _pointwise(k, sched)
+    if k.kind == "reduce":
+        return _reduction(k, sched)
+    return _matmul(k, sched)
+
+
+def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
+    n = k.out.numel
+    inner = ["offs = bx * BLOCK + i"]
+    env: dict[str, str] = {}
+    body: list[str] = []
+    _decode([(v.name, v.extent) for v in k.coords], "offs", body, env)
+    p = Printer(Scope(env).render)
+    val = p(k.expr)
+    body += p.lines + [f"Out[offs] = {store(val, k.out.dtype)}"]
+    inner += [f"if offs < {n}:"] + _nest(body)
+    lines = ["for i in PAR(BLOCK):"] + _nest(inner)
+    return _factory(k, {"BLOCK": sched["BLOCK"], "THREADS": f"{sched.get('threads', 256)} if gpu else 1"},
+                    f"with T.Kernel(T.ceildiv({n}, BLOCK), threads=THREADS) as bx:", lines)
+
+
+FILL = {"sum": 0.0, "dot": 0.0, "max": -math.inf, "min": math.inf, "prod": 1.0}
+
+
+def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
+    reds = k.reductions()  # children first: an inner reduction is folded before the one that uses it
+    extents = {math.prod(v.extent for v in r.axes) for r in reds}
+    if len(extents) != 1:
+        raise UnsupportedKernel("reductions of different extents in one kernel")
+    red = extents.pop()
+    rows = k.out.numel
+    br = sched.get("BR") or min(_pow2(red), MAX_SINGLE_PASS)
+    nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
+    single = _pow2(red) <= br
+    if not single and (nested or any(r.op in ("argmax", "argmin", "prod") for r in reds)):
+        raise UnsupportedKernel("a nested, arg or product reduction longer than one tile")
+    if any(r.op == "prod" for r in reds) and nested:
+        raise UnsupportedKernel("a product inside a nested reduction")
+    env: dict[str, str] = {}
+    rowb: list[str] = ["row = bx * BM + r"]
+    _decode([(v.name, v.extent) for v in k.coords], "row", rowb, env)
+    lines = ['vals = FRAG((BM, BR), "float32")']
+    accs: dict[int, str] = {}
+    for i, r in enumerate(reds):
+        lines.append(f'acc{i} = FRAG((BM,), "float32")')  # arg reductions: an index, exact in fp32 below 2**24
+        if r.op in ("argmax", "argmin"):
+            lines += [f'nan{i} = FRAG((BM,), "float32")', f'best{i} = FRAG((BM,), "float32")']
+        if not single:
+            lines.append(f'part{i} = FRAG((BM,), "float32")')
+    if not single:
+        for i, r in enumerate(reds):
+            lines += ["for r in PAR(BM):", f"    acc{i}[r] = {const(FILL[r.op], 'f32')}"]
+
+    def fill(r: Reduce, jexpr: str, target: str, value: str | None = None, ident: float | None = None) -> list[str]:
+        """`target`[r, jj] = the reduction's body (or `value` of it) on (row, column); masked lanes get the
+        reduction's identity."""
+        body: list[str] = list(rowb) + [f"j = {jexpr}"]
+        _decode([(v.name, v.extent) for v in r.axes], "j", body, env)
+        p = Printer(Scope(env, dict(accs)).render)
+        v = p(r.body)
+        if comp(r.body.dtype) != "f32":
+            v = f'T.Cast("float32", {v})'
+        body += p.lines
+        v = value.format(v=v) if value else v
+        fold = const(FILL[r.op] if ident is None else ident, "f32")
+        body.append(f"{target}[r, jj] = T.if_then_else(T.And(row < {rows}, j < {red}), {v}, {fold})")
+        return ["for r, jj in PAR(BM, BR):"] + _nest(body)
+
+    for i, r in enumerate(reds):
+        a = f"acc{i}"
+        if r.op in ("argmax", "argmin"):
+            # torch: the first index of the extreme value; a NaN is the extreme (the first NaN wins)
+            big = "max" if r.op == "argmax" else "min"
+            lines += fill(r, "jj", "vals", "T.Cast(\"float32\", T.isnan({v}))", 0.0)
+            lines.append(f"T.reduce_max(vals, nan{i}, dim=1)")
+            worst = -math.inf if big == "max" else math.inf
+            lines += fill(r, "jj", "vals", f"T.if_then_else(T.isnan({{v}}), {const(worst, 'f32')}, {{v}})", worst)
+            lines.append(f"T.reduce_{big}(vals, best{i}, dim=1)")
+            hit = f"T.if_then_else(nan{i}[r] > T.float32(0), T.isnan({{v}}), {{v}} == best{i}[r])"
+            first = f"T.if_then_else({hit}, T.Cast(\"float32\", jj), T.float32({float(red)!r}))"
+            lines += fill(r, "jj", "vals", first, float(red))
+            lines.append(f"T.reduce_min(vals, {a}, dim=1)")
+        elif r.op == "prod":  # no product fold in TileLang: each row multiplies serially
+            body = list(rowb) + [f"{a}[r] = T.float32(1.0)", f"for j in T.serial({red}):"]
+            inner: list[str] = []
+            _decode([(v.name, v.extent) for v in r.axes], "j", inner, env)
+            p = Printer(Scope(env, dict(accs)).render)
+            v = p(r.body)
+            inner += p.lines + [f"{a}[r] = {a}[r] * T.Cast(\"float32\", {v})"]
+            body += _nest(inner)
+            lines += ["for r in PAR(BM):"] + _nest(body)
+        elif single:
+            lines += fill(r, "jj", "vals")
+            lines.append(f"T.reduce_{ {'dot': 'sum'}.get(r.op, r.op) }(vals, {a}, dim=1)")
+        else:
+            loop = fill(r, "c * BR + jj", "vals")
+            loop.append(f"T.reduce_{ {'dot': 'sum'}.get(r.op, r.op) }(vals, part{i}, dim=1)")
+            comb = {"sum": "{a}[r] + {p}[r]", "dot": "{a}[r] + {p}[r]", "max": "T.max({a}[r], {p}[r])",
+                    "min": "T.min({a}[r], {p}[r])"}[r.op]
+            loop += ["for r in PAR(BM):", f"    {a}[r] = " + comb.format(a=a, p=f"part{i}")]
+            lines += [f"for c in T.serial({-(-red // br)}):"] + _nest(loop)
+        accs[id(r)] = f"{a}[r]"
+    body = list(rowb)
+    p = Printer(Scope(env, accs).render, prefix="v")
+    val = p(k.expr)
+    body += p.lines + [f"Out[row] = {store(val, k.out.dtype)}"]
+    lines += ["for r in PAR(BM):"] + _nest([body[0], f"if row < {rows}:"] + _nest(body[1:]))
+    consts = {"BM": sched["BM"], "BR": br, "THREADS": f"{sched.get('threads', 128)} if gpu else 1"}
+    return _factory(k, consts, f"with T.Kernel(T.ceildiv({rows}, BM), threads=THREADS) as bx:", lines)
+
+
+def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
+    g = split_gemm(k)
+    if not hasattr(g.dot.body, "op") or g.dot.body.op != "mul":  # type: ignore[attr-defined]
+        raise UnsupportedKernel("not a single GEMM")
+    M, N, K, B = gemm_dims(k)
+    half = g.a.dtype in ("f16", "bf16") and g.b.dtype == g.a.dtype
+    env: dict[str, str] = {}
+    bat: list[str] = []
+    _decode(g.batch, "bz", bat, env)
+    a_env, b_env = dict(env), dict(env)
+    a_lines = ["m = by * BM + i", "kk = ko * BK + q"]
+    _decode(g.rows, "m", a_lines, a_env)
+    a_env[g.k.name] = "kk"
+    pa = Printer(Scope(a_env).render, prefix="a")
+    a_val = pa(g.a)
+    b_lines = ["n = bx * BN + j", "kk = ko * BK + q"]
+    _decode(g.cols, "n", b_lines, b_env)
+    b_env[g.k.name] = "kk"
+    pb = Printer(Scope(b_env).render, prefix="b")
+    b_val = pb(g.b)
+    a_lines += pa.lines + [f"A_s[i, q] = T.if_then_else(T.And(m < {M}, kk < {K}), T.Cast(IN_T, {a_val}), "
+                           "T.Cast(IN_T, 0))"]
+    b_lines += pb.lines + [f"B_s[q, j] = T.if_then_else(T.And(n < {N}, kk < {K}), T.Cast(IN_T, {b_val}), "
+                           "T.Cast(IN_T, 0))"]
+    loop = ["for i, q in PAR(BM, BK):"] + _nest(a_lines) + ["for q, j in PAR(BK, BN):"] + _nest(b_lines)
+    loop += ["if TENSOR_CORES:", "    T.gemm(A_s, B_s, C)", "else:",
+             "    for q in T.serial(BK):", "        for i, j in PAR(BM, BN):",
+             "            C[i, j] = C[i, j] + T.Cast(\"float32\", A_s[i, q]) * T.Cast(\"float32\", B_s[q, j])"]
+    lines = bat + ['A_s = SHARED((BM, BK), IN_T)', 'B_s = SHARED((BK, BN), IN_T)',
+                   'C = FRAG((BM, BN), "float32")', "T.clear(C)",
+                   f"for ko in T.Pipelined(T.ceildiv({K}, BK), num_stages=STAGES):"] + _nest(loop)
+    ep_env = dict(env)
+    ep = ["m = by * BM + i", "n = bx * BN + j"]
+    _decode(g.rows, "m", ep, ep_env)
+    _decode(g.cols, "n", ep, ep_env)
+    p = Printer(Scope(ep_env, {id(g.dot): "C[i, j]"}).render, prefix="e")
+    val = p(k.expr)
+    flat = " + ".join(f"{ep_env[v.name]} * {s}" if s != 1 else ep_env[v.name]
+                      for v, s in zip(k.coords, k.out.strides())) or "0"
+    ep_body = p.lines + [f"Out[{flat}] = {store(val, k.out.dtype)}"]
+    guarded = ep[:2] + [f"if T.And(m < {M}, n < {N}):"] + _nest(ep[2:] + ep_body)
+    lines += ["for i, j in PAR(BM, BN):"] + _nest(guarded)
+    tc = "gpu" if half else "False"  # fp32 stays exact fp32: tensor cores would round operands to TF32
+    in_t = f'"{TIR[g.a.dtype]}" if gpu else "float32"' if half else '"float32"'
+    consts = {"BM": sched["BM"], "BN": sched["BN"], "BK": sched["BK"],
+              "STAGES": f"{sched.get('num_stages', 2)} if gpu else 1",
+              "THREADS": f"{sched.get('threads', 128)} if gpu else 1", "TENSOR_CORES": tc, "IN_T": in_t}
+    kl = f"with T.Kernel(T.ceildiv({N}, BN), T.ceildiv({M}, BM), {B}, threads=THREADS) as (bx, by, bz):"
+    return _factory(k, consts, kl, lines)
+
+
+def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
+    g = split_gemm(k)
+    return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
+            math.prod(e for _, e in g.batch))
