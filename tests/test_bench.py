@@ -65,3 +65,37 @@ def test_spearman():
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)
+
+
+def test_bench_times_several_solution_folders_side_by_side(tmp_path, capsys):
+    """`--solutions a=DIR,b=DIR`: one run per problem times every label on the same inputs against the same
+    baselines; a wrong peer is caught on those inputs, a missing one is 'no solution'."""
+    dirs = {lb: tmp_path / lb for lb in ("cpp", "triton", "bad")}
+    for d in dirs.values():
+        d.mkdir()
+    shutil.copy(CASES / "genuine_cpp_scale.py", dirs["cpp"] / "mm_scalar_mul.py")
+    shutil.copy(CASES / "genuine_triton_scale.py", dirs["triton"] / "mm_scalar_mul.py")
+    shutil.copy(CASES / "cheat_wrong_values.py", dirs["bad"] / "mm_scalar_mul.py")
+    spec = ",".join(f"{lb}={d}" for lb, d in dirs.items())
+    out = tmp_path / "out"
+    assert main(["bench", str(problem_path("mm_scalar_mul")), str(problem_path("red_sum_mean")), "--solutions", spec,
+                 "--out", str(out), "--baselines", "eager", "--trials", "3"]) == 0
+    doc = json.loads((out / "results.json").read_text())
+    by = {lb: {r["problem"]: r for r in g["records"]} for lb, g in doc["by_label"].items()}
+    assert list(by) == ["cpp", "triton", "bad"]
+    main_rec = doc["records"][0]
+    assert set(main_rec["peers"]) == {"triton", "bad"}  # timed in the cpp solution's run
+    assert by["cpp"]["mm_scalar_mul"]["correct"] and by["triton"]["mm_scalar_mul"]["correct"]
+    assert by["triton"]["mm_scalar_mul"]["speedup"]["eager"] > 0
+    assert by["triton"]["mm_scalar_mul"]["speedup"]["eager"] == pytest.approx(
+        main_rec["baseline_ms"]["eager"] / by["triton"]["mm_scalar_mul"]["candidate_ms"])
+    assert not by["bad"]["mm_scalar_mul"]["correct"] and "wrong values" in by["bad"]["mm_scalar_mul"]["reason"]
+    assert all(by[lb]["red_sum_mean"]["reason"] == "no solution" for lb in by)
+    assert doc["by_label"]["cpp"]["summary"]["correct"] == 1 and doc["summary"]["correct"] == 1
+    printed = capsys.readouterr().out
+    assert "side by side" in printed and "bad: correct 0/2" in printed
+
+
+def test_bench_rejects_a_malformed_solutions_list(tmp_path, capsys):
+    assert main(["bench", str(problem_path("mm_scalar_mul")), "--solutions", f"cpp={tmp_path},={tmp_path}"]) == 2
+    assert "label=DIR" in capsys.readouterr().err

@@ -30,7 +30,7 @@ def collect(paths: Sequence[str]) -> list[Path]:
 
 
 def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequence[str], trials: int | None,
-              timeout_s: float) -> dict[str, Any]:
+              timeout_s: float, peers: dict[str, Path] | None = None) -> dict[str, Any]:
     from akg_agent.verifier import verify
     from akg_agent.verifier.sandbox import Limits
     from hardware_models.cost import speed_of_light
@@ -46,7 +46,7 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
     t0 = time.perf_counter()
     try:
         v = verify(problem, solution, target=target, timing=True, baselines=tuple(baselines), trials=trials,
-                   limits=Limits(timeout_s=timeout_s))
+                   limits=Limits(timeout_s=timeout_s), peers=peers)
     except AkgError as e:
         rec["reason"] = str(e)
         return rec
@@ -71,7 +71,46 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
                 rec["sol_ms"], rec["sol_fraction"] = sol * 1e3, sol / cand
             except AkgError as e:
                 rec["sol_error"] = str(e)
+        rec["peers"] = {}
+        for label, pt in (t.get("peers") or {}).items():  # timed in the same run, on the same inputs
+            pr: dict[str, Any] = {"correct": bool(pt.get("correct")), "speedup": {}}
+            if pt.get("error"):
+                pr["reason"] = pt["error"]
+            elif pt.get("median_s"):
+                pr["candidate_ms"] = pt["median_s"] * 1e3
+                pr["speedup"] = {b: ms / pr["candidate_ms"] for b, ms in rec.get("baseline_ms", {}).items()}
+                if rec.get("sol_ms"):
+                    pr["sol_fraction"] = rec["sol_ms"] / pr["candidate_ms"]
+            rec["peers"][label] = pr
     return rec
+
+
+def parse_solutions(spec: str) -> dict[str, Path]:
+    """`DIR` or `label=DIR,label=DIR,...` (one folder of solutions per DSL, timed side by side)."""
+    if "=" not in spec:
+        return {"": Path(spec)}
+    out: dict[str, Path] = {}
+    for part in spec.split(","):
+        label, _, d = part.partition("=")
+        if not label or not d:
+            raise AkgError(f"bad --solutions entry {part!r}: write label=DIR, e.g. triton=out/triton")
+        out[label] = Path(d)
+    return out
+
+
+def flatten(records: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Per-label records: the first label's are the verified main candidates; the others are their peers
+    (baselines shared, so each row's speedups come from one run)."""
+    by: dict[str, list[dict[str, Any]]] = {lb: [] for lb in labels}
+    for r in records:
+        main = r.get("main_label", labels[0])
+        by.setdefault(main, []).append(r)
+        for lb, pr in r.get("peers", {}).items():
+            by.setdefault(lb, []).append(dict(pr, problem=r["problem"]))
+        for lb in labels:  # a label with no solution for this problem counts as not correct
+            if lb != main and lb not in r.get("peers", {}):
+                by[lb].append({"problem": r["problem"], "correct": False, "speedup": {}, "reason": "no solution"})
+    return by
 
 
 def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path) -> None:
@@ -100,11 +139,18 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
         _translate_all(problems, dsl, target, sol_dir)
     else:
         sol_dir = Path(solutions)
-    if not sol_dir.is_dir():
-        raise AkgError(f"no such solutions folder: {sol_dir}")
+    dirs = parse_solutions(str(sol_dir)) if solutions is not None else {"": sol_dir}
+    for d in dirs.values():
+        if not d.is_dir():
+            raise AkgError(f"no such solutions folder: {d}")
+    labels = list(dirs)
     records = []
     for i, p in enumerate(problems):
-        rec = bench_one(p, sol_dir / p.name, target, baselines, trials, timeout_s)
+        have = [lb for lb in labels if (dirs[lb] / p.name).is_file()]
+        main = have[0] if have else labels[0]
+        peers = {lb: dirs[lb] / p.name for lb in have[1:]}
+        rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None)
+        rec["main_label"] = main
         records.append(rec)
         # write as we go: a killed run keeps every finished problem
         (out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
@@ -114,6 +160,10 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}
+    if len(labels) > 1:
+        doc["by_label"] = {lb: {"summary": summarize(rs, baselines), "records": rs}
+                           for lb, rs in flatten(records, labels).items()}
+        summary = doc["summary"] = doc["by_label"][labels[0]]["summary"]
     (out / "results.json").write_text(json.dumps(doc, indent=2, default=str))
     (out / "results.partial.json").unlink(missing_ok=True)
     (out / "report.html").write_text(render(records, summary, meta))

@@ -25,6 +25,28 @@ def _table(rows: list[dict[str, Any]], baselines: list[str], done: int, total: i
     return t
 
 
+def _side_by_side(doc: dict[str, Any], baselines: list[str]) -> Table:
+    """Problem x solution label: correct, ms, speedup over each baseline (all from one run per problem)."""
+    t = Table(title="side by side (baselines shared per problem)")
+    t.add_column("problem")
+    t.add_column("baseline ms")
+    labels = list(doc["by_label"])
+    for lb in labels:
+        t.add_column(lb)
+    for i, rec in enumerate(doc["records"]):
+        base = ", ".join(f"{b} {rec['baseline_ms'][b]:.3g}" for b in baselines if b in rec.get("baseline_ms", {}))
+        cells = []
+        for lb in labels:
+            r = doc["by_label"][lb]["records"][i]
+            if not r.get("correct") or not r.get("candidate_ms"):
+                cells.append("no: " + (r.get("reason") or "not correct")[:30])
+                continue
+            sp = " / ".join(f"{r['speedup'][b]:.2f}x" for b in baselines if b in r.get("speedup", {}))
+            cells.append(f"{r['candidate_ms']:.3g} ms ({sp})")
+        t.add_row(rec["problem"], base or "-", *cells)
+    return t
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from ir.errors import AkgError
 
@@ -43,10 +65,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
                         timeout_s=args.timeout, dsl=args.dsl, on_record=on_record)
-    s = doc["summary"]
-    console.print(f"correct {s['correct']}/{s['problems']}; " + "; ".join(
-        f"vs {b}: geomean {s[f'geomean_speedup_vs_{b}'] or 0:.3g}x, fast_1 {s[f'fast_p_vs_{b}']['1.0']:.0%}"
-        for b in baselines))
+    groups = {lb: g["summary"] for lb, g in doc.get("by_label", {}).items()} or {"": doc["summary"]}
+    if "by_label" in doc:
+        console.print(_side_by_side(doc, baselines))
+    for label, s in groups.items():
+        console.print((f"{label}: " if label else "") + f"correct {s['correct']}/{s['problems']}; " + "; ".join(
+            f"vs {b}: geomean {s[f'geomean_speedup_vs_{b}'] or 0:.3g}x, fast_1 {s[f'fast_p_vs_{b}']['1.0']:.0%}"
+            for b in baselines))
     console.print(f"results: {args.out}/results.json, report: {args.out}/report.html")
     return 0
 
@@ -57,7 +82,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dsl", default=None, help="which DSL the solutions are in (for the report)")
     p.add_argument("--target", default="cpu")
     p.add_argument("--baselines", default="eager,compile", help=f"comma-separated: {','.join(BASELINES)}")
-    p.add_argument("--solutions", default=None, help="folder of ModelNew modules named like the problems")
+    p.add_argument("--solutions", default=None, help="folder of ModelNew modules named like the problems, or "
+                   "label=DIR,label=DIR,... to time several (one per DSL, say) side by side in one run per problem")
     p.add_argument("--out", default="runs/bench", help="folder for results.json and report.html")
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)

@@ -47,7 +47,7 @@ def device_for(target: str) -> str:
 def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[int, ...] = DEFAULT_SEEDS,
            timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
            limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
-           train: bool = False, sol_check: bool = True) -> Verdict:
+           train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None) -> Verdict:
     """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
     CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped."""
     from hardware_models.cost import speed_of_light
@@ -69,7 +69,8 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
             sol_s = None  # a reference akg cannot lift is still verifiable; only this check is lost
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
            "train": train, "tolerances": tolerances or {}, "sol_s": sol_s,
-           "timing": {"trials": trials, "baselines": list(baselines)} if timing else None}
+           "timing": {"trials": trials, "baselines": list(baselines),
+                      "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
     res = run_job(job, limits or Limits())
     details = res.get("details", {})
     details.update(device=device, target=target, on_target=on_target)

@@ -53,11 +53,11 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[0] if msg else ''}".rstrip(": ")
 
 
-def _load_candidate(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("akg_candidate", path)
+def _load_candidate(path: Path, name: str = "akg_candidate") -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["akg_candidate"] = mod
+    sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
     except SyntaxError as e:
@@ -232,7 +232,43 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
                                             f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
         for name in t.get("baselines", []):
             out[name] = _baseline(name, ref, sets, device, t.get("trials"))
+        peers = t.get("peers", {})
+        if peers:
+            out["peers"] = {label: _peer(i, Path(path), problem, ref, sets, device, t.get("trials"))
+                            for i, (label, path) in enumerate(peers.items())}
     return out
+
+
+def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device,
+          trials: int | None) -> dict[str, Any]:
+    """Another solution (another DSL's, say) timed in this process on the same inputs, so a table of them
+    shares one run; it is checked against the reference on the first input set first."""
+    try:
+        mod = _load_candidate(path, f"akg_peer_{i}")
+        torch.manual_seed(0)
+        cand = mod.ModelNew(*problem.get_init_inputs())
+    except Reject as r:
+        return {"error": r.reason}
+    except Exception as e:  # noqa: BLE001 - a broken peer is reported, the table goes on
+        return {"error": f"ModelNew raised {_first_line(e)}"}
+    try:
+        cand.load_state_dict(ref.state_dict(), strict=True)
+        cand = cand.to(device).train(ref.training)
+        with torch.no_grad():
+            want = _outputs(ref(*sets[0]))
+            got = _outputs(cand(*sets[0]))
+        policy = TolerancePolicy()
+        bad = [j for j, (g, w) in enumerate(zip(got, want))
+               if not compare(g.detach().cpu(), w.detach().cpu(), policy).ok]
+        if len(got) != len(want) or bad:
+            return {"error": f"wrong values on the timing inputs (outputs {bad})", "correct": False}
+        with torch.no_grad():
+            res = time_callable(cand, sets, device, trials)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"running it raised {_first_line(e)}"}
+    if side_stream_suspected(res):
+        return {"error": "work runs outside the timed stream", "correct": True}
+    return dict(res.to_json(), correct=True)
 
 
 def _baseline(name: str, ref: Any, sets: list, device: torch.device, trials: int | None) -> dict[str, Any]:
