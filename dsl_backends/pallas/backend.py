@@ -26,18 +26,23 @@ _AKG_JDT = {torch.float16: jnp.float16, torch.bfloat16: jnp.bfloat16, torch.floa
 
 
 @functools.cache
-def _akg_pallas(kernel, grid, numel, dtype, interpret, num_warps, num_stages):
+def _akg_pallas(kernel, grid, numel, dtype, interpret, num_warps, num_stages, block):
     params = None if interpret else plt.CompilerParams(num_warps=num_warps, num_stages=num_stages)
-    return jax.jit(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((numel,), dtype), grid=grid,
-                                  interpret=interpret, compiler_params=params))
+    # inputs are whole flat refs (gathers); the output is blocked when each program writes one flat tile
+    # block: a tile (BLOCK,) or a column (BM, 1) of the flat output, the i-th along the grid
+    shape = (numel,) + (1,) * (len(block) - 1 if block else 0)
+    blocked = {"out_specs": pl.BlockSpec(block, lambda i, *_: (i,) + (0,) * (len(block) - 1))} if block else {}
+    return jax.jit(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, dtype), grid=grid,
+                                  interpret=interpret, compiler_params=params, **blocked))
 
 
-def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1):
+def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None):
     """Runs `kernel` over `grid` on flat views of `args`; returns its output shaped like `out`.
     On CPU tensors the kernel runs in Pallas' interpreter (for checking, not speed)."""
+    interpret = out.device.type != "cuda"
     with _akg_x64(True):
-        f = _akg_pallas(kernel, grid, out.numel(), _AKG_JDT[out.dtype], out.device.type != "cuda",
-                        num_warps, num_stages)
+        f = _akg_pallas(kernel, grid, out.numel(), _AKG_JDT[out.dtype], interpret, num_warps, num_stages, block)
+        _AKG_INTERPRET[0] = interpret  # read while the kernel is traced (on the first call)
         y = f(*[jax.dlpack.from_dlpack(a.reshape(-1)) for a in args])
         return torch.from_dlpack(y).view(out.shape)
 '''
@@ -68,8 +73,10 @@ class PallasBackend(TritonBackend):
         opts = f"num_warps={s.get('num_warps', 4)}, num_stages={s.get('num_stages', 1)}"
         if k.kind == "pointwise":
             grid = f"({-(-k.out.numel // s['BLOCK'])},)"
+            opts += f", block=({s['BLOCK']},)"
         elif k.kind == "reduce":
             grid = f"({-(-k.out.numel // s['BM'])},)"
+            opts += f", block=({s['BM']}, 1)"
         else:
             M, N, _, B = render.gemm_dims(k)
             grid = f"({-(-M // s['BM']) * -(-N // s['BN'])}, {B})"

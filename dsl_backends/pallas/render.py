@@ -51,11 +51,16 @@ def _akg_ld(ref, idx, mask, other):  # a masked gather; index and mask broadcast
     return plt.load(ref.at[idx], mask=mask, other=other)
 
 
-def _akg_st(ref, idx, val, mask):
+_AKG_INTERPRET = [False]  # set by the launcher before tracing
+
+
+def _akg_st(ref, idx, val, mask):  # a masked scatter
     idx, mask = jnp.broadcast_arrays(idx, mask)
-    # masked-off lanes may alias live ones (wrapped coordinates); the interpreter writes every lane back
-    # (old value where masked), so send them out of bounds, where its scatter drops them
-    idx = jnp.where(mask, idx, ref.shape[0])
+    if _AKG_INTERPRET[0]:
+        # masked-off lanes may alias live ones (wrapped coordinates); the interpreter writes every lane back
+        # (old value where masked), so send them out of bounds, where its scatter drops them (the GPU
+        # never writes a masked lane, and keeps the index's contiguity)
+        idx = jnp.where(mask, idx, ref.shape[0])
     plt.store(ref.at[idx], jnp.broadcast_to(val, idx.shape), mask=mask)
 '''
 
@@ -149,7 +154,9 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
     p = Printer(ctx.render)
     val = p(k.expr)
     lines += p.lines
-    lines.append(f"_akg_st(out_ref, offs, {_store_value(val, k.out.dtype, '(BLOCK,)')}, dmask)")
+    # the output tile is this program's block (BlockSpec (BLOCK,)); the last one is masked past the end
+    lines.append(f"plt.store(out_ref.at[pl.ds(0, BLOCK)], {_store_value(val, k.out.dtype, '(BLOCK,)')}, "
+                 "mask=dmask)")
     return _fn(k, {"BLOCK": sched["BLOCK"]}, lines)
 
 
@@ -208,7 +215,8 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
         p2 = Printer(_JCtx(env, [(row_vars, "rmask")], accs).render, prefix="v")
         val = p2(k.expr)
         body += p2.lines
-    body.append(f"_akg_st(out_ref, rows, {_store_value(val, k.out.dtype, '(BM, 1)')}, rmask)")
+    body.append(f"plt.store(out_ref.at[pl.ds(0, BM), pl.ds(0, 1)], {_store_value(val, k.out.dtype, '(BM, 1)')}, "
+                "mask=rmask)")  # this program's (BM, 1) block of the output
     return _fn(k, {"BM": sched["BM"], "BR": br}, head + body)
 
 
