@@ -294,6 +294,13 @@ def split_gemm(k: Kernel) -> GemmParts:
     return GemmParts(dot, a_e, b_e, kv, rows, cols, batch)
 
 
+def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
+    """(M, N, K, batch) of a matmul kernel as `split_gemm` takes it apart."""
+    g = split_gemm(k)
+    return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
+            math.prod(e for _, e in g.batch))
+
+
 def decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
     """Flat index -> named coordinates (row-major), as const locals of the printer's scope."""
     stride = 1

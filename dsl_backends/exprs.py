@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Load, Op, Reduce, Var, children
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, walk
+
+from .base import UnsupportedKernel
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 
@@ -64,3 +67,38 @@ class Printer:
 
 
 __all__ = ["FLOATS", "Printer", "free_vars", "py_const", "Load", "Op", "Reduce", "IOp", "Const", "Var"]
+
+
+def pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass
+class RowReduction:
+    """How a tile template folds a reduce kernel: each output row reduces `red` elements, `br` at a time
+    (`single`: one tile holds the whole row; otherwise a loop over chunks)."""
+
+    reds: list[Reduce]  # children first: an inner reduction comes before the one that uses it
+    red: int
+    rows: int
+    br: int
+    nested: bool
+    single: bool
+
+
+def row_reduction(k: Kernel, sched: dict[str, Any], max_single: int, chunked_ok: tuple[str, ...] = (
+        "sum", "dot", "max", "min", "prod")) -> RowReduction:
+    """The common frame of the tile templates' reductions; refuses what no chunk loop can fold (nested
+    reductions, and ops outside `chunked_ok`) when the row is longer than one tile."""
+    reds = k.reductions()
+    extents = {math.prod(v.extent for v in r.axes) for r in reds}
+    if len(extents) != 1:
+        raise UnsupportedKernel("reductions of different extents in one kernel")
+    red = extents.pop()
+    br = sched.get("BR") or min(pow2(red), max_single)
+    nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
+    single = pow2(red) <= br
+    if not single and (nested or any(r.op not in chunked_ok for r in reds)):
+        raise UnsupportedKernel(f"a nested or {'/'.join(sorted({r.op for r in reds}))} reduction longer than one tile")
+    return RowReduction(reds, red, k.out.numel, br, nested, single)

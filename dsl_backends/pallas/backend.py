@@ -60,7 +60,7 @@ class PallasBackend(TritonBackend):
 
     def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
         s = super().default_schedule(k, target, executor)
-        if k.kind == "matmul":  # gemm_dims of the Triton template and this one agree on M, N, K
+        if k.kind == "matmul":  # Triton's gemm_dims leaves its grid in the schedule
             s.pop("_grid", None)
         return s
 

@@ -5,16 +5,15 @@ Buffers are flat 1-D refs, so any index expression of kernel IR (broadcasts, per
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from ir.kernel.ir import Expr, Kernel, Load, Reduce, walk
+from ir.kernel.ir import Expr, Kernel, Load, Reduce
 
 from ..base import UnsupportedKernel
-from ..cstyle import split_gemm
-from ..exprs import FLOATS, Printer, free_vars, py_const
-from ..triton.render import MAX_SINGLE_PASS, _Ctx, _decode, _pow2, comp
+from ..cstyle import gemm_dims, split_gemm
+from ..exprs import FLOATS, Printer, free_vars, py_const, row_reduction
+from ..triton.render import MAX_SINGLE_PASS, _Ctx, _decode, comp
 
 JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.float32", "float64": "jnp.float64",
        "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32", "int64": "jnp.int64", "uint8": "jnp.uint8",
@@ -161,20 +160,9 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
 
 
 def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
-    reds = k.reductions()
-    extents = {math.prod(v.extent for v in r.axes) for r in reds}
-    if len(extents) != 1:
-        raise UnsupportedKernel("reductions of different extents in one kernel")
-    red = extents.pop()
-    rows = k.out.numel
-    br = sched.get("BR") or min(_pow2(red), MAX_SINGLE_PASS)
-    columns = any(r.op == "prod" for r in reds)  # no product fold in the GPU lowering: one column a step
-    if columns:
-        br = 1
-    nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
-    single = _pow2(red) <= br
-    if not single and (nested or any(r.op in ("argmax", "argmin") for r in reds)):
-        raise UnsupportedKernel("a nested or arg reduction longer than one tile")
+    columns = any(r.op == "prod" for r in k.reductions())  # no product fold in the GPU lowering: a column a step
+    rr = row_reduction(k, dict(sched, BR=1) if columns else sched, MAX_SINGLE_PASS)
+    reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
     head = ["pid = pl.program_id(0)", f"rows = pid * BM + {_arange('BM')}[:, None]", f"rmask = rows < {rows}"]
     env: dict[str, str] = {}
     _decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
@@ -269,8 +257,3 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     return _fn(k, consts, head + loop + tail)
 
 
-def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
-    """(M, N, K, batch) of a matmul kernel, as its template tiles it."""
-    g = split_gemm(k)
-    return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
-            math.prod(e for _, e in g.batch))

@@ -12,6 +12,7 @@ from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
+from ..exprs import pow2
 from ..module import write_module
 from . import render
 
@@ -42,22 +43,18 @@ def _akg_launch(factory, out, args):
 '''
 
 
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
 class TileLangBackend:
     manifest = MANIFEST
 
     def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
         if k.kind == "pointwise":
-            return {"BLOCK": min(_pow2(k.out.numel), 1024), "threads": 256}
+            return {"BLOCK": min(pow2(k.out.numel), 1024), "threads": 256}
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
-            br = max(min(_pow2(red), render.MAX_SINGLE_PASS), 32)
-            return {"BM": max(1, min(_pow2(k.out.numel), 4, 4096 // br)), "BR": br, "threads": 128}
+            br = max(min(pow2(red), render.MAX_SINGLE_PASS), 32)
+            return {"BM": max(1, min(pow2(k.out.numel), 4, 4096 // br)), "BR": br, "threads": 128}
         M, N, _, _ = render.gemm_dims(k)
-        return {"BM": 128 if M >= 128 else max(16, _pow2(M)), "BN": 128 if N >= 128 else max(16, _pow2(N)),
+        return {"BM": 128 if M >= 128 else max(16, pow2(M)), "BN": 128 if N >= 128 else max(16, pow2(N)),
                 "BK": 32, "num_stages": 2, "threads": 128}
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
@@ -65,7 +62,7 @@ class TileLangBackend:
             return [{"BLOCK": b, "threads": t} for b in (512, 1024, 2048, 4096) for t in (128, 256)]
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
-            br = max(min(_pow2(red), render.MAX_SINGLE_PASS), 32)
+            br = max(min(pow2(red), render.MAX_SINGLE_PASS), 32)
             return [{"BM": bm, "BR": br, "threads": t} for bm in (1, 2, 4, 8) for t in (128, 256) if bm * br <= 16384]
         return [{"BM": bm, "BN": bn, "BK": bk, "num_stages": s, "threads": t}
                 for bm in (64, 128) for bn in (64, 128, 256) for bk in (32, 64) for s in (2, 3) for t in (128, 256)]

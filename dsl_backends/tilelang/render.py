@@ -10,18 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ir.kernel.ir import Kernel, Reduce, walk
+from ir.kernel.ir import Kernel, Reduce
 
 from ..base import UnsupportedKernel
-from ..cstyle import split_gemm
-from ..exprs import Printer
+from ..cstyle import gemm_dims, split_gemm
+from ..exprs import Printer, row_reduction
 from .exprs import BF16_HELPERS, TIR, Scope, comp, const, store
 
 MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loop over chunks
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def _decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: dict[str, str]) -> None:
@@ -84,18 +80,9 @@ FILL = {"sum": 0.0, "dot": 0.0, "max": -math.inf, "min": math.inf, "prod": 1.0}
 
 
 def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
-    reds = k.reductions()  # children first: an inner reduction is folded before the one that uses it
-    extents = {math.prod(v.extent for v in r.axes) for r in reds}
-    if len(extents) != 1:
-        raise UnsupportedKernel("reductions of different extents in one kernel")
-    red = extents.pop()
-    rows = k.out.numel
-    br = sched.get("BR") or min(_pow2(red), MAX_SINGLE_PASS)
-    nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
-    single = _pow2(red) <= br
-    if not single and (nested or any(r.op in ("argmax", "argmin", "prod") for r in reds)):
-        raise UnsupportedKernel("a nested, arg or product reduction longer than one tile")
-    if any(r.op == "prod" for r in reds) and nested:
+    rr = row_reduction(k, sched, MAX_SINGLE_PASS, chunked_ok=("sum", "dot", "max", "min"))
+    reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
+    if any(r.op == "prod" for r in reds) and rr.nested:
         raise UnsupportedKernel("a product inside a nested reduction")
     env: dict[str, str] = {}
     rowb: list[str] = ["row = bx * BM + r"]
@@ -221,7 +208,3 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     return _factory(k, consts, kl, lines)
 
 
-def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
-    g = split_gemm(k)
-    return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
-            math.prod(e for _, e in g.batch))

@@ -11,14 +11,11 @@ from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
+from ..exprs import pow2
 from ..module import write_module
 from . import render
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 class TritonBackend:
@@ -28,20 +25,20 @@ class TritonBackend:
         interp = executor == "interpreter"  # the interpreter's cost is per program: use big tiles
         if k.kind == "pointwise":
             n = k.out.numel
-            return {"BLOCK": min(_pow2(n), 65536 if interp else 1024), "num_warps": 4}
+            return {"BLOCK": min(pow2(n), 65536 if interp else 1024), "num_warps": 4}
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
             # at least 16 lanes along the reduction on the GPU: tiny reduced axes (a 2-wide stack)
             # gave wrong sums there, though the interpreter agreed with the reference
-            br = min(max(_pow2(red), 1 if interp else 16), render.MAX_SINGLE_PASS)
+            br = min(max(pow2(red), 1 if interp else 16), render.MAX_SINGLE_PASS)
             rows = k.out.numel
-            bm = max(1, min(_pow2(rows), (65536 if interp else 4096) // br)) if interp else max(1, min(16, 4096 // br))
+            bm = max(1, min(pow2(rows), (65536 if interp else 4096) // br)) if interp else max(1, min(16, 4096 // br))
             return {"BM": bm, "BR": br, "num_warps": 4 if br <= 1024 else 8}
         M, N, K, _ = render.gemm_dims(k)
         if interp:
-            return {"BM": min(_pow2(max(M, 16)), 128), "BN": min(_pow2(max(N, 16)), 128),
-                    "BK": min(_pow2(max(K, 16)), 128), "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
-        return {"BM": 128 if M >= 128 else max(16, _pow2(M)), "BN": 128 if N >= 128 else max(16, _pow2(N)),
+            return {"BM": min(pow2(max(M, 16)), 128), "BN": min(pow2(max(N, 16)), 128),
+                    "BK": min(pow2(max(K, 16)), 128), "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
+        return {"BM": 128 if M >= 128 else max(16, pow2(M)), "BN": 128 if N >= 128 else max(16, pow2(N)),
                 "BK": 32 if K >= 32 else 16, "GROUP_M": 8, "num_warps": 8 if M >= 128 and N >= 128 else 4,
                 "num_stages": 3}
 
@@ -50,7 +47,7 @@ class TritonBackend:
             return [{"BLOCK": b, "num_warps": w} for b in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
-            br = min(_pow2(red), render.MAX_SINGLE_PASS)
+            br = min(pow2(red), render.MAX_SINGLE_PASS)
             return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
                     if bm * br <= 32768]
         return [{"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, walk
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
 
 from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer, free_vars, py_const
+from ..exprs import FLOATS, Printer, free_vars, py_const, row_reduction
 
 TL = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64", "i8": "tl.int8",
       "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64", "u8": "tl.uint8", "bool": "tl.int1"}
@@ -247,17 +247,8 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
 
 
 def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
-    reds = k.reductions()
-    extents = {math.prod(v.extent for v in r.axes) for r in reds}
-    if len(extents) != 1:
-        raise UnsupportedKernel("reductions of different extents in one kernel")
-    red = extents.pop()
-    rows = k.out.numel
-    br = sched.get("BR") or min(_pow2(red), MAX_SINGLE_PASS)
-    nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
-    single = _pow2(red) <= br
-    if not single and (nested or any(r.op in ("argmax", "argmin") for r in reds)):
-        raise UnsupportedKernel("a nested or arg reduction longer than one tile")
+    rr = row_reduction(k, sched, MAX_SINGLE_PASS)
+    reds, red, rows, single = rr.reds, rr.red, rr.rows, rr.single
     head = ["pid = tl.program_id(0)", "rows = pid * BM + tl.arange(0, BM)[:, None]", f"rmask = rows < {rows}"]
     env: dict[str, str] = {}
     _decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
@@ -364,10 +355,6 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     sig = _signature(k, ["BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr", "GROUP_M: tl.constexpr"])
     k.schedule.setdefault("_grid", (M, N, B))
     return sig + "\n" + "\n".join("    " + ln for ln in head + loop + tail) + "\n"
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
