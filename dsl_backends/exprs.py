@@ -102,3 +102,13 @@ def row_reduction(k: Kernel, sched: dict[str, Any], max_single: int, chunked_ok:
     if not single and (nested or any(r.op not in chunked_ok for r in reds)):
         raise UnsupportedKernel(f"a nested or {'/'.join(sorted({r.op for r in reds}))} reduction longer than one tile")
     return RowReduction(reds, red, k.out.numel, br, nested, single)
+
+
+def py_decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: dict[str, str]) -> None:
+    """Bind variables (name, extent), row-major, from a flat index expression, as Python assignments
+    (the Python-embedded DSLs: Triton, Pallas, TileLang)."""
+    stride = 1
+    for name, ext in reversed(names):
+        env[name] = name
+        lines.append(f"{name} = ({flat} // {stride}) % {ext}" if stride > 1 else f"{name} = {flat} % {ext}")
+        stride *= ext

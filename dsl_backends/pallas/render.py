@@ -12,8 +12,8 @@ from ir.kernel.ir import Expr, Kernel, Load, Reduce
 
 from ..base import UnsupportedKernel
 from ..cstyle import gemm_dims, split_gemm
-from ..exprs import FLOATS, Printer, free_vars, py_const, row_reduction
-from ..triton.render import MAX_SINGLE_PASS, _Ctx, _decode, comp
+from ..exprs import FLOATS, Printer, free_vars, py_const, py_decode, row_reduction
+from ..triton.render import MAX_SINGLE_PASS, _Ctx, comp
 
 JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.float32", "float64": "jnp.float64",
        "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32", "int64": "jnp.int64", "uint8": "jnp.uint8",
@@ -148,7 +148,7 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
     n = k.out.numel
     lines = ["pid = pl.program_id(0)", f"offs = pid * BLOCK + {_arange('BLOCK')}", f"dmask = offs < {n}"]
     env: dict[str, str] = {}
-    _decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
+    py_decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
     ctx = _JCtx(env, [(frozenset(v.name for v in k.coords), "dmask")])
     p = Printer(ctx.render)
     val = p(k.expr)
@@ -165,14 +165,14 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
     reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
     head = ["pid = pl.program_id(0)", f"rows = pid * BM + {_arange('BM')}[:, None]", f"rmask = rows < {rows}"]
     env: dict[str, str] = {}
-    _decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
+    py_decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
     red_vars = frozenset(v.name for r in reds for v in r.axes)
     row_vars = frozenset(v.name for v in k.coords)
 
     def bind_red(lines: list[str], jexpr: str) -> None:
         lines += [f"j = {jexpr}", f"jmask = j < {red}"]
         for r in reds:
-            _decode([(v.name, v.extent) for v in r.axes], "j", lines, env)
+            py_decode([(v.name, v.extent) for v in r.axes], "j", lines, env)
 
     body: list[str] = []
     if single:
@@ -221,12 +221,12 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
             f"mo = pm * BM + {_arange('BM')}", f"no = pn * BN + {_arange('BN')}",
             f"mmask = (mo < {M})[:, None]", f"nmask = (no < {N})[None, :]"]
     env: dict[str, str] = {}
-    _decode(g.batch, "bid", head, env)
+    py_decode(g.batch, "bid", head, env)
     m_env, n_env = dict(env), dict(env)
     ma: list[str] = []
     nb: list[str] = []
-    _decode(g.rows, "mo[:, None]", ma, m_env)
-    _decode(g.cols, "no[None, :]", nb, n_env)
+    py_decode(g.rows, "mo[:, None]", ma, m_env)
+    py_decode(g.cols, "no[None, :]", nb, n_env)
     head += ma + nb
     kname = g.k.name
     mv, nv, kv = frozenset(n for n, _ in g.rows), frozenset(n for n, _ in g.cols), frozenset([kname])

@@ -14,19 +14,10 @@ from ir.kernel.ir import Kernel, Reduce
 
 from ..base import UnsupportedKernel
 from ..cstyle import gemm_dims, split_gemm
-from ..exprs import Printer, row_reduction
+from ..exprs import Printer, py_decode, row_reduction
 from .exprs import BF16_HELPERS, TIR, Scope, comp, const, store
 
 MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loop over chunks
-
-
-def _decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: dict[str, str]) -> None:
-    """Bind variables (name, extent), row-major, from a flat index expression."""
-    stride = 1
-    for name, ext in reversed(names):
-        env[name] = name
-        lines.append(f"{name} = ({flat} // {stride}) % {ext}" if stride > 1 else f"{name} = {flat} % {ext}")
-        stride *= ext
 
 
 def _params(k: Kernel) -> str:
@@ -66,7 +57,7 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
     inner = ["offs = bx * BLOCK + i"]
     env: dict[str, str] = {}
     body: list[str] = []
-    _decode([(v.name, v.extent) for v in k.coords], "offs", body, env)
+    py_decode([(v.name, v.extent) for v in k.coords], "offs", body, env)
     p = Printer(Scope(env).render)
     val = p(k.expr)
     body += p.lines + [f"Out[offs] = {store(val, k.out.dtype)}"]
@@ -86,7 +77,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
         raise UnsupportedKernel("a product inside a nested reduction")
     env: dict[str, str] = {}
     rowb: list[str] = ["row = bx * BM + r"]
-    _decode([(v.name, v.extent) for v in k.coords], "row", rowb, env)
+    py_decode([(v.name, v.extent) for v in k.coords], "row", rowb, env)
     lines = ['vals = FRAG((BM, BR), "float32")']
     accs: dict[int, str] = {}
     for i, r in enumerate(reds):
@@ -103,7 +94,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
         """`target`[r, jj] = the reduction's body (or `value` of it) on (row, column); masked lanes get the
         reduction's identity."""
         body: list[str] = list(rowb) + [f"j = {jexpr}"]
-        _decode([(v.name, v.extent) for v in r.axes], "j", body, env)
+        py_decode([(v.name, v.extent) for v in r.axes], "j", body, env)
         p = Printer(Scope(env, dict(accs)).render)
         v = p(r.body)
         if comp(r.body.dtype) != "f32":
@@ -131,7 +122,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
         elif r.op == "prod":  # no product fold in TileLang: each row multiplies serially
             body = list(rowb) + [f"{a}[r] = T.float32(1.0)", f"for j in T.serial({red}):"]
             inner: list[str] = []
-            _decode([(v.name, v.extent) for v in r.axes], "j", inner, env)
+            py_decode([(v.name, v.extent) for v in r.axes], "j", inner, env)
             p = Printer(Scope(env, dict(accs)).render)
             v = p(r.body)
             inner += p.lines + [f"{a}[r] = {a}[r] * T.Cast(\"float32\", {v})"]
@@ -165,15 +156,15 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     half = g.a.dtype in ("f16", "bf16") and g.b.dtype == g.a.dtype
     env: dict[str, str] = {}
     bat: list[str] = []
-    _decode(g.batch, "bz", bat, env)
+    py_decode(g.batch, "bz", bat, env)
     a_env, b_env = dict(env), dict(env)
     a_lines = ["m = by * BM + i", "kk = ko * BK + q"]
-    _decode(g.rows, "m", a_lines, a_env)
+    py_decode(g.rows, "m", a_lines, a_env)
     a_env[g.k.name] = "kk"
     pa = Printer(Scope(a_env).render, prefix="a")
     a_val = pa(g.a)
     b_lines = ["n = bx * BN + j", "kk = ko * BK + q"]
-    _decode(g.cols, "n", b_lines, b_env)
+    py_decode(g.cols, "n", b_lines, b_env)
     b_env[g.k.name] = "kk"
     pb = Printer(Scope(b_env).render, prefix="b")
     b_val = pb(g.b)
@@ -190,8 +181,8 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
                    f"for ko in T.Pipelined(T.ceildiv({K}, BK), num_stages=STAGES):"] + _nest(loop)
     ep_env = dict(env)
     ep = ["m = by * BM + i", "n = bx * BN + j"]
-    _decode(g.rows, "m", ep, ep_env)
-    _decode(g.cols, "n", ep, ep_env)
+    py_decode(g.rows, "m", ep, ep_env)
+    py_decode(g.cols, "n", ep, ep_env)
     p = Printer(Scope(ep_env, {id(g.dot): "C[i, j]"}).render, prefix="e")
     val = p(k.expr)
     flat = " + ".join(f"{ep_env[v.name]} * {s}" if s != 1 else ep_env[v.name]

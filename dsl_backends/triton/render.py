@@ -8,7 +8,7 @@ from typing import Any
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
 
 from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer, free_vars, py_const, row_reduction
+from ..exprs import FLOATS, Printer, free_vars, py_const, py_decode, row_reduction
 
 TL = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64", "i8": "tl.int8",
       "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64", "u8": "tl.uint8", "bool": "tl.int1"}
@@ -201,15 +201,6 @@ class _Ctx:
         return f"({out}).to(tl.int64)" if e.op.startswith("arg") else out
 
 
-def _decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: dict[str, str]) -> None:
-    """Bind variables (name, extent), row-major, from a flat offset expression."""
-    stride = 1
-    for name, ext in reversed(names):
-        env[name] = name
-        lines.append(f"{name} = ({flat} // {stride}) % {ext}" if stride > 1 else f"{name} = {flat} % {ext}")
-        stride *= ext
-
-
 def _store_value(val: str, dtype: str, shape: str) -> str:
     """`val` broadcast to the tile and converted to the output type (constants included)."""
     if dtype == "bool":
@@ -237,7 +228,7 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
     n = k.out.numel
     lines = ["pid = tl.program_id(0)", "offs = pid * BLOCK + tl.arange(0, BLOCK)", f"dmask = offs < {n}"]
     env: dict[str, str] = {}
-    _decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
+    py_decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
     ctx = _Ctx(env, [(frozenset(v.name for v in k.coords), "dmask")])
     p = Printer(ctx.render)
     val = p(k.expr)
@@ -251,7 +242,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
     reds, red, rows, single = rr.reds, rr.red, rr.rows, rr.single
     head = ["pid = tl.program_id(0)", "rows = pid * BM + tl.arange(0, BM)[:, None]", f"rmask = rows < {rows}"]
     env: dict[str, str] = {}
-    _decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
+    py_decode([(v.name, v.extent) for v in k.coords], "rows", head, env)
     red_vars = frozenset(v.name for r in reds for v in r.axes)
     row_vars = frozenset(v.name for v in k.coords)
 
@@ -259,7 +250,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
         lines.append(f"j = {jexpr}")
         lines.append(f"jmask = j < {red}")
         for r in reds:
-            _decode([(v.name, v.extent) for v in r.axes], "j", lines, env)
+            py_decode([(v.name, v.extent) for v in r.axes], "j", lines, env)
 
     body: list[str] = []
     if single:
@@ -317,11 +308,11 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
             "mo = pm * BM + tl.arange(0, BM)", "no = pn * BN + tl.arange(0, BN)",
             f"mmask = (mo < {M})[:, None]", f"nmask = (no < {N})[None, :]"]
     env: dict[str, str] = {}
-    _decode(b_vars_, "bid", head, env)
+    py_decode(b_vars_, "bid", head, env)
     m_env, n_env = dict(env), dict(env)
     ma, nb = [], []
-    _decode(m_vars, "mo[:, None]", ma, m_env)
-    _decode(n_vars, "no[None, :]", nb, n_env)
+    py_decode(m_vars, "mo[:, None]", ma, m_env)
+    py_decode(n_vars, "no[None, :]", nb, n_env)
     head += ma + nb
     prec = sched.get("input_precision", "ieee")
     loop = ["acc = tl.zeros([BM, BN], tl.float32)", f"for k0 in range(0, {K}, BK):"]
