@@ -48,6 +48,24 @@ kernel void mathfns(device const float* x [[buffer(0)]], device float* out [[buf
     out[3 * i + 1] = akg_log1p(x[i]);
     out[3 * i + 2] = akg_expm1(x[i]);
 }
+kernel void mma(device const float* a [[buffer(0)]], device const float* b [[buffer(1)]],
+                device float* c [[buffer(2)]], uint3 lid [[thread_position_in_threadgroup]]) {
+    AKG_TG float as[8 * 16];
+    AKG_TG float bs[16 * 8];
+    AKG_TG float cs[8 * 8];
+    for (uint i = lid.x; i < 128; i += 32) { as[i] = a[i]; bs[i] = b[i]; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);
+    for (int q = 0; q < 16; q += 8) {  // an 8x16 by 16x8 product, over two 8-wide steps
+        simdgroup_float8x8 fa, fb;
+        simdgroup_load(fa, &as[q], 16);
+        simdgroup_load(fb, &bs[q * 8], 8);
+        simdgroup_multiply_accumulate(acc, fa, fb, acc);
+    }
+    simdgroup_store(acc, cs, 8);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = lid.x; i < 64; i += 32) c[i] = cs[i];
+}
 """
 HARNESS = r"""
 extern "C" void run_rotate(float* out, unsigned groups, unsigned n) {
@@ -62,6 +80,9 @@ extern "C" void run_reduce(const float* x, float* out, int64_t* idx, unsigned n)
 extern "C" void run_math(const float* x, float* out, unsigned groups, unsigned n) {
     akg_emu::grid(groups, 1, 1, n, [&](uint3 tg, unsigned lid) {
         mathfns(x, out, uint3{lid, 0, 0}, tg, uint3{n, 1, 1}); });
+}
+extern "C" void run_mma(const float* a, const float* b, float* c) {
+    akg_emu::grid(1, 1, 1, 32, [&](uint3, unsigned lid) { mma(a, b, c, uint3{lid, 0, 0}); });
 }
 """
 
@@ -103,6 +124,14 @@ def test_group_reductions(lib, n):
     x[7] = math.nan
     lib.run_reduce(ptr(x), ptr(out), ptr(idx), n)
     assert math.isnan(out[1].item()) and idx.item() == 7  # NaN wins max and argmax, as in torch
+
+
+def test_simdgroup_matrices_multiply_accumulate(lib):
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(8, 16, generator=g), torch.randn(16, 8, generator=g)
+    c = torch.zeros(8, 8)
+    lib.run_mma(ptr(a), ptr(b), ptr(c))
+    assert torch.allclose(c, a @ b + 1.0, rtol=1e-5, atol=1e-5)  # strided loads, accumulation into the fill
 
 
 def test_prelude_math_matches_libm(lib):

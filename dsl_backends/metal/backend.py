@@ -1,5 +1,5 @@
 """Metal backend: MSL from the shared C-style renderer and the SIMT layouts of simt.py (threadgroup
-memory, SIMD-group shuffles, a threadgroup-tiled GEMM). On macOS the written module runs it through
+memory, SIMD-group shuffles; GEMMs on simdgroup matrices, simdgroup.py). On macOS the written module runs it through
 PyObjC's Metal; elsewhere through akg's emulator: the MSL compiled as C++ against shim.h (installed as
 <metal_stdlib>) and run on the CPU, each threadgroup as fibers so barriers and shuffles keep their meaning."""
 
@@ -16,6 +16,8 @@ from ..base import Manifest, UnsupportedKernel
 from ..cstyle import CStyle
 from ..module import write_module
 from ..simt import Dialect, body_lines
+from .simdgroup import SCHEDULE as MMA_SCHEDULE
+from .simdgroup import simdgroup_lines
 
 HERE = Path(__file__).parent
 MANIFEST = Manifest.load(HERE / "manifest.toml")
@@ -56,6 +58,8 @@ POSITIONS = ("uint3 akg_tg [[threadgroup_position_in_grid]]", "uint3 akg_lid [[t
 def launch_shape(k: Kernel) -> tuple[list[str], tuple[int, int, int], int]:
     for b in [*k.inputs(), k.out]:
         STYLE.ctype(b.dtype)  # refuses float64 before any text is made
+    if k.kind == "matmul":
+        return simdgroup_lines(k, STYLE, METAL)
     return body_lines(k, STYLE, METAL)
 
 
@@ -85,15 +89,14 @@ class MetalBackend:
 
     def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
         if k.kind == "matmul":
-            return {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
+            return dict(MMA_SCHEDULE)
         if executor == "emulator":  # one simdgroup per group and few groups: the emulator's cost is per thread
             return {"THREADS": 32, "GROUPS": 64} if k.kind == "reduce" else {"BLOCK": 32, "GROUPS": 64}
         return {"THREADS": 256} if k.kind == "reduce" else {"BLOCK": 256}
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
-        if k.kind == "matmul":
-            return [{"BM": bm, "BN": bn, "BK": bk, "TM": 4, "TN": 4} for bm in (32, 64) for bn in (32, 64)
-                    for bk in (8, 16, 32)]
+        if k.kind == "matmul":  # one simdgroup-matrix layout so far
+            return [dict(MMA_SCHEDULE)]
         if k.kind == "reduce":
             return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
         return [{"BLOCK": b} for b in (64, 128, 256, 512, 1024)]

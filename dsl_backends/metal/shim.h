@@ -129,3 +129,36 @@ template <typename T> inline T simd_shuffle_down(T v, ushort delta) {
     akg_emu::barrier();
     return r;
 }
+
+// Simdgroup matrices. In Metal the 32 threads of a simdgroup hold one matrix between them and every
+// operation is collective; here each thread holds the whole matrix and does the whole operation, with the
+// same results and the same memory effects (a store writes identical values once per thread).
+template <typename T, int C, int R> struct simdgroup_matrix { T e[R][C]; };
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+
+template <typename T, int C, int R> inline simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T v) {
+    simdgroup_matrix<T, C, R> m;
+    for (int r = 0; r < R; ++r) for (int c = 0; c < C; ++c) m.e[r][c] = v;
+    return m;
+}
+template <typename T, int C, int R>
+inline void simdgroup_load(simdgroup_matrix<T, C, R>& d, const T* src, unsigned long elements_per_row = C) {
+    for (int r = 0; r < R; ++r) for (int c = 0; c < C; ++c) d.e[r][c] = src[r * elements_per_row + c];
+}
+template <typename T, int C, int R>
+inline void simdgroup_store(const simdgroup_matrix<T, C, R>& a, T* dst, unsigned long elements_per_row = C) {
+    for (int r = 0; r < R; ++r) for (int c = 0; c < C; ++c) dst[r * elements_per_row + c] = a.e[r][c];
+}
+template <typename T, int C, int R, int K>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<T, C, R>& d, const simdgroup_matrix<T, K, R>& a,
+                                          const simdgroup_matrix<T, C, K>& b, const simdgroup_matrix<T, C, R>& c) {
+    simdgroup_matrix<T, C, R> t;  // d may be c
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < C; ++j) {
+            T s = c.e[r][j];
+            for (int q = 0; q < K; ++q) s += a.e[r][q] * b.e[q][j];
+            t.e[r][j] = s;
+        }
+    d = t;
+}
