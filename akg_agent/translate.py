@@ -74,6 +74,10 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
         raise AkgError(f"the {dsl} backend does not target {target_name} ({target.kind}); "
                        f"it targets {', '.join(backend.manifest.targets)}")
     executor = backend.manifest.executor(target, device_present(target))
+    missing = backend.manifest.missing_runtime() if executor in ("native", "interpreter", "emulator") else []
+    if missing:  # the kernels could not run here: say so before any work
+        raise AkgError(f"the {dsl} backend needs the Python package {', '.join(missing)} to run its kernels here: "
+                       f"install it (make setup, or pip install 'akg[{dsl}]')")
     problem = load_problem(problem_path)
     g = lift(problem, train=train, allow_opaque=allow_opaque)
     run_passes(g, ["simplify", "decompose", "simplify"])

@@ -40,6 +40,12 @@ class Manifest:
         return Manifest(d["name"], d["description"], d["entry"], dict(d.get("targets", {})),
                         d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""))
 
+    def missing_runtime(self) -> list[str]:
+        """The Python packages a written module imports that this interpreter cannot find."""
+        import importlib.util
+
+        return [m for m in self.runtime if importlib.util.find_spec(m) is None]
+
     def supports(self, target: HardwareModel) -> bool:
         return target.name in self.targets or target.kind in self.targets
 
