@@ -23,8 +23,9 @@ from ..base import Manifest
 from ..cstyle import CStyle
 from ..module import write_module
 from ..simt import Dialect, body_lines
-from . import wmma
+from . import vector, wmma
 from .templates import BUILD, PRELUDE_CU
+from .vector import vector_lines
 from .wmma import wmma_lines
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -52,6 +53,9 @@ def _params(k: Kernel) -> list[str]:
 def render_kernel(k: Kernel) -> str:
     # tensor cores for 16-bit operands (fp32 accumulation, as cuBLAS); the SIMT layouts otherwise
     body, (gx, gy, gz), threads = wmma_lines(k, STYLE) if wmma.eligible(k) else body_lines(k, STYLE, CUDA)
+    if vector.eligible(k):  # float4 loads and stores; the scalar loop stays for unaligned pointers
+        body = vector_lines(k, STYLE, body)
+        gx = max(1, -(-gx // vector.VEC))
     # launch bounds cap registers per thread so that a block always fits one SM
     head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(_params(k))})'
     ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)]
