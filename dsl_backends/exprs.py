@@ -69,6 +69,11 @@ class Printer:
 __all__ = ["FLOATS", "Printer", "free_vars", "py_const", "Load", "Op", "Reduce", "IOp", "Const", "Var"]
 
 
+def comp(dtype: str) -> str:
+    """Arithmetic type: half types compute in fp32 (bf16 arithmetic is also wrong in Triton's interpreter)."""
+    return "f32" if dtype in ("f16", "bf16") else dtype
+
+
 def pow2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1)."""
     return 1 << max(0, (n - 1).bit_length())

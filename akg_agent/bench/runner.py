@@ -135,11 +135,10 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
     if solutions is None:
         if dsl is None:
             raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
-        sol_dir = out / "solutions"
-        _translate_all(problems, dsl, target, sol_dir)
+        dirs = {"": out / "solutions"}
+        _translate_all(problems, dsl, target, dirs[""])
     else:
-        sol_dir = Path(solutions)
-    dirs = parse_solutions(str(sol_dir)) if solutions is not None else {"": sol_dir}
+        dirs = parse_solutions(solutions)
     for d in dirs.values():
         if not d.is_dir():
             raise AkgError(f"no such solutions folder: {d}")
@@ -156,8 +155,8 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
         (out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
         if on_record is not None:
             on_record(rec, i + 1, len(problems))
-    meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines), "solutions": str(sol_dir),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
+            "solutions": solutions or str(dirs[""]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}
     if len(labels) > 1:

@@ -12,8 +12,8 @@ from ir.kernel.ir import Expr, Kernel, Load, Reduce
 
 from ..base import UnsupportedKernel
 from ..cstyle import gemm_dims, split_gemm
-from ..exprs import FLOATS, Printer, free_vars, py_const, py_decode, row_reduction
-from ..triton.render import MAX_SINGLE_PASS, _Ctx, comp
+from ..exprs import FLOATS, Printer, comp, free_vars, py_const, py_decode, row_reduction
+from ..triton.render import MAX_SINGLE_PASS, _Ctx
 
 JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.float32", "float64": "jnp.float64",
        "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32", "int64": "jnp.int64", "uint8": "jnp.uint8",

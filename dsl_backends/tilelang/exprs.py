@@ -9,15 +9,10 @@ from typing import Any
 from ir.kernel.ir import Const, Expr, IOp, Load, Op, Reduce, Var
 
 from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer
+from ..exprs import FLOATS, Printer, comp
 
 TIR = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
        "i32": "int32", "i64": "int64", "u8": "uint8", "bool": "uint8"}
-
-
-def comp(dtype: str) -> str:
-    """Arithmetic type: half types compute in fp32."""
-    return "f32" if dtype in ("f16", "bf16") else dtype
 
 
 def const(value: Any, dtype: str) -> str:

@@ -14,8 +14,8 @@ from ir.kernel.ir import Kernel, Reduce
 
 from ..base import UnsupportedKernel
 from ..cstyle import gemm_dims, split_gemm
-from ..exprs import Printer, py_decode, row_reduction
-from .exprs import BF16_HELPERS, TIR, Scope, comp, const, store
+from ..exprs import Printer, comp, py_decode, row_reduction
+from .exprs import BF16_HELPERS, TIR, Scope, const, store
 
 MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loop over chunks
 

@@ -8,7 +8,7 @@ from typing import Any
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
 
 from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer, free_vars, py_const, py_decode, row_reduction
+from ..exprs import FLOATS, Printer, comp, free_vars, py_const, py_decode, row_reduction
 
 TL = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64", "i8": "tl.int8",
       "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64", "u8": "tl.uint8", "bool": "tl.int1"}
@@ -41,11 +41,6 @@ def _akg_round(x):  # round half to even, as torch.round
     return tl.where(tie & odd, r - 1.0, r)
 '''
 MAX_SINGLE_PASS = 16384  # reduction extent handled by one tile; longer rows loop over chunks
-
-
-def comp(dtype: str) -> str:
-    """Arithmetic type: half types compute in fp32 (and bf16 arithmetic is wrong in the interpreter)."""
-    return "f32" if dtype in ("f16", "bf16") else dtype
 
 
 def _f(args: list[str], i: int, e: Op) -> str:
