@@ -16,6 +16,7 @@ def _cmd_ir(args: argparse.Namespace) -> int:
     from ir.lift import lift
     from ir.passes import PASSES, Trace, run_passes
     from ir.passes.fusion import fuse, to_dot
+    from ir.passes.rowfuse import fuse_rows
     from ir.problem import load_problem
     from ir.text import print_graph
     from ir.verify import verify_graph
@@ -23,15 +24,18 @@ def _cmd_ir(args: argparse.Namespace) -> int:
     from .examples import DEFAULT_PROBLEM
 
     names = [p for p in (args.passes or "").split(",") if p]
-    unknown = [p for p in names if p not in PASSES and p != "fuse"]
+    plans = ("fuse", "rows")  # plan passes: fusion, then row fusion (backends with a row template)
+    unknown = [p for p in names if p not in PASSES and p not in plans]
     if unknown:
-        raise AkgError(f"unknown pass {unknown[0]!r}; choose from {', '.join(sorted(PASSES) + ['fuse'])}")
+        raise AkgError(f"unknown pass {unknown[0]!r}; choose from {', '.join(sorted(PASSES) + list(plans))}")
     problem = load_problem(args.file or DEFAULT_PROBLEM)
     g = lift(problem, train=args.train, allow_opaque=args.allow_opaque)
     trace = Trace()
-    run_passes(g, [p for p in names if p != "fuse"], trace)
+    run_passes(g, [p for p in names if p not in plans], trace)
     verify_graph(g)
-    plan = fuse(g) if "fuse" in names else None
+    plan = fuse(g) if "fuse" in names or "rows" in names else None
+    if plan is not None and "rows" in names:
+        plan = fuse_rows(g, plan)
     if args.format == "json":
         doc = {"graph": print_graph(g), "outputs": [o.name for o in g.outputs],
                "opaque": g.meta.get("opaque", []), "trace": [f.__dict__ for f in trace.firings]}

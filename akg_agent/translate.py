@@ -17,6 +17,7 @@ from ir.kernel.lower import LoweringError, lower
 from ir.lift import lift
 from ir.passes import run_passes
 from ir.passes.fusion import FusionPlan, fuse
+from ir.passes.rowfuse import fuse_rows
 from ir.problem import load_problem
 
 
@@ -82,6 +83,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     g = lift(problem, train=train, allow_opaque=allow_opaque)
     run_passes(g, ["simplify", "decompose", "simplify"])
     plan = fuse(g)
+    if "rownorm" in backend.manifest.kinds:  # the backend has a row template: fuse normalisations
+        plan = fuse_rows(g, plan)
     try:
         prog = lower(g, plan)
     except LoweringError as e:

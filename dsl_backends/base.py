@@ -33,12 +33,15 @@ class Manifest:
     fallback: str = "none"
     runtime: tuple[str, ...] = ()  # Python modules the written module imports
     checked_by: str = ""  # how the fallback executor checks a kernel, in words ("" = the executor's name)
+    # kernel kinds it renders; "rownorm" (a row template) asks the planner for row fusion
+    kinds: tuple[str, ...] = ("pointwise", "reduce", "matmul")
 
     @staticmethod
     def load(path: Path) -> Manifest:
         d = tomllib.loads(path.read_text())
         return Manifest(d["name"], d["description"], d["entry"], dict(d.get("targets", {})),
-                        d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""))
+                        d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""),
+                        tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))))
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""

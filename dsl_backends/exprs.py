@@ -8,25 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, walk
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
 
 from .base import UnsupportedKernel
 
 FLOATS = ("f16", "bf16", "f32", "f64")
-
-
-def free_vars(e: Expr, memo: dict[int, frozenset[str]] | None = None) -> frozenset[str]:
-    memo = {} if memo is None else memo
-    if id(e) in memo:
-        return memo[id(e)]
-    if isinstance(e, Var):
-        r = frozenset([e.name])
-    else:
-        r = frozenset().union(*[free_vars(c, memo) for c in children(e)]) if children(e) else frozenset()
-        if isinstance(e, Reduce):
-            r = r - {v.name for v in e.axes}
-    memo[id(e)] = r
-    return r
 
 
 def py_const(value: Any, dtype: str) -> str:
@@ -45,12 +31,15 @@ def py_const(value: Any, dtype: str) -> str:
 class Printer:
     """Emits `name = code` lines for an expression DAG, children first; `render` gives the code."""
 
-    def __init__(self, render: Callable[[Expr, Printer], str], prefix: str = "t") -> None:
+    def __init__(self, render: Callable[[Expr, Printer], str], prefix: str = "t", dedupe: bool = False) -> None:
         self._render = render
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
         self.prefix = prefix
         self.fixed: dict[int, str] = {}  # expressions bound to a name by the template (accumulators)
+        # with `dedupe`, equal code gets one name: a row template binds a reduction's axes and the
+        # output's columns to the same names, so a row loaded for a reduction is reused by the output
+        self.by_code: dict[str, str] | None = {} if dedupe else None
 
     def __call__(self, e: Expr) -> str:
         if id(e) in self.fixed:
@@ -60,9 +49,14 @@ class Printer:
         code = self._render(e, self)
         if isinstance(e, (Var, Const)) or (isinstance(e, IOp) and len(code) < 24):
             return code
+        if self.by_code is not None and code in self.by_code:
+            self.names[id(e)] = self.by_code[code]
+            return self.by_code[code]
         name = f"{self.prefix}{len(self.names)}"
         self.names[id(e)] = name
         self.lines.append(f"{name} = {code}")
+        if self.by_code is not None:
+            self.by_code[code] = name
         return name
 
 
@@ -117,3 +111,15 @@ def py_decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: di
         env[name] = name
         lines.append(f"{name} = ({flat} // {stride}) % {ext}" if stride > 1 else f"{name} = {flat} % {ext}")
         stride *= ext
+
+
+def row_coords(k: Kernel) -> tuple[tuple[Var, ...], list[tuple[str, int]]]:
+    """A row-fused ("rownorm") kernel's row coordinates (every reduction depends on these alone;
+    size-1 axes ride along) and its column coordinates (name, extent)."""
+    from ir.kernel.lower import row_split
+
+    rs = row_split(k)
+    if rs is None:
+        raise UnsupportedKernel("not a row-fused kernel")
+    row_c = tuple(v for v in k.coords if v in rs[0] or v.extent == 1)
+    return row_c, [(v.name, v.extent) for v in k.coords if v not in row_c]

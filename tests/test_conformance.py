@@ -15,7 +15,8 @@ from dsl_backends import available, get_backend
 from .conftest import PROBLEMS, ROOT, problem_path
 
 GOLDEN = ROOT / "tests" / "golden"
-GOLDEN_PROBLEMS = ("ew_activations_a", "red_var_std", "l2_gemm_scale_sigmoid_sum", "mv_pad_repeat_flip")
+GOLDEN_PROBLEMS = ("ew_activations_a", "red_var_std", "l2_gemm_scale_sigmoid_sum", "mv_pad_repeat_flip",
+                   "l2_gemm_gelu_softmax_layernorm")  # the last: row fusion where a backend has it
 # the CPU executor each backend has here, and the target it is asked for
 EXECUTED = {"triton": "h100", "cpp": "cpu", "metal": "m4-max",  # metal: akg's emulator
             "pallas": "h100", "tilelang": "h100"}  # pallas: interpret=True; tilelang: its C target

@@ -13,6 +13,7 @@ from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
 from ..cstyle import CPrinter, CStyle, decode, split_gemm
+from ..exprs import row_coords
 from ..module import COMPILE_CACHED, write_module
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -74,6 +75,8 @@ def render_kernel(k: Kernel) -> str:
     lines = [_signature(k) + " {"]
     if k.kind == "matmul":
         lines += _matmul(k)
+    elif k.kind == "rownorm":
+        lines += _rownorm(k)
     else:
         n = k.out.numel
         lines.append(_omp(k))
@@ -86,6 +89,28 @@ def render_kernel(k: Kernel) -> str:
         lines.append("    }")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _rownorm(k: Kernel) -> list[str]:
+    """Per row (in parallel): its reductions once, innermost first, then a vectorisable sweep over
+    the columns writing the output."""
+    row_c, cols = row_coords(k)
+    rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
+    out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
+    p = CPrinter(STYLE, {}, indent="        ")
+    decode([(v.name, v.extent) for v in row_c], "akg_row", p)
+    for r in dict.fromkeys(k.reductions()):
+        p(r)
+    out += p.lines
+    inner = CPrinter(STYLE, p.env, prefix="u", indent="            ")
+    inner.names, inner.fixed = dict(p.names), p.fixed
+    decode(cols, "akg_col", inner)
+    val = inner(k.expr)
+    flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
+                      for v, st in zip(k.coords, k.out.strides())) or "0"
+    out += ["        #pragma omp simd", f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
+    out += inner.lines + [f"            out[{flat}] = {STYLE.store(k.out.dtype, val)};", "        }", "    }"]
+    return out
 
 
 def _matmul(k: Kernel) -> list[str]:

@@ -11,7 +11,7 @@ from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
-from ..exprs import pow2
+from ..exprs import pow2, row_coords
 from ..module import write_module
 from . import render
 
@@ -34,6 +34,8 @@ class TritonBackend:
             rows = k.out.numel
             bm = max(1, min(pow2(rows), (65536 if interp else 4096) // br)) if interp else max(1, min(16, 4096 // br))
             return {"BM": bm, "BR": br, "num_warps": 4 if br <= 1024 else 8}
+        if k.kind == "rownorm":
+            return self._row_schedule(k, interp)
         M, N, K, _ = render.gemm_dims(k)
         if interp:
             return {"BM": min(pow2(max(M, 16)), 128), "BN": min(pow2(max(N, 16)), 128),
@@ -42,6 +44,15 @@ class TritonBackend:
                 "BK": 32 if K >= 32 else 16, "GROUP_M": 8, "num_warps": 8 if M >= 128 and N >= 128 else 4,
                 "num_stages": 3}
 
+    @staticmethod
+    def _row_schedule(k: Kernel, interp: bool) -> dict[str, Any]:
+        # one tile spans the longest row (up to MAX_SINGLE_PASS) so the row is read once
+        rows, cols = row_coords(k)
+        longest = max([math.prod(v.extent for v in r.axes) for r in k.reductions()] + [math.prod(e for _, e in cols)])
+        br = min(max(pow2(longest), 1 if interp else 16), render.MAX_SINGLE_PASS)
+        bm = max(1, min(pow2(math.prod(v.extent for v in rows)), (65536 if interp else 2048) // br))
+        return {"BM": bm, "BR": br, "num_warps": 4 if bm * br <= 2048 else 8 if bm * br <= 8192 else 16}
+
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
         if k.kind == "pointwise":
             return [{"BLOCK": b, "num_warps": w} for b in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
@@ -49,6 +60,10 @@ class TritonBackend:
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
             br = min(pow2(red), render.MAX_SINGLE_PASS)
             return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
+                    if bm * br <= 32768]
+        if k.kind == "rownorm":
+            br = self._row_schedule(k, False)["BR"]
+            return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (4, 8, 16)
                     if bm * br <= 32768]
         return [{"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                 for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64)
@@ -65,6 +80,9 @@ class TritonBackend:
             return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BLOCK']}),)]({args}, BLOCK={s['BLOCK']}, {opts})"]
         if k.kind == "reduce":
             return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BM']}),)]({args}, BM={s['BM']}, BR={s['BR']}, {opts})"]
+        if k.kind == "rownorm":
+            grid = f"triton.cdiv({math.prod(v.extent for v in row_coords(k)[0])}, {s['BM']})"
+            return [f"{k.name}[({grid},)]({args}, BM={s['BM']}, BR={s['BR']}, {opts})"]
         M, N, _, B = render.gemm_dims(k)
         grid = f"(triton.cdiv({M}, {s['BM']}) * triton.cdiv({N}, {s['BN']}), {B})"
         return [f"{k.name}[{grid}]({args}, BM={s['BM']}, BN={s['BN']}, BK={s['BK']}, GROUP_M={s['GROUP_M']}, "

@@ -8,7 +8,7 @@ from typing import Any
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
 
 from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer, comp, free_vars, py_const, py_decode, row_reduction
+from ..exprs import FLOATS, Printer, comp, free_vars, pow2, py_const, py_decode, row_coords, row_reduction
 
 TL = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64", "i8": "tl.int8",
       "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64", "u8": "tl.uint8", "bool": "tl.int1"}
@@ -147,10 +147,11 @@ class _Ctx:
     a load takes the masks of the variables it depends on (a load of no variable is a scalar)."""
 
     def __init__(self, env: dict[str, str], masks: list[tuple[frozenset[str], str]],
-                 accs: dict[int, str] | None = None) -> None:
+                 accs: dict[int, str] | None = None, own_masks: bool = False) -> None:
         self.env, self.masks = env, masks
         self.accs = accs or {}
         self.fv: dict[int, frozenset[str]] = {}
+        self.own_masks = own_masks  # a reduction masks by its axes and rows only (row template)
 
     def mask_for(self, vs: frozenset[str]) -> str:
         return " & ".join(m for mvars, m in self.masks if mvars & vs)
@@ -182,7 +183,10 @@ class _Ctx:
         raise UnsupportedKernel(type(e).__name__)
 
     def reduce(self, e: Reduce, p: Printer) -> str:
-        m = "(" + " & ".join(m for _, m in self.masks) + ")"
+        if self.own_masks:
+            m = "(" + self.mask_for(free_vars(e.body, self.fv) | {v.name for v in e.axes}) + ")"
+        else:
+            m = "(" + " & ".join(m for _, m in self.masks) + ")"
         body = p(e.body)
         if comp(e.body.dtype) in FLOATS and e.body.dtype != comp(e.body.dtype):
             body = f"{body}.to(tl.float32)"
@@ -211,6 +215,8 @@ def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
         return _pointwise(k, sched)
     if k.kind == "reduce":
         return _reduction(k, sched)
+    if k.kind == "rownorm":
+        return _rownorm(k, sched)
     return _matmul(k, sched)
 
 
@@ -277,6 +283,89 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
         val = p2(k.expr)
         body += p2.lines
     body.append(f"tl.store(out_ptr + rows, {_store_value(val, k.out.dtype, '[BM, 1]')}, mask=rmask)")
+    src = _signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
+    return src + "\n".join("    " + ln for ln in head + body) + "\n"
+
+
+def _rownorm(k: Kernel, sched: dict[str, Any]) -> str:
+    """A row-fused kernel (softmax, norms): each program owns BM rows; every reduction depends on the
+    rows alone. When a row fits one tile, the row is loaded once and every reduction and the output
+    reuse it (one read, one write); otherwise each reduction sweeps the row in BR chunks, inner ones
+    first, and a last sweep writes the output."""
+    row_c, cols = row_coords(k)
+    n, rows = math.prod(e for _, e in cols), math.prod(v.extent for v in row_c)
+    reds = list(dict.fromkeys(k.reductions()))
+    br = sched["BR"]
+    single = all(pow2(math.prod(v.extent for v in r.axes)) <= br for r in reds) and pow2(n) <= br
+    head = ["pid = tl.program_id(0)", "rows = pid * BM + tl.arange(0, BM)[:, None]", f"rmask = rows < {rows}"]
+    env: dict[str, str] = {}
+    py_decode([(v.name, v.extent) for v in row_c], "rows", head, env)
+    row_vars = frozenset(v.name for v in row_c)
+    out_shape = "[BM, BR]" if cols else "[BM, 1]"
+
+    def bind(lines: list[str], axes: tuple[Var, ...] | list[tuple[str, int]], j: str, masks: list) -> None:
+        # a reduction over the output's column shape shares the column names (and so its loads)
+        named = [(a.name, a.extent) if isinstance(a, Var) else a for a in axes]
+        ext = math.prod(e for _, e in named)
+        if [e for _, e in named] == [e for _, e in cols] and all(c in env for c, _ in cols):
+            for (name, _), (c, _) in zip(named, cols):
+                env[name] = env[c]
+            masks.append((frozenset(nm for nm, _ in named), "cmask"))
+            return
+        mask = f"jm{ext}"
+        if mask not in {m for _, m in masks}:
+            lines.append(f"{mask} = {j} < {ext}")
+        py_decode(named, j, lines, env)
+        masks.append((frozenset(nm for nm, _ in named), mask))
+
+    def store(lines: list[str], val: str) -> None:
+        flat = " + ".join(f"{env[v.name]} * {st}" if st != 1 else env[v.name]
+                          for v, st in zip(k.coords, k.out.strides())) or "0"
+        mask = "rmask & cmask" if cols else "rmask"
+        lines.append(f"tl.store(out_ptr + ({flat}), {_store_value(val, k.out.dtype, out_shape)}, mask={mask})")
+
+    body: list[str] = []
+    if single:
+        masks: list[tuple[frozenset[str], str]] = [(row_vars, "rmask")]
+        body.append("j = tl.arange(0, BR)[None, :]")
+        if cols:
+            body.append(f"cmask = j < {n}")
+            py_decode(cols, "j", body, env)
+            masks.append((frozenset(c for c, _ in cols), "cmask"))
+        for r in reds:
+            bind(body, r.axes, "j", masks)
+        p = Printer(_Ctx(env, masks, own_masks=True).render, dedupe=True)
+        val = p(k.expr)
+        body += p.lines
+        store(body, val)
+    else:
+        accs: dict[int, str] = {}
+        init = {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
+        comb = {"sum": "{a} + {p}", "max": "tl.maximum({a}, {p})", "min": "tl.minimum({a}, {p})", "prod": "{a} * {p}"}
+        for i, r in enumerate(reds):  # children first: an inner reduction is an accumulator by now
+            ext = math.prod(v.extent for v in r.axes)
+            body += [f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)",
+                     f"for start in range(0, {ext}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
+            inner: list[str] = []
+            masks = [(row_vars, "rmask")]
+            bind(inner, r.axes, "j", masks)
+            p = Printer(_Ctx(env, masks, dict(accs), own_masks=True).render, prefix=f"u{i}_", dedupe=True)
+            part = p(r)
+            inner += p.lines + [f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=part)]
+            body += ["    " + ln for ln in inner]
+            accs[id(r)] = f"acc{i}"
+        if cols:
+            body += [f"for start in range(0, {n}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
+            inner = [f"cmask = j < {n}"]
+            py_decode(cols, "j", inner, env)
+            masks = [(row_vars, "rmask"), (frozenset(c for c, _ in cols), "cmask")]
+        else:
+            inner, masks = [], [(row_vars, "rmask")]
+        p = Printer(_Ctx(env, masks, accs).render, prefix="v", dedupe=True)
+        val = p(k.expr)
+        inner += p.lines
+        store(inner, val)
+        body += ["    " + ln for ln in inner] if cols else inner
     src = _signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
     return src + "\n".join("    " + ln for ln in head + body) + "\n"
 

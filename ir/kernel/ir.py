@@ -178,3 +178,18 @@ def walk(e: Expr):
         stack.append((cur, True))
         for c in reversed(children(cur)):
             stack.append((c, False))
+
+
+def free_vars(e: Expr, memo: dict[int, frozenset[str]] | None = None) -> frozenset[str]:
+    """Names of the variables `e` depends on (a reduction binds its own axes)."""
+    memo = {} if memo is None else memo
+    if id(e) in memo:
+        return memo[id(e)]
+    if isinstance(e, Var):
+        r = frozenset([e.name])
+    else:
+        r = frozenset().union(*[free_vars(c, memo) for c in children(e)]) if children(e) else frozenset()
+        if isinstance(e, Reduce):
+            r = r - {v.name for v in e.axes}
+    memo[id(e)] = r
+    return r

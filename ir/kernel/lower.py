@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from ..graph import Graph, Node
 from ..ops import opdef
-from ..passes.fusion import FusionPlan, fuse
+from ..passes.fusion import FusionPlan, Group, fuse
 from .build import I64, ic, iop, land, op, where
-from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var, row_major_strides
+from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var, free_vars, row_major_strides
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
                "cumsum", "cumprod", "opaque")
@@ -46,6 +46,7 @@ class _Lowerer:
             elif n.op == "param":
                 self.bufs[id(n)] = Buf(n.name, n.shape, n.dtype, "param", n.attrs["key"])
         self.out_ids = outs
+        self.memo: dict[tuple[object, ...], Expr] = {}  # per kernel: (node, coordinates, mask) -> value
 
     def buf(self, n: Node) -> Buf:
         if id(n) not in self.bufs:
@@ -57,6 +58,18 @@ class _Lowerer:
 
     # --- values as expressions over coordinates
     def expr(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        """A value recomputed at the same coordinates is one shared sub-expression (one reduction, not
+        two, when a row-fused kernel uses a row's maximum twice)."""
+        try:
+            key = (id(n), tuple(c), mask)
+            hash(key)
+        except TypeError:  # an index expression with unhashable attributes: no sharing
+            return self._expr(n, c, mask, inline)
+        if key not in self.memo:
+            self.memo[key] = self._expr(n, c, mask, inline)
+        return self.memo[key]
+
+    def _expr(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         if n.op in ("scalar", "full"):  # constants are materialised inside kernels
             return Const(n.attrs["value"], n.dtype)
         if n.op == "arange":
@@ -276,25 +289,16 @@ def lower(g: Graph, plan: FusionPlan | None = None) -> KernelProgram:
     users = g.users()
     steps: list[Kernel | LibraryCall] = []
     for grp in plan.groups:
-        members = {id(n) for n in grp.nodes}
-        stored: list[Node] = []
-        for n in grp.nodes:
-            lib_operand = any(needs_library(u) and id(u) in members for u in users[n])
-            escapes = id(n) in lw.out_ids or any(id(u) not in members for u in users[n])
-            if needs_library(n) or lib_operand or escapes:
-                stored.append(n)
-        stored_ids = {id(n) for n in stored}
-        for n in stored:
-            if needs_library(n):
-                args = tuple(lw.buf(a) if a is not None else None for a in n.args)
-                steps.append(LibraryCall(f"lib_{n.name}", n.op, args, dict(n.attrs), lw.buf(n), grp.id))
-                continue
-            inline = {id(m) for m in grp.nodes if id(m) not in stored_ids or m is n}
-            coords = tuple(lw.fresh(d, "c") for d in n.shape)
-            e = lw.expr(n, list(coords), None, inline)
-            reds = [x for x in _reductions(e)]
-            kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
-            steps.append(Kernel(f"k{len(steps)}_{n.name}", kind, lw.buf(n), coords, e, {}, grp.id))
+        lowered = _lower_group(lw, grp, users, grp.id, len(steps))
+        if grp.rows and not all(isinstance(s, Kernel) and row_split(s) is not None for s in lowered):
+            # a reduction depends on a column coordinate: lower the merged groups one by one
+            lowered = []
+            for part in grp.parts:
+                lowered += _lower_group(lw, part, users, grp.id, len(steps) + len(lowered))
+        elif grp.rows:
+            for s in lowered:
+                s.kind = "rownorm"  # type: ignore[union-attr]
+        steps += lowered
     produced = {s.out.name for s in steps}
     outputs: list[Buf] = []
     for i, o in enumerate(g.outputs):
@@ -314,6 +318,50 @@ def lower(g: Graph, plan: FusionPlan | None = None) -> KernelProgram:
     inputs = [lw.bufs[id(n)] for n in g.inputs]
     params = [lw.bufs[id(n)] for n in g.params]
     return KernelProgram(g.name, inputs, params, lw.consts, steps, outputs)
+
+
+def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: int,
+                 first: int) -> list[Kernel | LibraryCall]:
+    """One step per value of the group that must live in memory; everything else inlined."""
+    steps: list[Kernel | LibraryCall] = []
+    members = {id(n) for n in grp.nodes}
+    stored: list[Node] = []
+    for n in grp.nodes:
+        lib_operand = any(needs_library(u) and id(u) in members for u in users[n])
+        escapes = id(n) in lw.out_ids or any(id(u) not in members for u in users[n])
+        if needs_library(n) or lib_operand or escapes:
+            stored.append(n)
+    stored_ids = {id(n) for n in stored}
+    for n in stored:
+        if needs_library(n):
+            args = tuple(lw.buf(a) if a is not None else None for a in n.args)
+            steps.append(LibraryCall(f"lib_{n.name}", n.op, args, dict(n.attrs), lw.buf(n), gid))
+            continue
+        inline = {id(m) for m in grp.nodes if id(m) not in stored_ids or m is n}
+        coords = tuple(lw.fresh(d, "c") for d in n.shape)
+        lw.memo = {}
+        e = lw.expr(n, list(coords), None, inline)
+        reds = _reductions(e)
+        kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
+        steps.append(Kernel(f"k{first + len(steps)}_{n.name}", kind, lw.buf(n), coords, e, {}, gid))
+    return steps
+
+
+def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
+    """(row coordinates, column coordinates) of a kernel whose every reduction depends on output
+    coordinates alone: the row coordinates are those some reduction reads. None otherwise."""
+    reds = _reductions(k.expr)
+    if not reds or any(r.op in ("dot", "argmax", "argmin") for r in reds):
+        return None
+    names = {v.name for v in k.coords}
+    memo: dict[int, frozenset[str]] = {}
+    used: set[str] = set()
+    for r in reds:
+        fv = free_vars(r, memo)
+        if not fv <= names:
+            return None
+        used |= fv
+    return tuple(v for v in k.coords if v.name in used), tuple(v for v in k.coords if v.name not in used)
 
 
 def _reductions(e: Expr) -> list[Reduce]:

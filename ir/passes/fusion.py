@@ -34,6 +34,8 @@ class Group:
     inputs: list[Node] = field(default_factory=list)
     outputs: list[Node] = field(default_factory=list)
     weights_only: bool = False  # reads no graph input: can be computed once when weights load
+    rows: bool = False  # merged by row fusion: one kernel per row, multi-use values recomputed
+    parts: list[Group] = field(default_factory=list)  # the groups row fusion merged (the fallback)
 
     @property
     def kind(self) -> str:
@@ -44,7 +46,8 @@ class Group:
         ops = ", ".join(n.op for n in self.nodes)
         outs = ", ".join(f"%{o.name}" for o in self.outputs)
         w = " (weights only: precompute once)" if self.weights_only else ""
-        return f"group {self.id} [{self.kind}]{a}: {ops} -> {outs}{w}"
+        kind = f"{self.kind}, rows" if self.rows else self.kind
+        return f"group {self.id} [{kind}]{a}: {ops} -> {outs}{w}"
 
 
 @dataclass(frozen=True)
@@ -62,20 +65,22 @@ class Boundary:
 class FusionPlan:
     groups: list[Group]
     boundaries: list[Boundary]
+    notes: list[str] = field(default_factory=list)  # what later passes did to the plan (row fusion)
 
     def group_of(self, n: Node) -> Group | None:
         return next((g for g in self.groups if n in g.nodes), None)
 
     def __str__(self) -> str:
-        return "\n".join([g.describe() for g in self.groups] + [str(b) for b in self.boundaries])
+        return "\n".join([g.describe() for g in self.groups] + [str(b) for b in self.boundaries] + self.notes)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "groups": [{"id": g.id, "kind": g.kind, "anchor": g.anchor.name if g.anchor else None,
                         "nodes": [n.name for n in g.nodes], "inputs": [n.name for n in g.inputs],
-                        "outputs": [n.name for n in g.outputs], "weights_only": g.weights_only}
+                        "outputs": [n.name for n in g.outputs], "weights_only": g.weights_only, "rows": g.rows}
                        for g in self.groups],
             "boundaries": [b.__dict__ for b in self.boundaries],
+            "notes": list(self.notes),
         }
 
 

@@ -1,0 +1,102 @@
+"""Row fusion: a normalisation (softmax, log-softmax, layer/RMS/group norm, logsumexp, chains of
+them) as one kernel per row instead of one kernel per reduction and per multi-use value.
+
+`fuse` keeps a reduction's output out of epilogues that broadcast it back to the row, and stores a
+value used twice. For a backend with a row template (the "rownorm" kernel kind) that costs a full
+write and read of the tensor per boundary. This pass merges a consumer group with the producer
+groups whose every output it alone consumes, when all of them are pointwise ops, movement ops and
+value reductions; inside the merged group multi-use values are recomputed. The lowering keeps the
+merge only when every reduction of the kernel depends on row coordinates alone (else it lowers the
+parts as before), so this pass may be generous.
+"""
+
+from __future__ import annotations
+
+from ..graph import Graph, Node
+from ..ops import opdef
+from .fusion import Boundary, FusionPlan, Group
+
+VALUE_REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "var", "std", "norm")
+MAX_REDUCTIONS = 8  # reductions per merged kernel: each is a pass over the row when it is chunked
+
+
+def _row_op(n: Node) -> bool:
+    d = opdef(n.op)
+    if d.group in ("unary", "binary", "ternary") or d.group == "movement" and n.op in ("reshape", "expand"):
+        return True
+    return n.op in VALUE_REDUCTIONS
+
+
+def _eligible(grp: Group) -> bool:
+    return all(_row_op(n) for n in grp.nodes)
+
+
+def _note(merged: Group) -> str:
+    names = ", ".join(str(p.id) for p in merged.parts)
+    kept = [n.name for p in merged.parts for n in p.outputs if n not in merged.outputs]
+    gone = f" (no longer stored: {', '.join('%' + s for s in kept)})" if kept else ""
+    return f"row fusion: fusion's groups {names} -> group {merged.id}, one kernel per row{gone}"
+
+
+def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
+    """The plan with row-fusable groups merged (ids renumbered in execution order); each merged group
+    keeps the groups it replaced as `parts`, under their old ids."""
+    users = g.users()
+    outputs = {id(o) for o in g.outputs}
+    groups = list(plan.groups)
+    where = {id(n): grp for grp in groups for n in grp.nodes}
+    merges: list[Group] = []
+    for consumer in reversed(plan.groups):
+        if consumer not in groups or not _eligible(consumer) or len(consumer.outputs) != 1:
+            continue
+        region = {id(n) for n in consumer.nodes}
+        parts = [consumer]
+        grown = True
+        while grown:
+            grown = False
+            producers = {id(where[id(a)]): where[id(a)] for n in (m for p in parts for m in p.nodes)
+                         for a in n.args if a is not None and id(a) in where and id(a) not in region}
+            for p in producers.values():
+                if p not in groups or p.rows or not _eligible(p):
+                    continue
+                consumed_here = all(id(o) not in outputs and all(id(u) in region for u in users[o])
+                                    for o in p.outputs)
+                reds = sum(n.op in VALUE_REDUCTIONS for q in parts + [p] for n in q.nodes)
+                if consumed_here and reds <= MAX_REDUCTIONS:
+                    parts.append(p)
+                    region |= {id(n) for n in p.nodes}
+                    grown = True
+        if len(parts) == 1 or not any(n.op in VALUE_REDUCTIONS for p in parts for n in p.nodes):
+            continue
+        parts.sort(key=lambda p: p.id)
+        position = {id(n): i for i, n in enumerate(g.nodes)}
+        nodes = sorted((n for p in parts for n in p.nodes), key=lambda n: position[id(n)])
+        anchor = next(n for n in nodes if n.op in VALUE_REDUCTIONS)
+        merged = Group(consumer.id, nodes, anchor, [], list(consumer.outputs), all(p.weights_only for p in parts),
+                       rows=True, parts=parts)
+        merged.inputs = [a for a in dict.fromkeys(a for n in merged.nodes for a in n.args if a is not None)
+                         if id(a) not in region]
+        for p in parts:
+            groups.remove(p)
+        groups.append(merged)
+        for n in merged.nodes:
+            where[id(n)] = merged
+        merges.append(merged)
+    if not merges:
+        return plan
+    groups.sort(key=lambda grp: grp.id)
+    renum = {grp.id: i for i, grp in enumerate(groups)}
+    new_of = {p.id: m for m in merges for p in m.parts}  # parts keep their old ids
+    bounds: list[Boundary] = []
+    for b in plan.boundaries:
+        pg = new_of.get(b.producer)
+        cg = new_of.get(b.consumer)
+        if pg is not None and pg is cg:
+            continue  # inside a merged group now
+        pid = renum[pg.id] if pg is not None else renum[b.producer]
+        cid = renum[cg.id] if cg is not None else renum[b.consumer]
+        bounds.append(Boundary(pid, cid, b.value, b.reason))
+    for grp in groups:
+        grp.id = renum[grp.id]
+    bounds = sorted(set(bounds), key=lambda b: (b.producer, b.consumer, b.value))
+    return FusionPlan(groups, bounds, plan.notes + [_note(m) for m in merges])

@@ -1,0 +1,93 @@
+"""Row fusion: normalisations as one kernel per row, the kernel-IR interpreter against the graph
+interpreter with and without it, the fallback, and the row templates' chunked path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from akg_agent.translate import build, render
+from akg_agent.verifier import verify
+from ir import run
+from ir.kernel.interp import run_program
+from ir.kernel.lower import lower, row_split
+from ir.passes import run_passes
+from ir.passes.fusion import fuse
+from ir.passes.rowfuse import fuse_rows
+
+from .conftest import PROBLEMS, ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _prepared(lifted, name):
+    problem, g = lifted(name)
+    run_passes(g, ["simplify", "decompose", "simplify"])
+    return problem, g
+
+
+@pytest.mark.parametrize("name", [p.stem for p in PROBLEMS])
+def test_kernel_interpreter_matches_graph_with_and_without_row_fusion(name, lifted):
+    problem, g = _prepared(lifted, name)
+    inputs = [x for x in problem.make_inputs(1) if isinstance(x, torch.Tensor)]
+    ref = run(g, inputs)
+    for plan in (fuse(g), fuse_rows(g, fuse(g))):
+        got = run_program(lower(g, plan), inputs, g.weights)
+        for a, b in zip(ref, got, strict=True):
+            torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
+def test_softmax_and_layernorm_become_one_row_kernel(lifted):
+    _, g = _prepared(lifted, "l2_gemm_gelu_softmax_layernorm")
+    assert len(fuse(g).groups) == 8
+    plan = fuse_rows(g, fuse(g))
+    assert [(grp.kind, grp.rows) for grp in plan.groups] == [("contraction", False), ("reduction", True)]
+    assert [p.id for p in plan.groups[1].parts] == [1, 2, 3, 4, 5, 6, 7]
+    assert "no longer stored: %softmax_amax" in str(plan)
+    prog = lower(g, plan)
+    assert [k.kind for k in prog.kernels()] == ["matmul", "rownorm"]
+    # the row maximum is one reduction although softmax's exp is recomputed for the sum and the output
+    assert sum(r.op == "max" for r in prog.kernels()[1].reductions()) == 1
+
+
+def test_reductions_over_two_axes_fall_back_to_the_parts():
+    from ir.lift import lift
+    from ir.problem import load_problem
+
+    problem = load_problem(FIXTURES / "rows_cross_axes.py")
+    g = lift(problem)
+    run_passes(g, ["simplify", "decompose", "simplify"])
+    plan = fuse_rows(g, fuse(g))
+    assert any(grp.rows for grp in plan.groups)  # the pass is generous ...
+    prog = lower(g, plan)
+    assert "rownorm" not in [k.kind for k in prog.kernels()]  # ... the lowering is not
+    assert all(row_split(k) is None or k.kind != "rownorm" for k in prog.kernels())
+    inputs = problem.make_inputs(0)
+    torch.testing.assert_close(run_program(prog, inputs, g.weights)[0], run(g, inputs)[0])
+
+
+def test_backends_without_a_row_template_keep_the_split_plan():
+    t = build(FIXTURES / "rows_long.py", "cuda-c", "h100")
+    assert "rownorm" not in [k.kind for k in t.program.kernels()]
+    t = build(FIXTURES / "rows_long.py", "triton", "h100")
+    assert [k.kind for k in t.program.kernels()] == ["rownorm", "rownorm"]
+
+
+@pytest.mark.parametrize("dsl,target,br", [("triton", "h100", None), ("triton", "h100", 16), ("cpp", "cpu", None)])
+def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path):
+    t = build(FIXTURES / "rows_long.py", dsl, target)
+    rows = [k for k in t.program.kernels() if k.kind == "rownorm"]
+    assert len(rows) == 2
+    if br is not None:  # rows of 100 in tiles of 16: every reduction sweeps the row in chunks
+        for k in rows:
+            k.schedule["BR"] = br
+    src = render(t)
+    if dsl == "triton":
+        body = src[src.index("def k0_"):src.index("def k1_")]
+        loads = body.count("tl.load(x")
+        assert loads == (1 if br is None else 6), body  # one tile: x read once for 4 reductions and the output
+        assert ("for start in range(0, 100, BR)" in body) == (br is not None)
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(FIXTURES / "rows_long.py", cand, target=target, seeds=(0, 1))
+    assert v.accepted, v.line()
