@@ -91,3 +91,19 @@ def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path)
     cand.write_text(src)
     v = verify(FIXTURES / "rows_long.py", cand, target=target, seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+def test_reductions_over_a_middle_axis_take_tall_tiles_in_chunks(tmp_path):
+    from dsl_backends.triton.backend import BACKEND
+
+    t = build(FIXTURES / "sum_middle.py", "triton", "h100")
+    for k in t.program.kernels():  # the GPU's schedule, checked here through the interpreter
+        k.schedule.clear()
+        k.schedule.update(BACKEND.default_schedule(k, t.target, "native"))
+        assert (k.schedule["BM"], k.schedule["BR"]) == (64, 64)
+    src = render(t)
+    assert src.count("for start in range(0, 100, BR)") == 2
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(FIXTURES / "sum_middle.py", cand, target="h100", seeds=(0, 1))
+    assert v.accepted, v.line()

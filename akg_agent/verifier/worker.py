@@ -276,7 +276,8 @@ def _baseline(name: str, ref: Any, sets: list, device: torch.device, trials: int
 
     if name == "eager":
         return time_callable(ref, sets, device, trials).to_json()
-    mode = {"compile": "default", "compile-max-autotune": "max-autotune"}[name]
+    mode = {"compile": "default", "compile-max-autotune": "max-autotune",
+            "compile-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}[name]
     fn = torch.compile(copy.deepcopy(ref), mode=mode)
     t0 = time.perf_counter()
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.ir import Buf, Kernel, KernelProgram, Load, Reduce, Var, walk
 
 from ..base import Manifest
 from ..exprs import pow2, row_coords
@@ -16,6 +16,18 @@ from ..module import write_module
 from . import render
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
+
+
+def _strided(k: Kernel) -> bool:
+    """A plain reduction whose loads walk the output's coordinates, not the reduced ones, along the
+    contiguous axis, and which a chunk loop can fold."""
+    reds = k.reductions()
+    if any(r.op not in ("sum", "max", "min", "prod") for r in reds) or any(
+            isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r):
+        return False
+    coords = {v.name for v in k.coords}
+    loads = [e for r in reds for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
+    return bool(loads) and all(isinstance(e.index[-1], Var) and e.index[-1].name in coords for e in loads)
 
 
 class TritonBackend:
@@ -26,6 +38,11 @@ class TritonBackend:
         if k.kind == "pointwise":
             n = k.out.numel
             return {"BLOCK": min(pow2(n), 65536 if interp else 1024), "num_warps": 4}
+        if k.kind == "reduce" and not interp and _strided(k):
+            # the reduced axis is not the contiguous one (a sum over a middle axis): tall tiles of
+            # neighbouring outputs, read along their contiguous axis, sweeping the reduction in chunks
+            red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
+            return {"BM": min(64, pow2(k.out.numel)), "BR": min(64, pow2(red)), "num_warps": 4}
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
             # at least 16 lanes along the reduction on the GPU: tiny reduced axes (a 2-wide stack)
@@ -59,8 +76,10 @@ class TritonBackend:
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
             br = min(pow2(red), render.MAX_SINGLE_PASS)
-            return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
-                    if bm * br <= 32768]
+            tall = [{"BM": bm, "BR": c, "num_warps": w} for bm in (32, 64, 128) for c in (16, 32, 64)
+                    for w in (4, 8)] if _strided(k) else []
+            return tall + [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
+                           if bm * br <= 32768]
         if k.kind == "rownorm":
             br = self._row_schedule(k, False)["BR"]
             return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (4, 8, 16)

@@ -399,7 +399,11 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     py_decode(n_vars, "no[None, :]", nb, n_env)
     head += ma + nb
     prec = sched.get("input_precision", "ieee")
-    loop = ["acc = tl.zeros([BM, BN], tl.float32)", f"for k0 in range(0, {K}, BK):"]
+    in_ty = a_e.dtype if a_e.dtype in ("f16", "bf16") and b_e.dtype == a_e.dtype else "f32"
+    # a GEMV is memory-bound: accumulating fp32 in fp64 costs nothing there and keeps the long sums
+    # of a reassociated reduction (sum through linear) as exact as the reference's
+    wide = in_ty == "f32" and min(M, N) == 1
+    loop = [f"acc = tl.zeros([BM, BN], {'tl.float64' if wide else 'tl.float32'})", f"for k0 in range(0, {K}, BK):"]
     a_env = dict(m_env, **{kname: "ka"})
     b_env = dict(n_env, **{kname: "kb"})
     mv, nv = frozenset(n for n, _ in m_vars), frozenset(n for n, _ in n_vars)
@@ -408,7 +412,8 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     a_code = pa(a_e)
     pb = Printer(_Ctx(b_env, [(kv, "kbmask"), (nv, "nmask")]).render, prefix="b")
     b_code = pb(b_e)
-    in_ty = a_e.dtype if a_e.dtype in ("f16", "bf16") and b_e.dtype == a_e.dtype else "f32"
+    if wide:
+        in_ty = "f64"
     inner = ["ka = k0 + tl.arange(0, BK)[None, :]", "kb = k0 + tl.arange(0, BK)[:, None]",
              f"kamask = ka < {K}", f"kbmask = kb < {K}"] + pa.lines + pb.lines
     # an operand may not depend on every tile axis (a GEMV's vector): broadcast it to the tile
