@@ -165,3 +165,16 @@ def test_faster_than_speed_of_light_is_flagged():
            "train": False, "tolerances": {}, "sol_s": 10.0, "timing": {"trials": 3, "baselines": []}}
     res = run_job(job, Limits(timeout_s=60))
     assert res["code"] == "faster_than_sol" and "beats the speed-of-light" in res["reason"]
+
+
+def test_speed_of_light_bound_follows_the_algebraic_rewrites():
+    from akg_agent.verifier import sol_bound
+    from hardware_models.cost import speed_of_light
+    from hardware_models.spec import load_target
+    from ir.lift import lift
+    from ir.problem import load_problem
+
+    problem = load_problem(ROOT / "benchmarks" / "problems" / "gemm_rowsum.py")
+    written = speed_of_light(lift(problem), load_target("h100")).sol_s
+    # linear then a row sum is a GEMV after simplification: memory-bound, far below the GEMM's bound
+    assert sol_bound(problem, "h100") < written / 10
