@@ -107,3 +107,17 @@ def test_reductions_over_a_middle_axis_take_tall_tiles_in_chunks(tmp_path):
     cand.write_text(src)
     v = verify(FIXTURES / "sum_middle.py", cand, target="h100", seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+def test_akg_ir_shows_the_row_fused_plan(capsys):
+    from akg_agent.cli import main
+
+    assert main(["ir", str(ROOT / "tests" / "problems" / "softmax_logsoftmax.py"), "--passes",
+                 "simplify,decompose,simplify,rows"]) == 0
+    out = capsys.readouterr().out
+    assert "group 0 [reduction, rows] anchor %softmax_amax: amax, sub, exp, sum, div -> %softmax_div" in out
+    notes = [ln for ln in out.splitlines() if "row fusion:" in ln]
+    assert notes == ["// row fusion: fusion's groups 0, 1, 2, 3 -> group 0, one kernel per row (no longer stored: "
+                     "%softmax_amax, %softmax_exp, %softmax_sum)",
+                     "// row fusion: fusion's groups 4, 5, 6, 7 -> group 1, one kernel per row (no longer stored: "
+                     "%log_softmax_amax, %log_softmax_sub, %log_softmax_log)"]

@@ -99,4 +99,4 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
     for grp in groups:
         grp.id = renum[grp.id]
     bounds = sorted(set(bounds), key=lambda b: (b.producer, b.consumer, b.value))
-    return FusionPlan(groups, bounds, plan.notes + [_note(m) for m in merges])
+    return FusionPlan(groups, bounds, plan.notes + [_note(m) for m in sorted(merges, key=lambda m: m.id)])
