@@ -12,6 +12,7 @@ from typing import Any
 from ir.kernel.ir import Kernel
 
 from .cstyle import CPrinter, CStyle, GemmParts, decode, split_gemm
+from .exprs import row_coords
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 
@@ -62,6 +63,8 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
         lines += p.lines
         lines += [f"        if ({d.thread}.x == 0) out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
         return lines, (min(n, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
+    if k.kind == "rownorm":
+        return rownorm_lines(k, style, d)
     block = int(k.schedule.get("BLOCK", 256))
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
              f"akg_i += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
@@ -71,6 +74,30 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
     lines += p.lines
     lines += [f"        out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
     return lines, (min(-(-n // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
+
+
+def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[int, int, int], int]:
+    """A row-fused kernel: one group per row computes the row's reductions together (every thread gets
+    each result), then its threads stride over the columns writing the output."""
+    row_c, cols = row_coords(k)
+    rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
+    threads = int(k.schedule.get("THREADS", 256))
+    lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
+             f"    {d.shared} int64_t akg_smem_i[32];",
+             f"    for (int64_t akg_row = {d.block}.x; akg_row < {rows}; akg_row += {d.grid_dim}.x) {{"]
+    p = group_printer(d)(style, {}, indent="        ")
+    decode([(v.name, v.extent) for v in row_c], "akg_row", p)
+    for r in dict.fromkeys(k.reductions()):
+        p(r)
+    inner = CPrinter(style, p.env, prefix="u", indent="            ")
+    inner.names, inner.fixed = dict(p.names), p.fixed
+    decode(cols, "akg_col", inner)
+    val = inner(k.expr)
+    flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
+                      for v, st in zip(k.coords, k.out.strides())) or "0"
+    lines += p.lines + [f"        for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"]
+    lines += inner.lines + [f"            out[{flat}] = {style.store(k.out.dtype, val)};", "        }", "    }"]
+    return lines, (min(rows, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
 
 
 MMA_LOOP = """\

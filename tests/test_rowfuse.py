@@ -67,13 +67,14 @@ def test_reductions_over_two_axes_fall_back_to_the_parts():
 
 
 def test_backends_without_a_row_template_keep_the_split_plan():
-    t = build(FIXTURES / "rows_long.py", "cuda-c", "h100")
+    t = build(FIXTURES / "rows_long.py", "pallas", "h100")
     assert "rownorm" not in [k.kind for k in t.program.kernels()]
     t = build(FIXTURES / "rows_long.py", "triton", "h100")
     assert [k.kind for k in t.program.kernels()] == ["rownorm", "rownorm"]
 
 
-@pytest.mark.parametrize("dsl,target,br", [("triton", "h100", None), ("triton", "h100", 16), ("cpp", "cpu", None)])
+@pytest.mark.parametrize("dsl,target,br", [("triton", "h100", None), ("triton", "h100", 16), ("cpp", "cpu", None),
+                                           ("metal", "m4-max", None)])
 def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path):
     t = build(FIXTURES / "rows_long.py", dsl, target)
     rows = [k for k in t.program.kernels() if k.kind == "rownorm"]

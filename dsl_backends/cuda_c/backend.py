@@ -83,7 +83,7 @@ class CudaBackend:
             return dict(wmma.SCHEDULE)
         if k.kind == "matmul":
             return {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}
-        if k.kind == "reduce":
+        if k.kind in ("reduce", "rownorm"):
             return {"THREADS": 256}
         return {"BLOCK": 256}
 
@@ -94,7 +94,7 @@ class CudaBackend:
             return [{"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn} for bm in (32, 64, 128) for bn in (32, 64, 128)
                     for bk in (8, 16, 32) for tm, tn in ((4, 4), (8, 4), (8, 8)) if bm % tm == 0 and bn % tn == 0
                     and 64 <= (bm // tm) * (bn // tn) <= 256]
-        if k.kind == "reduce":
+        if k.kind in ("reduce", "rownorm"):
             return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
         return [{"BLOCK": b} for b in (128, 256, 512, 1024)]
 

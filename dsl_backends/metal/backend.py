@@ -91,13 +91,13 @@ class MetalBackend:
         if k.kind == "matmul":
             return dict(MMA_SCHEDULE)
         if executor == "emulator":  # one simdgroup per group and few groups: the emulator's cost is per thread
-            return {"THREADS": 32, "GROUPS": 64} if k.kind == "reduce" else {"BLOCK": 32, "GROUPS": 64}
-        return {"THREADS": 256} if k.kind == "reduce" else {"BLOCK": 256}
+            return {"THREADS": 32, "GROUPS": 64} if k.kind in ("reduce", "rownorm") else {"BLOCK": 32, "GROUPS": 64}
+        return {"THREADS": 256} if k.kind in ("reduce", "rownorm") else {"BLOCK": 256}
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
         if k.kind == "matmul":  # one simdgroup-matrix layout so far
             return [dict(MMA_SCHEDULE)]
-        if k.kind == "reduce":
+        if k.kind in ("reduce", "rownorm"):
             return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
         return [{"BLOCK": b} for b in (64, 128, 256, 512, 1024)]
 
