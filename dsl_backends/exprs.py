@@ -123,3 +123,12 @@ def row_coords(k: Kernel) -> tuple[tuple[Var, ...], list[tuple[str, int]]]:
         raise UnsupportedKernel("not a row-fused kernel")
     row_c = tuple(v for v in k.coords if v in rs[0] or v.extent == 1)
     return row_c, [(v.name, v.extent) for v in k.coords if v not in row_c]
+
+
+def strided_reduction(k: Kernel) -> bool:
+    """True when the kernel's reductions read along a non-contiguous axis: every multi-axis load inside
+    a reduction has an output coordinate, not a reduced axis, as its innermost index (a sum over a
+    middle axis, an RMS norm over channels). Neighbouring outputs then read neighbouring elements."""
+    coords = {v.name for v in k.coords}
+    loads = [e for r in k.reductions() for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
+    return bool(loads) and all(isinstance(e.index[-1], Var) and e.index[-1].name in coords for e in loads)

@@ -12,7 +12,7 @@ from typing import Any
 from ir.kernel.ir import Kernel
 
 from .cstyle import CPrinter, CStyle, GemmParts, decode, split_gemm
-from .exprs import row_coords
+from .exprs import row_coords, strided_reduction
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 
@@ -52,6 +52,8 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
     n = k.out.numel
     if k.kind == "matmul":
         return matmul_lines(k, style, d)
+    if k.kind == "reduce" and strided_reduction(k):
+        return thread_rows(k, style, d, k.coords, [])
     if k.kind == "reduce":
         threads = int(k.schedule.get("THREADS", 256))
         lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
@@ -82,6 +84,8 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tupl
     row_c, cols = row_coords(k)
     rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
     threads = int(k.schedule.get("THREADS", 256))
+    if strided_reduction(k):
+        return thread_rows(k, style, d, row_c, cols)
     lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
              f"    {d.shared} int64_t akg_smem_i[32];",
              f"    for (int64_t akg_row = {d.block}.x; akg_row < {rows}; akg_row += {d.grid_dim}.x) {{"]
@@ -98,6 +102,34 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tupl
     lines += p.lines + [f"        for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"]
     lines += inner.lines + [f"            out[{flat}] = {style.store(k.out.dtype, val)};", "        }", "    }"]
     return lines, (min(rows, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
+
+
+def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[tuple[str, int]]
+                ) -> tuple[list[str], tuple[int, int, int], int]:
+    """Rows that neighbour in memory (a norm over channels, a sum over a middle axis): a thread per
+    row, its reductions and columns in serial loops, so a warp reads neighbouring elements."""
+    rows = math.prod(v.extent for v in row_c)
+    block = int(k.schedule.get("THREADS", 256))
+    lines = [f"    for (int64_t akg_row = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_row < {rows}; "
+             f"akg_row += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
+    p = CPrinter(style, {}, indent="        ")
+    decode([(v.name, v.extent) for v in row_c], "akg_row", p)
+    if cols:
+        for r in dict.fromkeys(k.reductions()):
+            p(r)
+        n = math.prod(e for _, e in cols)
+        lines += p.lines + [f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
+        p2 = CPrinter(style, p.env, prefix="u", indent="            ")
+        p2.names, p2.fixed = dict(p.names), p.fixed
+        decode(cols, "akg_col", p2)
+        p, close = p2, ["        }"]
+    else:
+        close = []
+    val = p(k.expr)
+    flat = " + ".join(f"{p.env[v.name]} * {st}" if st != 1 else p.env[v.name]
+                      for v, st in zip(k.coords, k.out.strides())) or "0"
+    lines += p.lines + [f"{p.indent}out[{flat}] = {style.store(k.out.dtype, val)};"] + close + ["    }"]
+    return lines, (min(-(-rows // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
 
 
 MMA_LOOP = """\

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram, Load, Reduce, Var, walk
+from ir.kernel.ir import Buf, Kernel, KernelProgram, Reduce, walk
 
 from ..base import Manifest
-from ..exprs import pow2, row_coords
+from ..exprs import pow2, row_coords, strided_reduction
 from ..module import write_module
 from . import render
 
@@ -19,15 +19,10 @@ MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
 
 def _strided(k: Kernel) -> bool:
-    """A plain reduction whose loads walk the output's coordinates, not the reduced ones, along the
-    contiguous axis, and which a chunk loop can fold."""
+    """A plain reduction along a non-contiguous axis that a chunk loop can fold."""
     reds = k.reductions()
-    if any(r.op not in ("sum", "max", "min", "prod") for r in reds) or any(
-            isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r):
-        return False
-    coords = {v.name for v in k.coords}
-    loads = [e for r in reds for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
-    return bool(loads) and all(isinstance(e.index[-1], Var) and e.index[-1].name in coords for e in loads)
+    return all(r.op in ("sum", "max", "min", "prod") for r in reds) and not any(
+        isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r) and strided_reduction(k)
 
 
 class TritonBackend:
