@@ -28,14 +28,19 @@ class LoweringError(ValueError):
     pass
 
 
-def needs_library(n: Node) -> bool:
+def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
+    """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
+    "conv" (an ungrouped convolution as an implicit GEMM)."""
+    if n.op == "conv" and "conv" in generated and n.attrs["groups"] == 1:
+        return False
     return n.op in LIBRARY_OPS or (n.op == "dropout" and n.attrs["training"] and n.attrs["p"] > 0) or \
         opdef(n.op).group == "composite"
 
 
 class _Lowerer:
-    def __init__(self, g: Graph) -> None:
+    def __init__(self, g: Graph, generated: frozenset[str] = frozenset()) -> None:
         self.g = g
+        self.generated = generated
         self.bufs: dict[int, Buf] = {}
         self.consts: dict[str, object] = {}
         self._ids = itertools.count()
@@ -91,6 +96,8 @@ class _Lowerer:
             return self.reduction(n, c, mask, inline)
         if d.group == "contraction" and n.op in ("matmul", "linear"):
             return self.contraction(n, c, mask, inline)
+        if n.op == "conv" and not needs_library(n, self.generated):
+            return self.conv(n, c, mask, inline)
         raise LoweringError(f"no kernel-IR lowering for {n.op} (%{n.name})")
 
     def movement(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
@@ -248,6 +255,9 @@ class _Lowerer:
             return op("pow", [Reduce("sum", powed, vs, acc), Const(1.0 / p, acc)], acc)
         raise LoweringError(f"no kernel-IR lowering for {n.op}")
 
+    def conv(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+        return _conv(self, n, c, mask, inline)
+
     def contraction(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         a, b = n.args[0], n.args[1]
         assert a is not None and b is not None
@@ -272,6 +282,37 @@ class _Lowerer:
         return Reduce("dot", prod, (k,), n.dtype)
 
 
+def _conv(lw: _Lowerer, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+    """An ungrouped convolution as an implicit GEMM: rows (batch, output position) x output channels,
+    one reduction axis over (input channel, kernel offsets) decoded by index arithmetic; the input is
+    read where the window lands (zeros outside, the padding), never copied into columns."""
+    x, w = n.args[0], n.args[1]
+    assert x is not None and w is not None
+    at = n.attrs
+    ks = list(w.shape[2:])
+    k = lw.fresh(w.shape[1] * math.prod(ks), "k")
+    taps: list[Expr] = []
+    stride = 1
+    for ext in reversed([w.shape[1]] + ks):  # k -> (input channel, kernel offsets), row-major
+        taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
+        stride *= ext
+    pos: list[Expr] = []
+    valid: Expr | None = None
+    for i, kt in enumerate(taps[1:]):
+        p = iop("-", iop("+", iop("*", c[2 + i], ic(at["stride"][i])), iop("*", kt, ic(at["dilation"][i]))),
+                ic(at["padding"][i]))
+        pos.append(p)
+        if at["padding"][i]:
+            valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[2 + i]))))
+    a = lw.expr(x, [c[0], taps[0]] + pos, land(mask, valid), inline)
+    b = lw.expr(w, [c[1]] + taps, mask, inline)
+    out: Expr = Reduce("dot", op("mul", [a, b], n.dtype), (k,), n.dtype)
+    bias = n.args[2] if len(n.args) > 2 else None
+    if bias is not None:
+        out = op("add", [out, lw.expr(bias, [c[1]], mask, inline)], n.dtype)
+    return out
+
+
 def _iabs(e: Expr) -> Expr:
     return iop("max", e, iop("-", ic(0), e))
 
@@ -282,10 +323,11 @@ def _broadcast(src: Sequence[int], dst: Sequence[int], c: Sequence[Expr]) -> lis
     return [ic(0) if s == 1 and dst[off + i] != 1 else c[off + i] for i, s in enumerate(src)]
 
 
-def lower(g: Graph, plan: FusionPlan | None = None) -> KernelProgram:
-    """The graph (already simplified and decomposed) as a kernel program, one step per stored value."""
+def lower(g: Graph, plan: FusionPlan | None = None, generated: frozenset[str] = frozenset()) -> KernelProgram:
+    """The graph (already simplified and decomposed) as a kernel program, one step per stored value;
+    `generated`: library ops the backend generates kernels for (see `needs_library`)."""
     plan = plan or fuse(g)
-    lw = _Lowerer(g)
+    lw = _Lowerer(g, generated)
     users = g.users()
     steps: list[Kernel | LibraryCall] = []
     for grp in plan.groups:
@@ -327,13 +369,13 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
     members = {id(n) for n in grp.nodes}
     stored: list[Node] = []
     for n in grp.nodes:
-        lib_operand = any(needs_library(u) and id(u) in members for u in users[n])
+        lib_operand = any(needs_library(u, lw.generated) and id(u) in members for u in users[n])
         escapes = id(n) in lw.out_ids or any(id(u) not in members for u in users[n])
-        if needs_library(n) or lib_operand or escapes:
+        if needs_library(n, lw.generated) or lib_operand or escapes:
             stored.append(n)
     stored_ids = {id(n) for n in stored}
     for n in stored:
-        if needs_library(n):
+        if needs_library(n, lw.generated):
             args = tuple(lw.buf(a) if a is not None else None for a in n.args)
             steps.append(LibraryCall(f"lib_{n.name}", n.op, args, dict(n.attrs), lw.buf(n), gid))
             continue

@@ -1,0 +1,41 @@
+"""Convolutions as implicit GEMMs (backends whose manifest lists "conv"): lowering, the kernel-IR
+interpreter against the graph interpreter, and what stays a declared library call."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from akg_agent.translate import build, render
+from ir import run
+from ir.kernel.interp import run_program
+from ir.kernel.lower import lower
+from ir.passes import run_passes
+from ir.passes.fusion import fuse
+
+CONVS = ["conv1d_strided_dilated", "conv2d_asym_kernel", "conv2d_depthwise_separable", "conv2d_grouped_same",
+         "conv3d_basic", "l2_conv_relu_biasadd", "l2_conv3d_softmax_pool"]
+
+
+@pytest.mark.parametrize("name", CONVS)
+def test_implicit_gemm_matches_the_graph(name, lifted):
+    problem, g = lifted(name)
+    run_passes(g, ["simplify", "decompose", "simplify"])
+    prog = lower(g, fuse(g), frozenset({"conv"}))
+    grouped = [n for n in g.nodes if n.op == "conv" and n.attrs["groups"] > 1]
+    assert [s.op for s in prog.library_calls()].count("conv") == len(grouped)  # grouped convs stay torch calls
+    inputs = [x for x in problem.make_inputs(2) if isinstance(x, torch.Tensor)]
+    for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
+        torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)
+
+
+def test_conv_with_epilogue_is_one_generated_gemm():
+    from .conftest import problem_path
+
+    t = build(problem_path("l2_conv_relu_biasadd"), "triton", "h100")
+    assert [k.kind for k in t.program.kernels()] == ["matmul"] and not t.program.library_calls()
+    src = render(t)
+    assert "AKG_LIBRARY_CALLS = []" in src and src.count("tl.dot(") == 1
+    # without "conv" in its manifest a backend keeps the declared library call and a fused epilogue
+    t = build(problem_path("l2_conv_relu_biasadd"), "cuda-c", "h100")
+    assert [s.op for s in t.program.library_calls()] == ["conv"]
