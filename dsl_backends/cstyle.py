@@ -21,6 +21,7 @@ class CStyle:
     math_ns = "std::"  # where exp, log, ... live
     restrict = "__restrict__"
     acc_float = "double"  # accumulator of float reductions (serial loops on a CPU: double keeps torch's error)
+    serial_acc_float = "double"  # accumulator of a reduction one thread runs alone (a long serial sum)
 
     def ctype(self, dt: str) -> str:
         return CTYPES[dt]
@@ -217,7 +218,7 @@ class CPrinter:
         acc = self.fresh()
         ext = math.prod(v.extent for v in e.axes)
         float_body = e.body.dtype in FLOATS
-        ty = self.s.acc_float if float_body else "int64_t"
+        ty = (self.s.acc_float if self.parallel else self.s.serial_acc_float) if float_body else "int64_t"
         lowest = e.op in ("max", "argmax")
         init = {"sum": "0", "dot": "0", "prod": "1"}.get(e.op) or self.s.inf(lowest, "double")
         if not float_body and e.op in ("max", "min", "argmax", "argmin"):

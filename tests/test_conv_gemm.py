@@ -29,13 +29,21 @@ def test_implicit_gemm_matches_the_graph(name, lifted):
         torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)
 
 
-def test_conv_with_epilogue_is_one_generated_gemm():
+def test_conv_with_epilogue_is_one_generated_gemm_when_asked(tmp_path):
+    from akg_agent.translate import translate
+    from ir.errors import AkgError
+
     from .conftest import problem_path
 
+    # the default plan keeps cuDNN (a declared library call) with the epilogue fused after it
     t = build(problem_path("l2_conv_relu_biasadd"), "triton", "h100")
+    assert [s.op for s in t.program.library_calls()] == ["conv"]
+    t = build(problem_path("l2_conv_relu_biasadd"), "triton", "h100", conv="generated")
     assert [k.kind for k in t.program.kernels()] == ["matmul"] and not t.program.library_calls()
     src = render(t)
     assert "AKG_LIBRARY_CALLS = []" in src and src.count("tl.dot(") == 1
-    # without "conv" in its manifest a backend keeps the declared library call and a fused epilogue
-    t = build(problem_path("l2_conv_relu_biasadd"), "cuda-c", "h100")
-    assert [s.op for s in t.program.library_calls()] == ["conv"]
+    t = translate(problem_path("conv2d_asym_kernel"), "triton", "h100", tmp_path / "c.py", timing=False,
+                  seeds=(0, 1), conv="generated")
+    assert t.verdict.accepted and not t.program.library_calls(), t.verdict.line()
+    with pytest.raises(AkgError, match="does not generate convolutions"):
+        build(problem_path("l2_conv_relu_biasadd"), "cuda-c", "h100", conv="generated")

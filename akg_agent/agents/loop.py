@@ -38,6 +38,7 @@ class RunConfig:
     train: bool = False
     allow_opaque: bool = False
     use_ncu: bool = True
+    conv: str = "library"  # convolutions: torch calls with fused epilogues, or "generated" implicit GEMMs
 
 
 def _new_run_dir(cfg: RunConfig) -> Path:
@@ -59,6 +60,8 @@ def _open_state(cfg: RunConfig, resume: Path | None) -> RunState:
     run_dir.mkdir(parents=True, exist_ok=True)
     conf = {"problem": str(Path(cfg.problem).resolve()), "problem_sha": file_sha(Path(cfg.problem)),
             "dsl": cfg.dsl, "target": cfg.target, "train": cfg.train, "allow_opaque": cfg.allow_opaque}
+    if cfg.conv != "library":
+        conf["conv"] = cfg.conv
     return RunState(run_dir, conf)
 
 
@@ -113,7 +116,8 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
     if model is not None and not isinstance(model, ReplayModel):
         model = Recorder(model, st.run_dir / "transcript.json")  # replayable with --llm replay:PATH
     budget = cfg.budget or (5 if model is not None else 1)
-    t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"], allow_opaque=conf["allow_opaque"])
+    t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"], allow_opaque=conf["allow_opaque"],
+              conv=conf.get("conv", "library"))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:

@@ -31,6 +31,7 @@ class MetalStyle(CStyle):
     math_ns = "metal::"
     restrict = ""
     acc_float = "float"  # Apple GPUs have no double
+    serial_acc_float = "float"
 
     def ctype(self, dt: str) -> str:
         if dt == "f64":
