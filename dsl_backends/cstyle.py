@@ -302,6 +302,21 @@ def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
             math.prod(e for _, e in g.batch))
 
 
+def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str) -> list[str]:
+    """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
+    once (innermost first), then `col_loop` (a loop header over akg_col) writing each output."""
+    for r in dict.fromkeys(k.reductions()):
+        p(r)
+    inner = CPrinter(style, p.env, prefix="u", indent=p.indent + "    ")
+    inner.names, inner.fixed, inner.counter = dict(p.names), p.fixed, p.counter
+    decode(cols, "akg_col", inner)
+    val = inner(k.expr)
+    flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
+                      for v, st in zip(k.coords, k.out.strides())) or "0"
+    return p.lines + [p.indent + col_loop] + inner.lines + [
+        f"{inner.indent}out[{flat}] = {style.store(k.out.dtype, val)};", p.indent + "}"]
+
+
 def decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
     """Flat index -> named coordinates (row-major), as const locals of the printer's scope."""
     stride = 1

@@ -11,7 +11,7 @@ from typing import Any
 
 from ir.kernel.ir import Kernel
 
-from .cstyle import CPrinter, CStyle, GemmParts, decode, split_gemm
+from .cstyle import CPrinter, CStyle, GemmParts, decode, row_sweep, split_gemm
 from .exprs import row_coords, strided_reduction
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
@@ -91,17 +91,9 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tupl
              f"    for (int64_t akg_row = {d.block}.x; akg_row < {rows}; akg_row += {d.grid_dim}.x) {{"]
     p = group_printer(d)(style, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    for r in dict.fromkeys(k.reductions()):
-        p(r)
-    inner = CPrinter(style, p.env, prefix="u", indent="            ")
-    inner.names, inner.fixed = dict(p.names), p.fixed
-    decode(cols, "akg_col", inner)
-    val = inner(k.expr)
-    flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
-                      for v, st in zip(k.coords, k.out.strides())) or "0"
-    lines += p.lines + [f"        for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"]
-    lines += inner.lines + [f"            out[{flat}] = {style.store(k.out.dtype, val)};", "        }", "    }"]
-    return lines, (min(rows, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
+    loop = f"for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"
+    lines += row_sweep(style, k, p, cols, loop)
+    return lines + ["    }"], (min(rows, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
 
 
 def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[tuple[str, int]]
@@ -115,21 +107,13 @@ def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[t
     p = CPrinter(style, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     if cols:
-        for r in dict.fromkeys(k.reductions()):
-            p(r)
         n = math.prod(e for _, e in cols)
-        lines += p.lines + [f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
-        p2 = CPrinter(style, p.env, prefix="u", indent="            ")
-        p2.names, p2.fixed = dict(p.names), p.fixed
-        decode(cols, "akg_col", p2)
-        p, close = p2, ["        }"]
-    else:
-        close = []
-    val = p(k.expr)
-    flat = " + ".join(f"{p.env[v.name]} * {st}" if st != 1 else p.env[v.name]
-                      for v, st in zip(k.coords, k.out.strides())) or "0"
-    lines += p.lines + [f"{p.indent}out[{flat}] = {style.store(k.out.dtype, val)};"] + close + ["    }"]
-    return lines, (min(-(-rows // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
+        lines += row_sweep(style, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
+    else:  # a plain reduction: one value per row
+        val = p(k.expr)
+        flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, k.out.strides()))
+        lines += p.lines + [f"        out[{flat or '0'}] = {style.store(k.out.dtype, val)};"]
+    return lines + ["    }"], (min(-(-rows // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
 
 
 MMA_LOOP = """\

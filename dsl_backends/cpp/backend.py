@@ -12,7 +12,7 @@ from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 
 from ..base import Manifest
-from ..cstyle import CPrinter, CStyle, decode, split_gemm
+from ..cstyle import CPrinter, CStyle, decode, row_sweep, split_gemm
 from ..exprs import row_coords
 from ..module import COMPILE_CACHED, write_module
 
@@ -99,18 +99,9 @@ def _rownorm(k: Kernel) -> list[str]:
     out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    for r in dict.fromkeys(k.reductions()):
-        p(r)
-    out += p.lines
-    inner = CPrinter(STYLE, p.env, prefix="u", indent="            ")
-    inner.names, inner.fixed = dict(p.names), p.fixed
-    decode(cols, "akg_col", inner)
-    val = inner(k.expr)
-    flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
-                      for v, st in zip(k.coords, k.out.strides())) or "0"
-    out += ["        #pragma omp simd", f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
-    out += inner.lines + [f"            out[{flat}] = {STYLE.store(k.out.dtype, val)};", "        }", "    }"]
-    return out
+    loop = f"#pragma omp simd\n        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
+    out += row_sweep(STYLE, k, p, cols, loop)
+    return out + ["    }"]
 
 
 def _matmul(k: Kernel) -> list[str]:
