@@ -17,6 +17,7 @@ from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.fusion import FusionPlan, Group, fuse
 from .build import I64, ic, iop, land, op, where
+from .implicit import GENERATED
 from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var, free_vars, row_major_strides
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
@@ -30,8 +31,10 @@ class LoweringError(ValueError):
 
 def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
-    "conv" (an ungrouped convolution as an implicit GEMM)."""
+    "conv" (an ungrouped convolution as an implicit GEMM), "window" (max and average pooling)."""
     if n.op == "conv" and "conv" in generated and n.attrs["groups"] == 1:
+        return False
+    if n.op in ("max_pool", "avg_pool") and "window" in generated:
         return False
     return n.op in LIBRARY_OPS or (n.op == "dropout" and n.attrs["training"] and n.attrs["p"] > 0) or \
         opdef(n.op).group == "composite"
@@ -96,8 +99,8 @@ class _Lowerer:
             return self.reduction(n, c, mask, inline)
         if d.group == "contraction" and n.op in ("matmul", "linear"):
             return self.contraction(n, c, mask, inline)
-        if n.op == "conv" and not needs_library(n, self.generated):
-            return self.conv(n, c, mask, inline)
+        if n.op in GENERATED and not needs_library(n, self.generated):
+            return GENERATED[n.op](self, n, c, mask, inline)
         raise LoweringError(f"no kernel-IR lowering for {n.op} (%{n.name})")
 
     def movement(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
@@ -255,9 +258,6 @@ class _Lowerer:
             return op("pow", [Reduce("sum", powed, vs, acc), Const(1.0 / p, acc)], acc)
         raise LoweringError(f"no kernel-IR lowering for {n.op}")
 
-    def conv(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
-        return _conv(self, n, c, mask, inline)
-
     def contraction(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         a, b = n.args[0], n.args[1]
         assert a is not None and b is not None
@@ -280,37 +280,6 @@ class _Lowerer:
         b_idx = _broadcast(b.shape[:-2], tuple(d for d in n.shape[:len(batch)]), batch) + [k] + nn_ if rb > 1 else [k]
         prod = op("mul", [self.expr(a, a_idx, mask, inline), self.expr(b, b_idx, mask, inline)], n.dtype)
         return Reduce("dot", prod, (k,), n.dtype)
-
-
-def _conv(lw: _Lowerer, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
-    """An ungrouped convolution as an implicit GEMM: rows (batch, output position) x output channels,
-    one reduction axis over (input channel, kernel offsets) decoded by index arithmetic; the input is
-    read where the window lands (zeros outside, the padding), never copied into columns."""
-    x, w = n.args[0], n.args[1]
-    assert x is not None and w is not None
-    at = n.attrs
-    ks = list(w.shape[2:])
-    k = lw.fresh(w.shape[1] * math.prod(ks), "k")
-    taps: list[Expr] = []
-    stride = 1
-    for ext in reversed([w.shape[1]] + ks):  # k -> (input channel, kernel offsets), row-major
-        taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
-        stride *= ext
-    pos: list[Expr] = []
-    valid: Expr | None = None
-    for i, kt in enumerate(taps[1:]):
-        p = iop("-", iop("+", iop("*", c[2 + i], ic(at["stride"][i])), iop("*", kt, ic(at["dilation"][i]))),
-                ic(at["padding"][i]))
-        pos.append(p)
-        if at["padding"][i]:
-            valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[2 + i]))))
-    a = lw.expr(x, [c[0], taps[0]] + pos, land(mask, valid), inline)
-    b = lw.expr(w, [c[1]] + taps, mask, inline)
-    out: Expr = Reduce("dot", op("mul", [a, b], n.dtype), (k,), n.dtype)
-    bias = n.args[2] if len(n.args) > 2 else None
-    if bias is not None:
-        out = op("add", [out, lw.expr(bias, [c[1]], mask, inline)], n.dtype)
-    return out
 
 
 def _iabs(e: Expr) -> Expr:

@@ -1,4 +1,5 @@
-"""Convolutions as implicit GEMMs (backends whose manifest lists "conv"): lowering, the kernel-IR
+"""Library ops as generated kernels: convolutions as implicit GEMMs (backends whose manifest lists
+"conv", on request) and pooling windows as reductions (manifest "window"): lowering, the kernel-IR
 interpreter against the graph interpreter, and what stays a declared library call."""
 
 from __future__ import annotations
@@ -47,3 +48,31 @@ def test_conv_with_epilogue_is_one_generated_gemm_when_asked(tmp_path):
     assert t.verdict.accepted and not t.program.library_calls(), t.verdict.line()
     with pytest.raises(AkgError, match="does not generate convolutions"):
         build(problem_path("l2_conv_relu_biasadd"), "cuda-c", "h100", conv="generated")
+
+
+POOLS = ["pool_max_1d_2d_3d", "pool_avg_1d_2d_3d", "l2_conv3d_softmax_pool", "l2_convT_bn_tanh_pool_gn",
+         "pool_adaptive"]
+
+
+@pytest.mark.parametrize("name", POOLS)
+def test_pooling_windows_match_the_graph(name, lifted):
+    # dilation, padding, ceil_mode, count_include_pad=False and divisor_override are all in these problems
+    problem, g = lifted(name)
+    run_passes(g, ["simplify", "decompose", "simplify"])
+    prog = lower(g, fuse(g), frozenset({"window"}))
+    libs = [s.op for s in prog.library_calls()]
+    assert "max_pool" not in libs and "avg_pool" not in libs
+    assert ("adaptive_avg_pool" in libs) == (name == "pool_adaptive")  # adaptive windows stay torch calls
+    for seed in (1, 2):
+        inputs = [x for x in problem.make_inputs(seed) if isinstance(x, torch.Tensor)]
+        for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
+            torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def test_backends_generate_windows_only_where_their_manifest_says():
+    from .conftest import problem_path
+
+    t = build(problem_path("pool_avg_1d_2d_3d"), "triton", "h100")
+    assert not t.program.library_calls() and [k.kind for k in t.program.kernels()] == ["reduce"] * 3
+    t = build(problem_path("pool_avg_1d_2d_3d"), "cuda-c", "h100")
+    assert [s.op for s in t.program.library_calls()] == ["avg_pool"] * 3

@@ -1,0 +1,83 @@
+"""Library ops lowered as generated kernels where the backend asks for them: a convolution as an
+implicit GEMM, max and average pooling as reductions over the window. Each is an expression over the
+output coordinates, like every other value (see lower.py)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..graph import Node
+from .build import ic, iop, land, op, where
+from .ir import Const, Expr, Reduce
+
+
+def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+    """An ungrouped convolution as an implicit GEMM: rows (batch, output position) x output channels,
+    one reduction axis over (input channel, kernel offsets) decoded by index arithmetic; the input is
+    read where the window lands (zeros outside, the padding), never copied into columns."""
+    x, w = n.args[0], n.args[1]
+    assert x is not None and w is not None
+    at = n.attrs
+    ks = list(w.shape[2:])
+    k = lw.fresh(w.shape[1] * math.prod(ks), "k")
+    taps: list[Expr] = []
+    stride = 1
+    for ext in reversed([w.shape[1]] + ks):  # k -> (input channel, kernel offsets), row-major
+        taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
+        stride *= ext
+    pos: list[Expr] = []
+    valid: Expr | None = None
+    for i, kt in enumerate(taps[1:]):
+        p = iop("-", iop("+", iop("*", c[2 + i], ic(at["stride"][i])), iop("*", kt, ic(at["dilation"][i]))),
+                ic(at["padding"][i]))
+        pos.append(p)
+        if at["padding"][i]:
+            valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[2 + i]))))
+    a = lw.expr(x, [c[0], taps[0]] + pos, land(mask, valid), inline)
+    b = lw.expr(w, [c[1]] + taps, mask, inline)
+    out: Expr = Reduce("dot", op("mul", [a, b], n.dtype), (k,), n.dtype)
+    bias = n.args[2] if len(n.args) > 2 else None
+    if bias is not None:
+        out = op("add", [out, lw.expr(bias, [c[1]], mask, inline)], n.dtype)
+    return out
+
+
+def pool(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+    """Max or average pooling: a reduction over the window's offsets. Positions outside the input
+    (padding, or a ceil-mode window running past the end) are skipped by max and count as zeros in
+    the sum; the average divides by torch's count (clipped to the padded input, or to the input
+    without count_include_pad, or divisor_override)."""
+    x = n.args[0]
+    assert x is not None
+    at = n.attrs
+    ks = list(at["kernel"])
+    lead = len(n.shape) - len(ks)
+    stride = list(at["stride"]) or ks
+    dil = list(at.get("dilation") or [1] * len(ks))
+    offs = tuple(lw.fresh(k, "w") for k in ks)
+    pos: list[Expr] = []
+    valid: Expr | None = None
+    for i, o in enumerate(offs):
+        p = iop("-", iop("+", iop("*", c[lead + i], ic(stride[i])), iop("*", o, ic(dil[i]))), ic(at["padding"][i]))
+        pos.append(p)
+        valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[lead + i]))))
+    body = lw.expr(x, list(c[:lead]) + pos, land(mask, valid), inline)
+    if n.op == "max_pool":
+        return Reduce("max", where(valid, body, Const(-math.inf, n.dtype), n.dtype), offs, n.dtype)
+    total = Reduce("sum", where(valid, body, Const(0.0, n.dtype), n.dtype), offs, n.dtype)
+    if at.get("divisor_override"):
+        return op("div", [total, Const(float(at["divisor_override"]), n.dtype)], n.dtype)
+    count: Expr = ic(1)
+    for i, k in enumerate(ks):
+        pad, size = at["padding"][i], x.shape[lead + i]
+        start = iop("-", iop("*", c[lead + i], ic(stride[i])), ic(pad))
+        end = iop("min", iop("+", start, ic(k)), ic(size + pad))
+        if not at["count_include_pad"]:
+            start, end = iop("max", start, ic(0)), iop("min", end, ic(size))
+        count = iop("*", count, iop("-", end, start))
+    return op("div", [total, op("cast", [count], n.dtype, dtype=n.dtype)], n.dtype)
+
+
+GENERATED: dict[str, Callable[..., Expr]] = {"conv": conv, "max_pool": pool, "avg_pool": pool}
