@@ -30,7 +30,8 @@ def hardware_notes(t: Translation) -> str:
 
 def rules_plan(t: Translation, goal_frac: float) -> Plan:
     sol_ms = speed_of_light(t.graph, t.target).sol_s * 1e3
-    libs = {s.group for s in t.program.library_calls()}
+    libs = {s.group: s.op for s in t.program.library_calls()}
+    kinds = get_backend(t.dsl).manifest.kinds
     kernels: dict[int, dict[str, Any]] = {}
     for k in t.program.kernels():
         kernels.setdefault(k.group, {}).update({a: b for a, b in k.schedule.items() if not a.startswith("_")})
@@ -38,7 +39,10 @@ def rules_plan(t: Translation, goal_frac: float) -> Plan:
     for grp in t.plan.groups:
         est = estimate_group(grp, t.target).time_s * 1e3
         strat = "library" if grp.id in libs else "generated"
-        why = "no generated kernel for this op yet: torch library call + fused epilogue" if strat == "library" else ""
+        why = "" if strat == "generated" else (
+            "torch library call (cuDNN: faster than akg's fp32 implicit GEMM) + fused epilogue; --conv generated "
+            "asks for the implicit GEMM" if libs[grp.id] == "conv" and "conv" in kinds else
+            "no generated kernel for this op yet: torch library call + fused epilogue")
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))
     measurable = t.executor == "native"
