@@ -302,9 +302,11 @@ def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
             math.prod(e for _, e in g.batch))
 
 
-def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str) -> list[str]:
+def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,
+              pragma: str = "") -> list[str]:
     """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
-    once (innermost first), then `col_loop` (a loop header over akg_col) writing each output."""
+    once (innermost first), then `col_loop` (a loop header over akg_col, after `pragma`) writing each
+    output."""
     for r in dict.fromkeys(k.reductions()):
         p(r)
     inner = CPrinter(style, p.env, prefix="u", indent=p.indent + "    ")
@@ -313,7 +315,7 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
     val = inner(k.expr)
     flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
                       for v, st in zip(k.coords, k.out.strides())) or "0"
-    return p.lines + [p.indent + col_loop] + inner.lines + [
+    return p.lines + [p.indent + ln for ln in (pragma, col_loop) if ln] + inner.lines + [
         f"{inner.indent}out[{flat}] = {style.store(k.out.dtype, val)};", p.indent + "}"]
 
 

@@ -83,9 +83,9 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tupl
     each result), then its threads stride over the columns writing the output."""
     row_c, cols = row_coords(k)
     rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
-    threads = int(k.schedule.get("THREADS", 256))
     if strided_reduction(k):
         return thread_rows(k, style, d, row_c, cols)
+    threads = int(k.schedule.get("THREADS", 256))
     lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
              f"    {d.shared} int64_t akg_smem_i[32];",
              f"    for (int64_t akg_row = {d.block}.x; akg_row < {rows}; akg_row += {d.grid_dim}.x) {{"]

@@ -164,11 +164,11 @@ def estimate_group(group: Group, target: HardwareModel, schedule: Schedule | Non
         # a thread's register tile: t x t outputs need 2t loads per k-step, so small tiles starve
         vec_peak = sum(target.peak(u, d) or 0 for (u, d) in work if u == "vector") / target.units
         if not per_unit_peak and vec_peak and local_bw is not None and target.kind == "gpu":
-            t = math.sqrt(bm * bn / max(threads, 1))
+            side = math.sqrt(bm * bn / max(threads, 1))  # a thread's register tile is side x side
             step_compute = 2.0 * bm * bn * bk / vec_peak
-            step_local = threads * 2 * t * bk * item / local_bw.value
+            step_local = threads * 2 * side * bk * item / local_bw.value
             if step_local > step_compute:
-                for key in [t_ for t_ in times if t_.startswith("vector.")]:
+                for key in [t for t in times if t.startswith("vector.")]:
                     times[key] *= step_local / step_compute
         serial = sched.num_stages == 1  # no overlap of loads and math
         # an fp32 accumulator tile that does not fit the 255 registers a thread may hold spills to

@@ -85,7 +85,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
     res = run_job(job, limits or Limits())
     details = res.get("details", {})
-    details.update(device=device, target=target, on_target=on_target)
+    details.update(device=device, target=target, on_target=on_target, sol_s=sol_s)
     if res["status"] == "error":
         raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
     return Verdict(res["status"] == "accepted", res["code"], res["reason"], details)

@@ -99,8 +99,8 @@ def _rownorm(k: Kernel) -> list[str]:
     out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    loop = f"#pragma omp simd\n        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
-    out += row_sweep(STYLE, k, p, cols, loop)
+    loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
+    out += row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd")
     return out + ["    }"]
 
 

@@ -68,14 +68,14 @@ class _Lowerer:
     def expr(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         """A value recomputed at the same coordinates is one shared sub-expression (one reduction, not
         two, when a row-fused kernel uses a row's maximum twice)."""
+        key = (id(n), tuple(c), mask)
         try:
-            key = (id(n), tuple(c), mask)
-            hash(key)
+            return self.memo[key]
+        except KeyError:
+            val = self.memo[key] = self._expr(n, c, mask, inline)
+            return val
         except TypeError:  # an index expression with unhashable attributes: no sharing
             return self._expr(n, c, mask, inline)
-        if key not in self.memo:
-            self.memo[key] = self._expr(n, c, mask, inline)
-        return self.memo[key]
 
     def _expr(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         if n.op in ("scalar", "full"):  # constants are materialised inside kernels

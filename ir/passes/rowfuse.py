@@ -46,6 +46,7 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
     groups = list(plan.groups)
     where = {id(n): grp for grp in groups for n in grp.nodes}
     merges: list[Group] = []
+    position = {id(n): i for i, n in enumerate(g.nodes)}
     for consumer in reversed(plan.groups):
         if consumer not in groups or not _eligible(consumer) or len(consumer.outputs) != 1:
             continue
@@ -69,7 +70,6 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
         if len(parts) == 1 or not any(n.op in VALUE_REDUCTIONS for p in parts for n in p.nodes):
             continue
         parts.sort(key=lambda p: p.id)
-        position = {id(n): i for i, n in enumerate(g.nodes)}
         nodes = sorted((n for p in parts for n in p.nodes), key=lambda n: position[id(n)])
         anchor = next(n for n in nodes if n.op in VALUE_REDUCTIONS)
         merged = Group(consumer.id, nodes, anchor, [], list(consumer.outputs), all(p.weights_only for p in parts),
