@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,10 +82,16 @@ def source_line(n: torch.fx.Node, path: str | None = None) -> str:
     return f"{f.rsplit('/', 1)[-1]}:{line}: `{code.strip()}`"
 
 
+# torch.export and fake tensor modes keep global state: one export at a time in a process (the
+# bench translates and verifies problems from several threads)
+_EXPORT_LOCK = threading.Lock()
+
+
 def _export(problem: Problem, model: torch.nn.Module) -> torch.export.ExportedProgram:
-    mode, fake = problem.fake_inputs()
     try:
-        return torch.export.export(model, tuple(fake), strict=False)
+        with _EXPORT_LOCK:
+            mode, fake = problem.fake_inputs()
+            return torch.export.export(model, tuple(fake), strict=False)
     except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
         raise AkgError(f"torch.export could not trace {problem.path.name}: {_first_line(e)}; "
                        "forward must run on get_inputs() without data-dependent Python control flow") from None

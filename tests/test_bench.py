@@ -33,9 +33,11 @@ def test_bench_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["bench", str(problem_path("mm_scalar_mul")), str(problem_path("mm_matvec")),
                  str(problem_path("red_sum_mean")), "--solutions", str(sols), "--out", str(out),
-                 "--baselines", "eager", "--trials", "3"])
+                 "--baselines", "eager", "--trials", "3", "--jobs", "2"])
     assert code == 0
     doc = json.loads((out / "results.json").read_text())
+    assert [r["problem"] for r in doc["records"]] == ["mm_scalar_mul", "mm_matvec", "red_sum_mean"]
+    assert doc["meta"]["jobs"] == 2 and (out / "timing.lock").exists()
     recs = {r["problem"]: r for r in doc["records"]}
     assert recs["mm_scalar_mul"]["correct"] and recs["mm_scalar_mul"]["speedup"]["eager"] > 0
     assert recs["mm_scalar_mul"]["sol_fraction"] > 0  # the CPU is the target here
@@ -57,6 +59,43 @@ def test_bench_translates_when_given_a_dsl(tmp_path):
                  "--baselines", "eager", "--trials", "3"]) == 0
     doc = json.loads((out / "results.json").read_text())
     assert doc["records"][0]["correct"] and (out / "solutions" / "mm_scalar_mul.py").is_file()
+
+
+def _timed_intervals(lock: str | None) -> list[tuple[float, float]]:
+    """Two threads time a sleeping callable at once; each trial's (start, end) on the host clock."""
+    import threading
+    import time
+
+    import torch
+
+    from akg_agent.verifier import timing
+
+    spans: list[tuple[float, float]] = []
+
+    def fn() -> None:
+        t0 = time.perf_counter()
+        time.sleep(0.01)
+        spans.append((t0, time.perf_counter()))
+
+    timing.LOCK_PATH = lock
+    try:
+        ts = [threading.Thread(target=timing.time_callable, args=(fn, [[]], torch.device("cpu"), 5, 1))
+              for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        timing.LOCK_PATH = None
+    return sorted(spans)
+
+
+def test_timing_lock_keeps_timed_loops_apart(tmp_path):
+    def overlaps(spans):
+        return sum(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+
+    assert overlaps(_timed_intervals(None)) > 0  # without the lock, two loops do run at once
+    assert overlaps(_timed_intervals(str(tmp_path / "lock"))) == 0
 
 
 def test_spearman():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ def collect(paths: Sequence[str]) -> list[Path]:
 
 
 def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequence[str], trials: int | None,
-              timeout_s: float, peers: dict[str, Path] | None = None) -> dict[str, Any]:
+              timeout_s: float, peers: dict[str, Path] | None = None, timing_lock: str | None = None
+              ) -> dict[str, Any]:
     from akg_agent.verifier import verify
     from akg_agent.verifier.sandbox import Limits
 
@@ -42,7 +44,7 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
     t0 = time.perf_counter()
     try:
         v = verify(problem, solution, target=target, timing=True, baselines=tuple(baselines), trials=trials,
-                   limits=Limits(timeout_s=timeout_s), peers=peers)
+                   limits=Limits(timeout_s=timeout_s), peers=peers, timing_lock=timing_lock)
     except AkgError as e:
         rec["reason"] = str(e)
         return rec
@@ -108,22 +110,30 @@ def flatten(records: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[st
     return by
 
 
-def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path) -> None:
-    """Translate each problem with the rules engine; a failure leaves that problem without a
-    solution (reported as such), never stops the run."""
+def _translate_one(p: Path, dsl: str, target: str, sol_dir: Path) -> None:
     from akg_agent.translate import translate
 
+    try:
+        translate(p, dsl, target, sol_dir / p.name, timing=False, seeds=(0, 1))
+    except AkgError as e:
+        (sol_dir / f"{p.stem}.error.txt").write_text(str(e))
+
+
+def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path, jobs: int = 1) -> None:
+    """Translate each problem with the rules engine; a failure leaves that problem without a
+    solution (reported as such), never stops the run. Each verification is its own subprocess, so
+    threads are enough to overlap them."""
     sol_dir.mkdir(parents=True, exist_ok=True)
-    for p in problems:
-        try:
-            translate(p, dsl, target, sol_dir / p.name, timing=False, seeds=(0, 1))
-        except AkgError as e:
-            (sol_dir / f"{p.stem}.error.txt").write_text(str(e))
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        list(pool.map(lambda p: _translate_one(p, dsl, target, sol_dir), problems))
 
 
 def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
               trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
-              on_record: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+              on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1
+              ) -> dict[str, Any]:
+    """`jobs` > 1 runs that many problems' verifications at once (builds, checks and torch.compile
+    overlap); their timed loops still take turns through a lock file, so no two time at once."""
     problems = collect(paths)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -131,27 +141,33 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
         if dsl is None:
             raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
         dirs = {"": out / "solutions"}
-        _translate_all(problems, dsl, target, dirs[""])
+        _translate_all(problems, dsl, target, dirs[""], jobs)
     else:
         dirs = parse_solutions(solutions)
     for d in dirs.values():
         if not d.is_dir():
             raise AkgError(f"no such solutions folder: {d}")
     labels = list(dirs)
-    records = []
-    for i, p in enumerate(problems):
+    lock = str((out / "timing.lock").resolve()) if jobs > 1 else None
+
+    def one(p: Path) -> dict[str, Any]:
         have = [lb for lb in labels if (dirs[lb] / p.name).is_file()]
         main = have[0] if have else labels[0]
         peers = {lb: dirs[lb] / p.name for lb in have[1:]}
-        rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None)
+        rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None, lock)
         rec["main_label"] = main
-        records.append(rec)
-        # write as we go: a killed run keeps every finished problem
-        (out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
-        if on_record is not None:
-            on_record(rec, i + 1, len(problems))
+        return rec
+
+    records: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        for rec in pool.map(one, problems):  # in problem order
+            records.append(rec)
+            # write as we go: a killed run keeps every finished problem
+            (out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
+            if on_record is not None:
+                on_record(rec, len(records), len(problems))
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
-            "solutions": solutions or str(dirs[""]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "solutions": solutions or str(dirs[""]), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}
     if len(labels) > 1:

@@ -66,7 +66,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             live.update(_table(rows, baselines, done, total))
 
         doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
-                        timeout_s=args.timeout, dsl=args.dsl, on_record=on_record)
+                        timeout_s=args.timeout, dsl=args.dsl, on_record=on_record, jobs=args.jobs)
     groups = {lb: g["summary"] for lb, g in doc.get("by_label", {}).items()} or {"": doc["summary"]}
     if "by_label" in doc:
         console.print(_side_by_side(doc, baselines))
@@ -89,4 +89,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs/bench", help="folder for results.json and report.html")
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--jobs", type=int, default=1, help="problems verified at once; their timed loops still "
+                   "take turns (a lock file), so timings do not overlap")
     p.set_defaults(fn=cmd_bench)

@@ -61,9 +61,11 @@ def sol_bound(problem: Any, target: str) -> float:
 def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[int, ...] = DEFAULT_SEEDS,
            timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
            limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
-           train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None) -> Verdict:
+           train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None,
+           timing_lock: str | None = None) -> Verdict:
     """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
-    CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped."""
+    CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped.
+    `timing_lock`: a file that concurrent runs lock around their timed loops, so only one times at a time."""
     from hardware_models.spec import load_target
     from ir.problem import load_problem
 
@@ -81,7 +83,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
             sol_s = None  # a reference akg cannot lift is still verifiable; only this check is lost
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
            "train": train, "tolerances": tolerances or {}, "sol_s": sol_s,
-           "timing": {"trials": trials, "baselines": list(baselines),
+           "timing": {"trials": trials, "baselines": list(baselines), "lock": timing_lock,
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
     res = run_job(job, limits or Limits())
     details = res.get("details", {})

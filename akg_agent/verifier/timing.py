@@ -8,15 +8,33 @@ stream escapes the events but not the host clock.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+# a file that parallel verifier runs lock around their timed loops (`akg bench --jobs`): they build
+# and check side by side, but only one of them times at a time
+LOCK_PATH: str | None = None
+
+
+@contextlib.contextmanager
+def exclusive() -> Iterator[None]:
+    if LOCK_PATH is None:
+        yield
+        return
+    with open(LOCK_PATH, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -46,6 +64,12 @@ def _flusher(device: torch.device) -> Callable[[], None]:
 
 def time_callable(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
                   trials: int | None = None, warmup: int = 3) -> Timing:
+    with exclusive():
+        return _time(fn, input_sets, device, trials, warmup)
+
+
+def _time(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
+          trials: int | None, warmup: int) -> Timing:
     gpu = device.type == "cuda"
     trials = trials or (100 if gpu else 10)
     flush = _flusher(device)

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from . import timing
 from .guard import AtenGuard, undeclared
 from .policy import TolerancePolicy, compare
 from .timing import side_stream_suspected, time_callable
@@ -218,6 +219,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
 
 def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device) -> dict[str, Any]:
     t = job["timing"]
+    timing.LOCK_PATH = t.get("lock")
     sets = [[_to(x, device) for x in problem.make_inputs(1000 + i)] for i in range(t.get("input_sets", 3))]
     out: dict[str, Any] = {}
     with torch.no_grad():
