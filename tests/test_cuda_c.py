@@ -117,6 +117,78 @@ def test_bf16_gemm_on_tensor_cores_verifies(tmp_path):
     assert t.verdict.accepted, t.verdict.line()
 
 
+def _load_module(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_extension_loader_sources_compile_as_torch_builds_them(tmp_path):
+    """torch's loader compiles kernels.cu with its own defines (no implicit half conversions) and the
+    pybind11 launchers as C++: both must compile, here without a GPU."""
+    from torch.utils import cpp_extension
+
+    path = tmp_path / "bf16_gemm.py"
+    path.write_text(BF16_GEMM)
+    (tmp_path / "m.py").write_text(render(build(path, "cuda-c", "h100")))
+    m = _load_module(tmp_path / "m.py")
+    bind = m._akg_bindings()
+    for name, n in m._AKG_KERNELS.items():
+        assert f'm.def("launch_{name}", [](' + ", ".join(f"int64_t a{i}" for i in range(n)) + ")" in bind
+    (tmp_path / "kernels.cu").write_text(m._AKG_SOURCE)
+    (tmp_path / "bind.cpp").write_text(bind)
+    flags = [f for f in m._AKG_NVCC if f not in ("-Xcompiler", "-fPIC")]
+    r = subprocess.run(["nvcc", *cpp_extension.COMMON_NVCC_FLAGS, *flags, "-c", str(tmp_path / "kernels.cu"),
+                        "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import sysconfig
+
+    incs = [f"-I{d}" for d in cpp_extension.include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
+    r = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=akg_x", *incs,
+                        str(tmp_path / "bind.cpp")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_unknown_cuda_loader_is_named(tmp_path, monkeypatch):
+    (tmp_path / "m.py").write_text(render(build(problem_path("ew_activations_a"), "cuda-c", "h100")))
+    m = _load_module(tmp_path / "m.py")
+    monkeypatch.setenv("AKG_CUDA_LOADER", "pybind")
+    with pytest.raises(RuntimeError, match="AKG_CUDA_LOADER='pybind': use torch"):
+        m._akg_lib()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("loader", ["torch", "ctypes"])
+def test_both_loaders_build_and_verify(tmp_path, monkeypatch, loader):
+    from akg_agent.translate import translate
+
+    monkeypatch.setenv("AKG_CUDA_LOADER", loader)  # the verifier passes it on to its sandbox
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    t = translate(problem_path("softmax_logsoftmax"), "cuda-c", "h100", tmp_path / "m.py", timing=False)
+    assert t.verdict.accepted, t.verdict.line()
+    m = _load_module(tmp_path / "m.py")
+    lib = m._akg_lib()
+    if loader == "torch":
+        assert type(lib).__name__ == "module" and "cuda-c-ext" in lib.__file__
+    else:
+        import ctypes
+
+        assert isinstance(lib, ctypes.CDLL)
+    prob_path = problem_path("softmax_logsoftmax")
+    from ir.problem import load_problem
+
+    prob = load_problem(prob_path)
+    ref = prob.build_model(0).cuda()
+    mod = m.ModelNew(*prob.get_init_inputs()).cuda()
+    mod.load_state_dict(ref.state_dict())
+    xs = [x.cuda() for x in prob.make_inputs(0)]
+    for got, want in zip(mod(*xs), ref(*xs)):
+        torch.testing.assert_close(got, want)
+
+
 def test_pointwise_kernels_use_128_bit_loads_with_a_scalar_fallback():
     t = build(problem_path("ew_activations_a"), "cuda-c", "h100")
     src = render(t)

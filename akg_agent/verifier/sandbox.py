@@ -39,7 +39,8 @@ def _preexec(memory_bytes: int | None) -> None:
 
 def _env(run_dir: Path, device: str) -> dict[str, str]:
     keep = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
-            "PYTHONPATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+            "AKG_CUDA_LOADER", "PYTHONPATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+            "NVSHMEM_DISABLE_NVLS")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     root = str(Path(__file__).resolve().parents[2])  # so the worker imports this checkout's packages
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else []))

@@ -1,8 +1,9 @@
 """CUDA-C backend: the C-style renderer base with CUDA's qualifiers, and the SIMT layouts of simt.py:
 grid-stride pointwise loops; a thread block per reduced output (per-thread partials, then warp shuffles
 and shared memory); shared-memory tiled GEMMs with a register tile per thread and the epilogue fused.
-Kernels take raw pointers and torch's current stream; the module builds them with nvcc into a shared
-library (cached by a hash of source, flags and arch) and calls them through ctypes."""
+Kernels take raw pointers and torch's current stream; the written module builds them through torch's C++
+extension loader (the kernels as written plus pybind11 launchers, cached by a hash of source, flags and
+arch), or with nvcc alone into a shared library called through ctypes (AKG_CUDA_LOADER=ctypes)."""
 
 from __future__ import annotations
 

@@ -67,17 +67,69 @@ BUILD = COMPILE_CACHED + '''
 _AKG_LIB = None
 
 
+def _akg_bindings():
+    """pybind11 wrappers taking each pointer and the stream as 64-bit integers (data_ptr() values)."""
+    out = ["#include <cstdint>", "#include <pybind11/pybind11.h>"]
+    for name, n in _AKG_KERNELS.items():
+        out.append(f'extern "C" int launch_{name}(' + ", ".join(["void*"] * n) + ");")
+    out.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+    for name, n in _AKG_KERNELS.items():
+        params = ", ".join(f"int64_t a{i}" for i in range(n))
+        args = ", ".join(f"(void*)a{i}" for i in range(n))
+        out.append(f'    m.def("launch_{name}", []({params}) {{ return launch_{name}({args}); }});')
+    return "\\n".join(out + ["}", ""])
+
+
+def _akg_extension():
+    """Built by torch's C++ extension loader (ninja, nvcc), cached by a hash of source and flags: the
+    kernels as written, and a small pybind11 file for the launchers (no torch headers: seconds, not a
+    minute)."""
+    import sys as _sys
+
+    from torch.utils import cpp_extension
+
+    salt = f"{torch.__version__} {_sys.version}"  # an extension is tied to this torch and Python
+    key = _hashlib.sha256((_AKG_SOURCE + " ".join(_AKG_NVCC) + salt).encode()).hexdigest()[:20]
+    root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / "cuda-c-ext" / key
+    root.mkdir(parents=True, exist_ok=True)
+    files = []
+    for fname, text in (("kernels.cu", _AKG_SOURCE), ("bind.cpp", _akg_bindings())):
+        f = root / fname
+        if not f.exists():  # written whole, then renamed: a concurrent build never reads half a file
+            tmp = root / f"{fname}.{_os.getpid()}.{_threading.get_ident()}"
+            tmp.write_text(text)
+            _os.replace(tmp, f)
+        files.append(str(f))
+    flags = [f for f in _AKG_NVCC if f not in ("-Xcompiler", "-fPIC")]  # -arch= stops torch adding its own
+    try:
+        return cpp_extension.load(name=f"akg_cuda_{key}", sources=files[::-1], extra_cuda_cflags=flags,
+                                  extra_cflags=["-O2"], build_directory=str(root), verbose=False)
+    except RuntimeError as e:
+        if "Ninja is required" in str(e):
+            raise RuntimeError("torch's C++ extension loader needs ninja: pip install ninja, or set "
+                               "AKG_CUDA_LOADER=ctypes to build with nvcc alone") from None
+        raise
+
+
 def _akg_lib():
-    """Builds the kernels with nvcc on first use (cached by a hash of source, flags and arch)."""
+    """Builds the kernels on first use: through torch's C++ extension loader, or with nvcc alone into a
+    shared library called through ctypes when AKG_CUDA_LOADER=ctypes (no ninja or pybind11 needed)."""
     global _AKG_LIB
     if _AKG_LIB is None:
+        loader = _os.environ.get("AKG_CUDA_LOADER", "torch")
+        if loader not in ("torch", "ctypes"):
+            raise RuntimeError(f"AKG_CUDA_LOADER={loader!r}: use torch (the default) or ctypes")
         if not torch.cuda.is_available():
             raise RuntimeError("this CUDA-C module needs an NVIDIA GPU; none is visible (CUDA_VISIBLE_DEVICES?)")
-        _AKG_LIB = _akg_compile(_AKG_SOURCE, ["nvcc", *_AKG_NVCC, "-shared"], ".cu", "cuda-c")
+        if loader == "torch":
+            _AKG_LIB = _akg_extension()
+            return _AKG_LIB
+        lib = _akg_compile(_AKG_SOURCE, ["nvcc", *_AKG_NVCC, "-shared"], ".cu", "cuda-c")
         for name, nargs in _AKG_KERNELS.items():  # 64-bit pointers: ctypes would pass a bare int as a C int
-            fn = getattr(_AKG_LIB, "launch_" + name)
+            fn = getattr(lib, "launch_" + name)
             fn.argtypes = [_ctypes.c_void_p] * nargs
             fn.restype = _ctypes.c_int
+        _AKG_LIB = lib
     return _AKG_LIB
 
 

@@ -29,17 +29,23 @@ def _akg_tilelang(factory, gpu):
     return tilelang.compile(factory(False), target="c", execution_backend="cython", compile_flags=["-O3"])
 
 
-def _akg_flat(t, gpu):  # bool buffers travel as bytes; the C target has no bf16: it takes 16-bit words
+def _akg_flat(t, gpu, shape=None):
+    """A buffer as the kernel declares it: flat (bool as bytes; bf16 as 16-bit words on the C target,
+    which has no bf16), or a 2-D GEMM operand that T.copy stages (float32 on the C target)."""
+    if shape is not None:
+        t = t.reshape(shape)
+        return t if gpu or t.dtype not in (torch.float16, torch.bfloat16) else t.float()
     t = t.reshape(-1)
     if t.dtype == torch.bool:
         return t.view(torch.uint8)
     return t if gpu or t.dtype != torch.bfloat16 else t.view(torch.uint16)
 
 
-def _akg_launch(factory, out, args):
-    """Runs a kernel on flat views of its buffers; on CPU tensors through TileLang's C target."""
+def _akg_launch(factory, out, args, shapes=None):
+    """Runs a kernel on its buffers as declared; on CPU tensors through TileLang's C target."""
     gpu = out.is_cuda
-    _akg_tilelang(factory, gpu)(*[_akg_flat(a, gpu) for a in args], _akg_flat(out, gpu))
+    shapes = shapes or (None,) * len(args)
+    _akg_tilelang(factory, gpu)(*[_akg_flat(a, gpu, s) for a, s in zip(args, shapes)], _akg_flat(out, gpu))
 '''
 
 
@@ -72,7 +78,11 @@ class TileLangBackend:
 
     def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
         args = "(" + "".join(f"{ref(b)}, " for b in k.inputs()) + ")"
-        return [f"_akg_launch({k.name}, {k.out.name}, {args})"]
+        shaped = render.views(k)
+        if not shaped:
+            return [f"_akg_launch({k.name}, {k.out.name}, {args})"]
+        shapes = "(" + "".join(f"{shaped[b.name].shape if b.name in shaped else None}, " for b in k.inputs()) + ")"
+        return [f"_akg_launch({k.name}, {k.out.name}, {args}, {shapes})"]
 
     def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
                       weights: dict[str, Any]) -> str:

@@ -1,16 +1,19 @@
-"""Kernel IR -> TileLang. Each kernel is a factory `kN(gpu)` returning a T.prim_func over flat 1-D tensors:
+"""Kernel IR -> TileLang. Each kernel is a factory `kN(gpu)` returning a T.prim_func over flat 1-D tensors
+(2-D views for GEMM operands that T.copy stages):
 pointwise: one T.Parallel tile per block; row reductions: a (BM, BR) fragment filled in T.Parallel and
 folded with T.reduce_* (chunked with an accumulator when rows are longer than a tile; argmax/argmin as
-max then first index); GEMM: operands staged in shared memory tile by tile under T.Pipelined (prologues
-fused), T.gemm on tensor cores for fp16/bf16 on the GPU, exact fp32 FMA otherwise, fused epilogue.
+max then first index); GEMM: operands staged in shared memory tile by tile under T.Pipelined, by T.copy
+from a 2-D view when an operand is a plain buffer, element-wise where a prologue is fused into it; T.gemm
+on tensor cores for fp16/bf16 on the GPU, exact fp32 FMA otherwise; fused epilogue.
 On the CPU the same source builds for TileLang's C target (one thread; blocks run in a loop)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Kernel, Reduce
+from ir.kernel.ir import Buf, Kernel, Load, Reduce, Var, walk
 
 from ..base import UnsupportedKernel
 from ..cstyle import gemm_dims, split_gemm
@@ -23,8 +26,56 @@ MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loo
 def _params(k: Kernel) -> str:
     bufs = k.inputs() + [k.out]
     names = [f"g_{b.name}" for b in k.inputs()] + ["Out"]  # g_: never a template's or a temporary's name
-    return ", ".join(f"{n}: T.Tensor(({b.numel},), {'BF16' if b.dtype == 'bf16' else repr(TIR[b.dtype])})"
-                     for n, b in zip(names, bufs))
+    shaped = views(k)
+
+    def decl(b: Buf) -> str:
+        if b.name in shaped:  # a GEMM operand copied tile by tile: 2-D, and float32 on the C target
+            dt = f'"{TIR[b.dtype]}" if gpu else "float32"' if b.dtype in ("f16", "bf16") else repr(TIR[b.dtype])
+            return f"T.Tensor({shaped[b.name].shape!r}, {dt})"
+        return f"T.Tensor(({b.numel},), {'BF16' if b.dtype == 'bf16' else repr(TIR[b.dtype])})"
+
+    return ", ".join(f"{n}: {decl(b)}" for n, b in zip(names, bufs))
+
+
+@dataclass(frozen=True)
+class View:
+    """A GEMM operand read straight from a buffer, seen as a 2-D matrix so that T.copy can stage its
+    tiles: `k_first` when the reduction axis is the matrix's rows ([K, M] / [K, N] layouts)."""
+    shape: tuple[int, int]
+    k_first: bool
+    batch: tuple[tuple[str, int], ...]  # batch coordinates the operand has (outermost dims)
+
+
+def _view(e: Any, batch: list[tuple[str, int]], own: list[tuple[str, int]], kv: Any, bk: int) -> View | None:
+    if not isinstance(e, Load) or e.mask is not None or not all(isinstance(i, Var) for i in e.index):
+        return None
+    names = [i.name for i in e.index]  # type: ignore[attr-defined]
+    pb = tuple(c for c in batch if c[0] in names)
+    lead, rest = [c[0] for c in pb], [c[0] for c in own]
+    shape = tuple(c[1] for c in pb)
+    n_b, n_own = math.prod(shape), math.prod(c[1] for c in own)
+    if names == lead + rest + [kv.name]:
+        return View((n_b * n_own, kv.extent), False, pb)
+    # K as rows: a tile past K would read the next batch's rows, which zero padding cannot cover
+    if names == lead + [kv.name] + rest and (not pb or kv.extent % bk == 0):
+        return View((n_b * kv.extent, n_own), True, pb)
+    return None
+
+
+def views(k: Kernel) -> dict[str, View]:
+    """The buffers a GEMM reads only as a plain operand (no prologue, mask or other use): T.copy stages
+    them. The same buffer as both operands (x @ x.T) is copied for A only."""
+    if k.kind != "matmul":
+        return {}
+    g = split_gemm(k)
+    bk = k.schedule.get("BK", 32)
+    loads = [e for e in walk(k.expr) if isinstance(e, Load)]
+    out: dict[str, View] = {}
+    for e, own in ((g.a, g.rows), (g.b, g.cols)):
+        v = _view(e, g.batch, own, g.k, bk)
+        if v is not None and e.buf.name not in out and sum(x.buf.name == e.buf.name for x in loads) == 1:
+            out[e.buf.name] = v
+    return out
 
 
 def _factory(k: Kernel, consts: dict[str, Any], kernel_line: str, body: list[str]) -> str:
@@ -148,6 +199,17 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
     return _factory(k, consts, f"with T.Kernel(T.ceildiv({rows}, BM), threads=THREADS) as bx:", lines)
 
 
+def _copy(name: str, e: Any, v: View, batch: list[tuple[str, int]], env: dict[str, str], own: int, tile: str,
+          extent: str) -> list[str]:
+    """T.copy of one operand tile from its 2-D view: rows offset by the batch the block works on."""
+    strides = [math.prod(c[1] for c in v.batch[i + 1:]) for i in range(len(v.batch))]
+    boff = " + ".join(f"{env[c[0]]} * {st}" if st != 1 else env[c[0]] for c, st in zip(v.batch, strides))
+    rows_per = v.shape[0] // max(1, math.prod(c[1] for c in v.batch))
+    base = f"({boff}) * {rows_per} + " if boff else ""
+    start = f"{base}ko * BK, {tile}" if v.k_first else f"{base}{tile}, ko * BK"
+    return [f"T.copy(g_{e.buf.name}[{start}], {name}_s)"]
+
+
 def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     g = split_gemm(k)
     if not hasattr(g.dot.body, "op") or g.dot.body.op != "mul":  # type: ignore[attr-defined]
@@ -172,11 +234,22 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
                            "T.Cast(IN_T, 0))"]
     b_lines += pb.lines + [f"B_s[q, j] = T.if_then_else(T.And(n < {N}, kk < {K}), T.Cast(IN_T, {b_val}), "
                            "T.Cast(IN_T, 0))"]
-    loop = ["for i, q in PAR(BM, BK):"] + _nest(a_lines) + ["for q, j in PAR(BK, BN):"] + _nest(b_lines)
-    loop += ["if TENSOR_CORES:", "    T.gemm(A_s, B_s, C)", "else:",
+    shaped = views(k)
+    va = shaped.get(g.a.buf.name) if isinstance(g.a, Load) else None
+    vb = shaped.get(g.b.buf.name) if isinstance(g.b, Load) and not (va and g.b.buf == g.a.buf) else None
+    # T.copy stages a plain operand (zero padding past its edges); others are gathered element-wise
+    loop = (_copy("A", g.a, va, g.batch, env, M, "by * BM", "BM") if va else
+            ["for i, q in PAR(BM, BK):"] + _nest(a_lines))
+    loop += (_copy("B", g.b, vb, g.batch, env, N, "bx * BN", "BN") if vb else
+             ["for q, j in PAR(BK, BN):"] + _nest(b_lines))
+    ta, tb = bool(va and va.k_first), bool(vb and not vb.k_first)
+    a_at, b_at = ("A_s[q, i]" if ta else "A_s[i, q]"), ("B_s[j, q]" if tb else "B_s[q, j]")
+    flags = "".join([", transpose_A=True" if ta else "", ", transpose_B=True" if tb else ""])
+    loop += ["if TENSOR_CORES:", f"    T.gemm(A_s, B_s, C{flags})", "else:",
              "    for q in T.serial(BK):", "        for i, j in PAR(BM, BN):",
-             "            C[i, j] = C[i, j] + T.Cast(\"float32\", A_s[i, q]) * T.Cast(\"float32\", B_s[q, j])"]
-    lines = bat + ['A_s = SHARED((BM, BK), IN_T)', 'B_s = SHARED((BK, BN), IN_T)',
+             f"            C[i, j] = C[i, j] + T.Cast(\"float32\", {a_at}) * T.Cast(\"float32\", {b_at})"]
+    lines = bat + [f"A_s = SHARED({'(BK, BM)' if ta else '(BM, BK)'}, IN_T)",
+                   f"B_s = SHARED({'(BN, BK)' if tb else '(BK, BN)'}, IN_T)",
                    'C = FRAG((BM, BN), "float32")', "T.clear(C)",
                    f"for ko in T.Pipelined(T.ceildiv({K}, BK), num_stages=STAGES):"] + _nest(loop)
     ep_env = dict(env)
