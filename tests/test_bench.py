@@ -98,6 +98,32 @@ def test_timing_lock_keeps_timed_loops_apart(tmp_path):
     assert overlaps(_timed_intervals(str(tmp_path / "lock"))) == 0
 
 
+def test_timing_waits_for_runs_that_hold_the_gpu(tmp_path):
+    """A run building or checking holds the lock shared: another run's timed loop waits for it."""
+    import subprocess
+    import sys
+    import time
+
+    from akg_agent.verifier import timing
+
+    lock = str(tmp_path / "lock")
+    holder = ("import sys, time; from akg_agent.verifier import timing; timing.LOCK_PATH = sys.argv[1]; "
+              "timing.hold_shared(); print('held', flush=True); time.sleep(1.5)")
+    proc = subprocess.Popen([sys.executable, "-c", holder, lock], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout.readline().strip() == "held"
+    timing.LOCK_PATH = lock
+    try:
+        t0 = time.perf_counter()
+        with timing.exclusive():
+            waited = time.perf_counter() - t0
+            with timing.exclusive():  # re-entrant
+                pass
+    finally:
+        timing.LOCK_PATH = None
+    proc.wait()
+    assert waited > 0.8
+
+
 def test_spearman():
     from akg_agent.bench.rank import spearman
 

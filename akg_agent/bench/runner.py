@@ -132,8 +132,9 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
               trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
               on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1
               ) -> dict[str, Any]:
-    """`jobs` > 1 runs that many problems' verifications at once (builds, checks and torch.compile
-    overlap); their timed loops still take turns through a lock file, so no two time at once."""
+    """`jobs` > 1 runs that many problems' verifications at once: builds, checks and torch.compile
+    overlap, but a run times only while no other run uses the GPU (a lock file held shared while
+    building and checking, exclusively while timing)."""
     problems = collect(paths)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -89,6 +89,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs/bench", help="folder for results.json and report.html")
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)
-    p.add_argument("--jobs", type=int, default=1, help="problems verified at once; their timed loops still "
-                   "take turns (a lock file), so timings do not overlap")
+    p.add_argument("--jobs", type=int, default=1, help="problems verified at once; a run times only while no "
+                   "other uses the GPU (a lock file), so timings stay clean")
     p.set_defaults(fn=cmd_bench)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,22 +20,44 @@ from typing import Any
 import torch
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
-# a file that parallel verifier runs lock around their timed loops (`akg bench --jobs`): they build
-# and check side by side, but only one of them times at a time
+# `akg bench --jobs`: verifier runs share the GPU through a lock file. Each holds it shared while it
+# builds and checks, and exclusively while it times, so a timed loop never overlaps another run's GPU
+# work (flock converts shared -> exclusive by dropping and waiting: no deadlock).
 LOCK_PATH: str | None = None
+_local = threading.local()
+
+
+def hold_shared() -> None:
+    """Marks this process as using the GPU until it exits (or times, which takes the lock exclusively)."""
+    if LOCK_PATH is not None and getattr(_local, "shared", None) is None:
+        f = open(LOCK_PATH, "a")  # noqa: SIM115 - held for the life of the process
+        fcntl.flock(f, fcntl.LOCK_SH)
+        _local.shared = f
 
 
 @contextlib.contextmanager
 def exclusive() -> Iterator[None]:
-    if LOCK_PATH is None:
-        yield
-        return
-    with open(LOCK_PATH, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    """Nothing else on the GPU (among runs sharing LOCK_PATH) inside; re-entrant."""
+    if LOCK_PATH is None or getattr(_local, "depth", 0):
+        _local.depth = getattr(_local, "depth", 0) + 1
         try:
             yield
         finally:
+            _local.depth -= 1
+        return
+    shared = getattr(_local, "shared", None)
+    f = shared or open(LOCK_PATH, "a")  # noqa: SIM115
+    fcntl.flock(f, fcntl.LOCK_EX)
+    _local.depth = 1
+    try:
+        yield
+    finally:
+        _local.depth = 0
+        if shared is None:
             fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+        else:
+            fcntl.flock(f, fcntl.LOCK_SH)
 
 
 @dataclass

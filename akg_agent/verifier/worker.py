@@ -219,65 +219,78 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
 
 def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device) -> dict[str, Any]:
     t = job["timing"]
-    timing.LOCK_PATH = t.get("lock")
     sets = [[_to(x, device) for x in problem.make_inputs(1000 + i)] for i in range(t.get("input_sets", 3))]
+    trials = t.get("trials")
     out: dict[str, Any] = {}
     with torch.no_grad():
-        cand_t = time_callable(cand, sets, device, t.get("trials"))
-        out["candidate"] = cand_t.to_json()
-        if side_stream_suspected(cand_t):
-            raise Reject("side_stream", f"host clock {cand_t.host_median_s * 1e3:.3g} ms vs CUDA events "
-                                        f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
-        sol = job.get("sol_s")
-        if sol and cand_t.median_s < 0.9 * sol:
-            raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
-                                            f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
-        for name in t.get("baselines", []):
-            out[name] = _baseline(name, ref, sets, device, t.get("trials"))
-        peers = t.get("peers", {})
-        if peers:
-            out["peers"] = {label: _peer(i, Path(path), problem, ref, sets, device, t.get("trials"))
-                            for i, (label, path) in enumerate(peers.items())}
+        # everything built and checked first; then all timed loops at once (exclusively, under a lock)
+        base = {name: _baseline(name, ref, sets, device) for name in t.get("baselines", [])}
+        peers = {label: _peer(i, Path(path), problem, ref, sets, device)
+                 for i, (label, path) in enumerate(t.get("peers", {}).items())}
+        with timing.exclusive():
+            cand_t = time_callable(cand, sets, device, trials)
+            out["candidate"] = cand_t.to_json()
+            if side_stream_suspected(cand_t):
+                raise Reject("side_stream", f"host clock {cand_t.host_median_s * 1e3:.3g} ms vs CUDA events "
+                                            f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
+            sol = job.get("sol_s")
+            if sol and cand_t.median_s < 0.9 * sol:
+                raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
+                                                f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
+            for name, (fn, res) in base.items():
+                out[name] = res if fn is None else dict(time_callable(fn, sets, device, trials).to_json(), **res)
+            if peers:
+                out["peers"] = {label: _time_peer(fn, res, sets, device, trials) for label, (fn, res) in peers.items()}
     return out
 
 
-def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device,
-          trials: int | None) -> dict[str, Any]:
-    """Another solution (another DSL's, say) timed in this process on the same inputs, so a table of them
-    shares one run; it is checked against the reference on the first input set first."""
+def _time_peer(fn: Any, res: dict[str, Any], sets: list, device: torch.device, trials: int | None
+               ) -> dict[str, Any]:
+    if fn is None:
+        return res
+    try:
+        t = time_callable(fn, sets, device, trials)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"running it raised {_first_line(e)}"}
+    if side_stream_suspected(t):
+        return {"error": "work runs outside the timed stream", "correct": True}
+    return dict(t.to_json(), correct=True)
+
+
+def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device
+          ) -> tuple[Any, dict[str, Any]]:
+    """Another solution (another DSL's, say), timed later in this process on the same inputs so that a
+    table of them shares one run; here it is loaded and checked against the reference on the first
+    input set. (callable or None, what to report if it is not timed)."""
     try:
         mod = _load_candidate(path, f"akg_peer_{i}")
         torch.manual_seed(0)
         cand = mod.ModelNew(*problem.get_init_inputs())
     except Reject as r:
-        return {"error": r.reason}
+        return None, {"error": r.reason}
     except Exception as e:  # noqa: BLE001 - a broken peer is reported, the table goes on
-        return {"error": f"ModelNew raised {_first_line(e)}"}
+        return None, {"error": f"ModelNew raised {_first_line(e)}"}
     try:
         cand.load_state_dict(ref.state_dict(), strict=True)
         cand = cand.to(device).train(ref.training)
-        with torch.no_grad():
-            want = _outputs(ref(*sets[0]))
-            got = _outputs(cand(*sets[0]))
+        want = _outputs(ref(*sets[0]))
+        got = _outputs(cand(*sets[0]))
         policy = TolerancePolicy()
         bad = [j for j, (g, w) in enumerate(zip(got, want))
                if not compare(g.detach().cpu(), w.detach().cpu(), policy).ok]
         if len(got) != len(want) or bad:
-            return {"error": f"wrong values on the timing inputs (outputs {bad})", "correct": False}
-        with torch.no_grad():
-            res = time_callable(cand, sets, device, trials)
+            return None, {"error": f"wrong values on the timing inputs (outputs {bad})", "correct": False}
     except Exception as e:  # noqa: BLE001
-        return {"error": f"running it raised {_first_line(e)}"}
-    if side_stream_suspected(res):
-        return {"error": "work runs outside the timed stream", "correct": True}
-    return dict(res.to_json(), correct=True)
+        return None, {"error": f"running it raised {_first_line(e)}"}
+    return cand, {}
 
 
-def _baseline(name: str, ref: Any, sets: list, device: torch.device, trials: int | None) -> dict[str, Any]:
+def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[Any, dict[str, Any]]:
+    """A baseline's callable, compiled and run once (callable or None, and its compile time or error)."""
     import time
 
     if name == "eager":
-        return time_callable(ref, sets, device, trials).to_json()
+        return ref, {}
     mode = {"compile": "default", "compile-max-autotune": "max-autotune",
             "compile-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}[name]
     fn = torch.compile(copy.deepcopy(ref), mode=mode)
@@ -287,10 +300,8 @@ def _baseline(name: str, ref: Any, sets: list, device: torch.device, trials: int
         if device.type == "cuda":
             torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
-        return {"error": _first_line(e)}
-    res = time_callable(fn, sets, device, trials).to_json()
-    res["compile_s"] = time.perf_counter() - t0
-    return res
+        return None, {"error": _first_line(e)}
+    return fn, {"compile_s": time.perf_counter() - t0}
 
 
 def profile_run(job: dict[str, Any]) -> dict[str, Any]:
@@ -321,6 +332,9 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[1]).read_text())
     _block_network()
     result_path = Path(job["result"])
+    if (job.get("timing") or {}).get("lock"):  # `akg bench --jobs`: runs share the GPU, one times at once
+        timing.LOCK_PATH = job["timing"]["lock"]
+        timing.hold_shared()
     try:
         result = profile_run(job) if job.get("profile") else check(job)
     except Reject as r:
