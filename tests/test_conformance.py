@@ -77,9 +77,9 @@ def test_unsupported_target_is_a_one_line_error():
         build(problem_path("mm_square"), "cpp", "h100")
 
 
-# measured on the H100 (November 2026): the reduction kernel of this problem (stack then sum over a
-# 2-wide axis) is wrong on the GPU while the interpreter agrees with the reference; not yet understood
-GPU_KNOWN_BAD = {("triton", "mv_cat_stack_split"): "Triton: reduction over a stacked 2-wide axis is wrong on the H100"}
+# (dsl, problem) -> why it is known to fail natively; none now. mv_cat_stack_split failed on the H100 in
+# Triton until negative indices in masked-off lanes were kept away from // and % (triton#7749)
+GPU_KNOWN_BAD: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.gpu

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -161,12 +161,14 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
 
     records: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        for rec in pool.map(one, problems):  # in problem order
-            records.append(rec)
+        for fut in as_completed([pool.submit(one, p) for p in problems]):
+            records.append(fut.result())
             # write as we go: a killed run keeps every finished problem
             (out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
             if on_record is not None:
-                on_record(rec, len(records), len(problems))
+                on_record(records[-1], len(records), len(problems))
+    order = {str(p): i for i, p in enumerate(problems)}
+    records.sort(key=lambda r: order[r["path"]])
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
             "solutions": solutions or str(dirs[""]), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs}
     summary = summarize(records, baselines)

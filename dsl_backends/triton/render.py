@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, index_bounds
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, comp, free_vars, pow2, py_const, py_decode, row_coords, row_reduction
@@ -151,6 +151,7 @@ class _Ctx:
         self.env, self.masks = env, masks
         self.accs = accs or {}
         self.fv: dict[int, frozenset[str]] = {}
+        self.bounds: dict[int, tuple[float, float]] = {}
         self.own_masks = own_masks  # a reduction masks by its axes and rows only (row template)
 
     def mask_for(self, vs: frozenset[str]) -> str:
@@ -162,7 +163,13 @@ class _Ctx:
         if isinstance(e, Const):
             return py_const(e.value, e.dtype)
         if isinstance(e, IOp):
-            return IOPS[e.op].format(p(e.a), p(e.b))
+            a = p(e.a)
+            # Triton's axis analysis of // and % assumes non-negative operands (triton#7749): a lane a
+            # mask discards may hold a negative index there, and the H100 then mis-vectorises the
+            # kept lanes' loads. Clamping changes no kept lane (their indices are >= 0).
+            if e.op in ("//", "%") and index_bounds(e.a, self.bounds)[0] < 0:
+                a = f"tl.maximum({a}, 0)"
+            return IOPS[e.op].format(a, p(e.b))
         if isinstance(e, Load):
             strides = e.buf.strides()
             flat = " + ".join(f"({p(i)}) * {s}" if s != 1 else f"({p(i)})" for i, s in zip(e.index, strides)) or "0"

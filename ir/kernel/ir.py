@@ -193,3 +193,46 @@ def free_vars(e: Expr, memo: dict[int, frozenset[str]] | None = None) -> frozens
             r = r - {v.name for v in e.axes}
     memo[id(e)] = r
     return r
+
+
+def index_bounds(e: Expr, memo: dict[int, tuple[float, float]] | None = None) -> tuple[float, float]:
+    """An interval holding every value of integer index arithmetic `e` (variables range over their
+    extents); unbounded where it depends on loaded data. Backends use it to see where a quotient or
+    remainder may take a negative operand (in lanes a mask discards, say)."""
+    memo = {} if memo is None else memo
+    if id(e) in memo:
+        return memo[id(e)]
+    inf = math.inf
+    r: tuple[float, float] = (-inf, inf)
+    if isinstance(e, Var):
+        r = (0, e.extent - 1)
+    elif isinstance(e, Const) and isinstance(e.value, (int, bool)):
+        r = (int(e.value), int(e.value))
+    elif isinstance(e, IOp):
+        (a0, a1), (b0, b1) = index_bounds(e.a, memo), index_bounds(e.b, memo)
+        if e.op == "+":
+            r = (a0 + b0, a1 + b1)
+        elif e.op == "-":
+            r = (a0 - b1, a1 - b0)
+        elif e.op == "*" and all(math.isfinite(x) for x in (a0, a1, b0, b1)):
+            prods = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+            r = (min(prods), max(prods))
+        elif e.op == "//" and b0 == b1 and b0 > 0:
+            r = (math.floor(a0 / b0) if math.isfinite(a0) else a0, math.floor(a1 / b0) if math.isfinite(a1) else a1)
+        elif e.op == "%" and b0 == b1 and b0 > 0:
+            r = (0, min(a1, b0 - 1)) if a0 >= 0 else (-(b0 - 1), b0 - 1)
+        elif e.op == "min":
+            r = (min(a0, b0), min(a1, b1))
+        elif e.op == "max" and _negation(e.b, e.a):
+            r = (max(0, a0), max(abs(a0), abs(a1)))  # max(x, 0 - x) = |x|
+        elif e.op == "max":
+            r = (max(a0, b0), max(a1, b1))
+        elif e.op in ("<", "<=", "==", "!=", ">=", ">", "and", "or"):
+            r = (0, 1)
+    memo[id(e)] = r
+    return r
+
+
+def _negation(b: Expr, a: Expr) -> bool:
+    """Whether `b` is `0 - a`."""
+    return isinstance(b, IOp) and b.op == "-" and isinstance(b.a, Const) and b.a.value == 0 and b.b == a
