@@ -19,3 +19,16 @@ def test_index_bounds():
     assert index_bounds(IOp("<", i, j)) == (0, 1)
     assert index_bounds(IOp("*", i, c(-2))) == (-10, 0)
     assert index_bounds(IOp("+", i, IOp("//", c(1), c(0)))) == (-math.inf, math.inf)  # no rule: unbounded
+
+
+def test_triton_keeps_floor_semantics_on_negative_indices(tmp_path):
+    """Circular padding takes a remainder of negative indices in lanes it keeps; Triton's % truncates
+    and its axis analysis assumes operands >= 0, so the renderer shifts them first. Verified through
+    the interpreter here and natively where a GPU exists."""
+    from akg_agent.translate import translate
+
+    from .conftest import ROOT
+
+    t = translate(ROOT / "tests" / "fixtures" / "pad_circular.py", "triton", "h100", tmp_path / "m.py", timing=False)
+    assert t.verdict.accepted, t.verdict.line()
+    assert "+ 5) % 5)" in (tmp_path / "m.py").read_text()  # (c - 1) shifted by one period

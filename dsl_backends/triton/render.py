@@ -163,13 +163,17 @@ class _Ctx:
         if isinstance(e, Const):
             return py_const(e.value, e.dtype)
         if isinstance(e, IOp):
-            a = p(e.a)
-            # Triton's axis analysis of // and % assumes non-negative operands (triton#7749): a lane a
-            # mask discards may hold a negative index there, and the H100 then mis-vectorises the
-            # kept lanes' loads. Clamping changes no kept lane (their indices are >= 0).
-            if e.op in ("//", "%") and index_bounds(e.a, self.bounds)[0] < 0:
-                a = f"tl.maximum({a}, 0)"
-            return IOPS[e.op].format(a, p(e.b))
+            lo = index_bounds(e.a, self.bounds)[0] if e.op in ("//", "%") else 0
+            if lo < 0 and math.isfinite(lo) and isinstance(e.b, Const) and int(e.b.value) > 0:
+                # Triton's axis analysis of // and % assumes non-negative operands (triton#7749): a
+                # negative index in lanes a mask discards made the H100 mis-vectorise the kept lanes'
+                # loads. A multiple of the divisor added first keeps every operand >= 0, and gives
+                # the kernel IR's floor semantics in every lane (Triton's own are C's truncation).
+                b = int(e.b.value)
+                k = -(int(lo) // b)  # ceil(-lo / b)
+                shifted = f"({p(e.a)} + {k * b})"
+                return f"({shifted} // {b} - {k})" if e.op == "//" else f"({shifted} % {b})"
+            return IOPS[e.op].format(p(e.a), p(e.b))
         if isinstance(e, Load):
             strides = e.buf.strides()
             flat = " + ".join(f"({p(i)}) * {s}" if s != 1 else f"({p(i)})" for i, s in zip(e.index, strides)) or "0"
