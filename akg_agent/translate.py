@@ -93,7 +93,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     if "rownorm" in backend.manifest.kinds:  # the backend has a row template: fuse normalisations
         plan = fuse_rows(g, plan)
     try:
-        generated = ({"conv"} if conv == "generated" else set()) | ({"window"} & set(backend.manifest.kinds))
+        generated = ({"conv"} if conv == "generated" else set()) | ({"window", "scan"} & set(backend.manifest.kinds))
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None

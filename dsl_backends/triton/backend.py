@@ -13,7 +13,7 @@ from ir.kernel.ir import Buf, Kernel, KernelProgram, Reduce, walk
 from ..base import Manifest
 from ..exprs import pow2, row_coords, strided_reduction
 from ..module import write_module
-from . import render
+from . import render, scan
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -48,6 +48,8 @@ class TritonBackend:
             return {"BM": bm, "BR": br, "num_warps": 4 if br <= 1024 else 8}
         if k.kind == "rownorm":
             return self._row_schedule(k, interp)
+        if k.kind == "scan":
+            return scan.default_schedule(k, interp)
         M, N, K, _ = render.gemm_dims(k)
         if interp:
             return {"BM": min(pow2(max(M, 16)), 128), "BN": min(pow2(max(N, 16)), 128),
@@ -75,6 +77,10 @@ class TritonBackend:
                     for w in (4, 8)] if _strided(k) else []
             return tall + [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
                            if bm * br <= 32768]
+        if k.kind == "scan":
+            br = scan.default_schedule(k, False)["BR"]
+            return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8)
+                    if bm * br <= 16384]
         if k.kind == "rownorm":
             br = self._row_schedule(k, False)["BR"]
             return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (4, 8, 16)
@@ -94,6 +100,9 @@ class TritonBackend:
             return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BLOCK']}),)]({args}, BLOCK={s['BLOCK']}, {opts})"]
         if k.kind == "reduce":
             return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BM']}),)]({args}, BM={s['BM']}, BR={s['BR']}, {opts})"]
+        if k.kind == "scan":
+            rows = math.prod(v.extent for v in scan.scan_rows(k)[1])
+            return [f"{k.name}[(triton.cdiv({rows}, {s['BM']}),)]({args}, BM={s['BM']}, BR={s['BR']}, {opts})"]
         if k.kind == "rownorm":
             grid = f"triton.cdiv({math.prod(v.extent for v in row_coords(k)[0])}, {s['BM']})"
             return [f"{k.name}[({grid},)]({args}, BM={s['BM']}, BR={s['BR']}, {opts})"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, index_bounds
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, index_bounds
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, comp, free_vars, pow2, py_const, py_decode, row_coords, row_reduction
@@ -191,6 +191,8 @@ class _Ctx:
             if id(e) in self.accs:
                 return self.accs[id(e)]
             return self.reduce(e, p)
+        if isinstance(e, Scan) and id(e) in self.accs:  # the scan template's running values
+            return self.accs[id(e)]
         raise UnsupportedKernel(type(e).__name__)
 
     def reduce(self, e: Reduce, p: Printer) -> str:
@@ -228,6 +230,10 @@ def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
         return _reduction(k, sched)
     if k.kind == "rownorm":
         return _rownorm(k, sched)
+    if k.kind == "scan":
+        from .scan import render_scan
+
+        return render_scan(k, sched)
     return _matmul(k, sched)
 
 

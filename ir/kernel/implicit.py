@@ -1,6 +1,6 @@
 """Library ops lowered as generated kernels where the backend asks for them: a convolution as an
-implicit GEMM, max and average pooling as reductions over the window. Each is an expression over the
-output coordinates, like every other value (see lower.py)."""
+implicit GEMM, max and average pooling as reductions over the window, cumulative sums and products
+as scans. Each is an expression over the output coordinates, like every other value (see lower.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from ..graph import Node
 from .build import ic, iop, land, op, where
-from .ir import Const, Expr, Reduce
+from .ir import Const, Expr, Reduce, Scan
 
 
 def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
@@ -80,4 +80,29 @@ def pool(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
     return op("div", [total, op("cast", [count], n.dtype, dtype=n.dtype)], n.dtype)
 
 
-GENERATED: dict[str, Callable[..., Expr]] = {"conv": conv, "max_pool": pool, "avg_pool": pool}
+def scan(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
+    """cumsum / cumprod along one axis, read at the output's position there. Exclusive scans shift the
+    body by one (the identity enters at the start); the body is converted to the output type first,
+    as torch accumulates (bool and integer sums in int64)."""
+    x = n.args[0]
+    assert x is not None
+    at = n.attrs
+    d = at["dim"] % len(n.shape)
+    j = lw.fresh(n.shape[d], "s")
+    idx, valid = list(c), None
+    idx[d] = j
+    if at["exclusive"]:
+        src = iop("+", j, ic(1)) if at["reverse"] else iop("-", j, ic(1))
+        valid = land(iop(">=", src, ic(0)), iop("<", src, ic(n.shape[d])))
+        idx[d] = src
+    body = lw.expr(x, idx, land(mask, valid), inline)
+    if x.dtype != n.dtype:
+        body = op("cast", [body], n.dtype, dtype=n.dtype)
+    kind = "sum" if n.op == "cumsum" else "prod"
+    if valid is not None:
+        body = where(valid, body, Const(0 if kind == "sum" else 1, n.dtype), n.dtype)
+    return Scan(kind, body, j, c[d], bool(at["reverse"]), n.dtype)
+
+
+GENERATED: dict[str, Callable[..., Expr]] = {"conv": conv, "max_pool": pool, "avg_pool": pool, "cumsum": scan,
+                                             "cumprod": scan}

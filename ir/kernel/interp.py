@@ -11,7 +11,7 @@ import torch
 
 from ..interp import EvalCtx, eval_op
 from ..types import DTYPES
-from .ir import Const, Expr, IOp, Kernel, KernelProgram, LibraryCall, Load, Op, Reduce, Var, walk
+from .ir import Const, Expr, IOp, Kernel, KernelProgram, LibraryCall, Load, Op, Reduce, Scan, Var, walk
 
 _IOPS = {"+": torch.add, "-": torch.sub, "*": torch.mul, "//": torch.floor_divide, "%": torch.remainder,
          "min": torch.minimum, "max": torch.maximum, "<": torch.lt, "<=": torch.le, "==": torch.eq,
@@ -25,6 +25,8 @@ class _Eval:
         for e in walk(k.expr):
             if isinstance(e, Reduce):
                 order += [v for v in e.axes if v not in order]
+            if isinstance(e, Scan) and e.axis not in order:
+                order.append(e.axis)
         self.dim = {v.name: i for i, v in enumerate(order)}
         self.rank = len(order)
         self.memo: dict[int, torch.Tensor] = {}
@@ -91,6 +93,19 @@ class _Eval:
                 idx = flat.argmax(-1) if e.op == "argmax" else flat.argmin(-1)
                 return idx.reshape([moved.shape[i] for i in range(len(keep))] + [1] * len(dims)).permute(
                     _inverse(keep + dims))
+        if isinstance(e, Scan):
+            d = self.dim[e.axis.name]
+            body = self(e.body).to(DTYPES[e.dtype])
+            shape = list(body.shape)
+            shape[d] = e.axis.extent
+            body = body.expand(shape)
+            fn = torch.cumsum if e.op == "sum" else torch.cumprod
+            run = fn(body.flip(d), d).flip(d) if e.reverse else fn(body, d)
+            at = self(e.at)  # output coordinates only: size 1 along the scanned axis
+            shape = list(torch.broadcast_shapes(run.shape, at.shape))
+            run = run.expand(shape)
+            shape[d] = 1
+            return torch.gather(run, d, at.expand(shape).to(torch.int64))
         raise TypeError(f"cannot evaluate {type(e).__name__}")
 
 

@@ -100,10 +100,24 @@ class Reduce(Expr):
     dtype: str
 
 
+@dataclass(frozen=True)
+class Scan(Expr):
+    """The inclusive prefix sum or product of `body` along `axis` (a fresh variable over the scanned
+    dimension), read at position `at`: op over body[axis = j] for j <= at (j >= at when `reverse`).
+    An exclusive scan is an inclusive one over a shifted body (see implicit.scan)."""
+
+    op: str  # sum | prod
+    body: Expr
+    axis: Var
+    at: Expr
+    reverse: bool
+    dtype: str
+
+
 @dataclass
 class Kernel:
     name: str
-    kind: str  # pointwise | reduce | matmul
+    kind: str  # pointwise | reduce | rownorm | matmul | scan
     out: Buf
     coords: tuple[Var, ...]
     expr: Expr
@@ -119,6 +133,9 @@ class Kernel:
 
     def reductions(self) -> list[Reduce]:
         return [e for e in walk(self.expr) if isinstance(e, Reduce)]
+
+    def scans(self) -> list[Scan]:
+        return [e for e in walk(self.expr) if isinstance(e, Scan)]
 
 
 @dataclass
@@ -160,6 +177,8 @@ def children(e: Expr) -> tuple[Expr, ...]:
         return (e.a, e.b)
     if isinstance(e, Reduce):
         return (e.body,)
+    if isinstance(e, Scan):
+        return (e.body, e.at)
     return ()
 
 
@@ -191,6 +210,8 @@ def free_vars(e: Expr, memo: dict[int, frozenset[str]] | None = None) -> frozens
         r = frozenset().union(*[free_vars(c, memo) for c in children(e)]) if children(e) else frozenset()
         if isinstance(e, Reduce):
             r = r - {v.name for v in e.axes}
+        if isinstance(e, Scan):
+            r = (free_vars(e.body, memo) - {e.axis.name}) | free_vars(e.at, memo)
     memo[id(e)] = r
     return r
 

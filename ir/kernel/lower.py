@@ -4,7 +4,8 @@ Each group becomes one kernel per value that must live in memory (group outputs 
 of library calls). Inside a kernel every other value of the group is an expression over the
 output coordinates: movement ops become index arithmetic, reductions `Reduce` nodes over fresh
 variables, a contraction a `dot` reduction. Ops without a generated kernel yet (convolutions,
-windows, scans, random and opaque ops) become declared `LibraryCall`s.
+windows, scans, random and opaque ops) become declared `LibraryCall`s unless the backend generates them
+(implicit.py).
 """
 
 from __future__ import annotations
@@ -18,10 +19,25 @@ from ..ops import opdef
 from ..passes.fusion import FusionPlan, Group, fuse
 from .build import I64, ic, iop, land, op, where
 from .implicit import GENERATED
-from .ir import Buf, Const, Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, Var, free_vars, row_major_strides
+from .ir import (
+    Buf,
+    Const,
+    Expr,
+    Kernel,
+    KernelProgram,
+    LibraryCall,
+    Load,
+    Reduce,
+    Scan,
+    Var,
+    free_vars,
+    row_major_strides,
+    walk,
+)
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
                "cumsum", "cumprod", "opaque")
+SCAN_OPS = ("cumsum", "cumprod")
 REDUCE_OPS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "prod"}
 
 
@@ -31,10 +47,13 @@ class LoweringError(ValueError):
 
 def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
-    "conv" (an ungrouped convolution as an implicit GEMM), "window" (max and average pooling)."""
+    "conv" (an ungrouped convolution as an implicit GEMM), "window" (max and average pooling), "scan"
+    (cumulative sums and products)."""
     if n.op == "conv" and "conv" in generated and n.attrs["groups"] == 1:
         return False
     if n.op in ("max_pool", "avg_pool") and "window" in generated:
+        return False
+    if n.op in SCAN_OPS and "scan" in generated:
         return False
     return n.op in LIBRARY_OPS or (n.op == "dropout" and n.attrs["training"] and n.attrs["p"] > 0) or \
         opdef(n.op).group == "composite"
@@ -340,7 +359,9 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
     for n in grp.nodes:
         lib_operand = any(needs_library(u, lw.generated) and id(u) in members for u in users[n])
         escapes = id(n) in lw.out_ids or any(id(u) not in members for u in users[n])
-        if needs_library(n, lw.generated) or lib_operand or escapes:
+        # a scan is stored where it is computed: its kernel's tile runs along the scanned axis, so the
+        # output position there must be that axis itself (an epilogue reads it in the next kernel)
+        if needs_library(n, lw.generated) or lib_operand or escapes or n.op in SCAN_OPS:
             stored.append(n)
     stored_ids = {id(n) for n in stored}
     for n in stored:
@@ -354,6 +375,8 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
         e = lw.expr(n, list(coords), None, inline)
         reds = _reductions(e)
         kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
+        if any(isinstance(x, Scan) for x in walk(e)):
+            kind = "scan"
         steps.append(Kernel(f"k{first + len(steps)}_{n.name}", kind, lw.buf(n), coords, e, {}, gid))
     return steps
 
