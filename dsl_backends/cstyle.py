@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, walk
 
 from .base import UnsupportedKernel
 from .exprs import FLOATS
@@ -300,6 +300,48 @@ def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
     g = split_gemm(k)
     return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
             math.prod(e for _, e in g.batch))
+
+
+@dataclass(frozen=True)
+class View:
+    """A GEMM operand read straight from a buffer, seen as a 2-D matrix so that whole tiles can be
+    copied (TileLang's T.copy, Triton's TMA descriptors): `k_first` when the reduction axis is the
+    matrix's rows ([K, M] / [K, N] layouts)."""
+    shape: tuple[int, int]
+    k_first: bool
+    batch: tuple[tuple[str, int], ...]  # batch coordinates the operand has (outermost dims)
+
+
+def _view(e: Expr, batch: list[tuple[str, int]], own: list[tuple[str, int]], kv: Any, bk: int) -> View | None:
+    if not isinstance(e, Load) or e.mask is not None or not all(isinstance(i, Var) for i in e.index):
+        return None
+    names = [i.name for i in e.index]  # type: ignore[attr-defined]
+    pb = tuple(c for c in batch if c[0] in names)
+    lead, rest = [c[0] for c in pb], [c[0] for c in own]
+    shape = tuple(c[1] for c in pb)
+    n_b, n_own = math.prod(shape), math.prod(c[1] for c in own)
+    if names == lead + rest + [kv.name]:
+        return View((n_b * n_own, kv.extent), False, pb)
+    # K as rows: a tile past K would read the next batch's rows, which zero padding cannot cover
+    if names == lead + [kv.name] + rest and (not pb or kv.extent % bk == 0):
+        return View((n_b * kv.extent, n_own), True, pb)
+    return None
+
+
+def views(k: Kernel) -> dict[str, View]:
+    """The buffers a GEMM reads only as a plain operand (no prologue, mask or other use), which tile
+    copies can stage. A buffer read twice (x @ x.T) is not one of them."""
+    if k.kind != "matmul":
+        return {}
+    g = split_gemm(k)
+    bk = k.schedule.get("BK", 32)
+    loads = [e for e in walk(k.expr) if isinstance(e, Load)]
+    out: dict[str, View] = {}
+    for e, own in ((g.a, g.rows), (g.b, g.cols)):
+        v = _view(e, g.batch, own, g.k, bk)
+        if v is not None and e.buf.name not in out and sum(x.buf.name == e.buf.name for x in loads) == 1:
+            out[e.buf.name] = v
+    return out
 
 
 def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,

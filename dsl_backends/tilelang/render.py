@@ -10,13 +10,12 @@ On the CPU the same source builds for TileLang's C target (one thread; blocks ru
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Buf, Kernel, Load, Reduce, Var, walk
+from ir.kernel.ir import Buf, Kernel, Load, Reduce
 
 from ..base import UnsupportedKernel
-from ..cstyle import gemm_dims, split_gemm
+from ..cstyle import View, gemm_dims, split_gemm, views
 from ..exprs import Printer, comp, py_decode, row_reduction
 from .exprs import BF16_HELPERS, TIR, Scope, const, store
 
@@ -35,47 +34,6 @@ def _params(k: Kernel) -> str:
         return f"T.Tensor(({b.numel},), {'BF16' if b.dtype == 'bf16' else repr(TIR[b.dtype])})"
 
     return ", ".join(f"{n}: {decl(b)}" for n, b in zip(names, bufs))
-
-
-@dataclass(frozen=True)
-class View:
-    """A GEMM operand read straight from a buffer, seen as a 2-D matrix so that T.copy can stage its
-    tiles: `k_first` when the reduction axis is the matrix's rows ([K, M] / [K, N] layouts)."""
-    shape: tuple[int, int]
-    k_first: bool
-    batch: tuple[tuple[str, int], ...]  # batch coordinates the operand has (outermost dims)
-
-
-def _view(e: Any, batch: list[tuple[str, int]], own: list[tuple[str, int]], kv: Any, bk: int) -> View | None:
-    if not isinstance(e, Load) or e.mask is not None or not all(isinstance(i, Var) for i in e.index):
-        return None
-    names = [i.name for i in e.index]  # type: ignore[attr-defined]
-    pb = tuple(c for c in batch if c[0] in names)
-    lead, rest = [c[0] for c in pb], [c[0] for c in own]
-    shape = tuple(c[1] for c in pb)
-    n_b, n_own = math.prod(shape), math.prod(c[1] for c in own)
-    if names == lead + rest + [kv.name]:
-        return View((n_b * n_own, kv.extent), False, pb)
-    # K as rows: a tile past K would read the next batch's rows, which zero padding cannot cover
-    if names == lead + [kv.name] + rest and (not pb or kv.extent % bk == 0):
-        return View((n_b * kv.extent, n_own), True, pb)
-    return None
-
-
-def views(k: Kernel) -> dict[str, View]:
-    """The buffers a GEMM reads only as a plain operand (no prologue, mask or other use): T.copy stages
-    them. The same buffer as both operands (x @ x.T) is copied for A only."""
-    if k.kind != "matmul":
-        return {}
-    g = split_gemm(k)
-    bk = k.schedule.get("BK", 32)
-    loads = [e for e in walk(k.expr) if isinstance(e, Load)]
-    out: dict[str, View] = {}
-    for e, own in ((g.a, g.rows), (g.b, g.cols)):
-        v = _view(e, g.batch, own, g.k, bk)
-        if v is not None and e.buf.name not in out and sum(x.buf.name == e.buf.name for x in loads) == 1:
-            out[e.buf.name] = v
-    return out
 
 
 def _factory(k: Kernel, consts: dict[str, Any], kernel_line: str, body: list[str]) -> str:

@@ -13,7 +13,7 @@ from ir.kernel.ir import Buf, Kernel, KernelProgram, Reduce, walk
 from ..base import Manifest
 from ..exprs import pow2, row_coords, strided_reduction
 from ..module import write_module
-from . import render, scan
+from . import render, scan, tma
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -23,6 +23,12 @@ def _strided(k: Kernel) -> bool:
     reds = k.reductions()
     return all(r.op in ("sum", "max", "min", "prod") for r in reds) and not any(
         isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r) and strided_reduction(k)
+
+
+def _hopper(target: HardwareModel) -> bool:
+    """TMA exists from sm_90 on."""
+    arch = getattr(target, "arch", "") or ""
+    return arch.startswith("sm_") and int("".join(ch for ch in arch[3:] if ch.isdigit()) or 0) >= 90
 
 
 class TritonBackend:
@@ -85,16 +91,21 @@ class TritonBackend:
             br = self._row_schedule(k, False)["BR"]
             return [{"BM": bm, "BR": br, "num_warps": w} for bm in (1, 2, 4, 8, 16) for w in (4, 8, 16)
                     if bm * br <= 32768]
-        return [{"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
-                for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64)
-                for w in (4, 8) for s in (2, 3, 4)]
+        space = [{"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
+                 for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64)
+                 for w in (4, 8) for s in (2, 3, 4)]
+        if _hopper(target) and tma.tunable(k):  # each schedule also with TMA descriptors
+            space += [dict(s, TMA=True) for s in space]
+        return space
 
     def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
         return render.render_kernel(k, k.schedule)
 
     def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
         s = k.schedule
-        args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
+        aligned = tma.operands(k) if tma.wanted(s) else {}
+        args = ", ".join([f"_akg_aligned({ref(b)})" if b.name in aligned else ref(b) for b in k.inputs()]
+                         + [k.out.name])
         opts = f"num_warps={s.get('num_warps', 4)}"
         if k.kind == "pointwise":
             return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BLOCK']}),)]({args}, BLOCK={s['BLOCK']}, {opts})"]
@@ -115,7 +126,8 @@ class TritonBackend:
                       weights: dict[str, Any]) -> str:
         sources = {k.name: self.render_kernel(k, target) for k in prog.kernels()}
         imports = ["import triton", "import triton.language as tl"]
-        return write_module(prog, meta, header, imports, render.PRELUDE, sources, self.launch, weights)
+        prelude = render.PRELUDE + (tma.ALLOCATOR if any(tma.wanted(k.schedule) for k in prog.kernels()) else "")
+        return write_module(prog, meta, header, imports, prelude, sources, self.launch, weights)
 
 
 BACKEND = TritonBackend()

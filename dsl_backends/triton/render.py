@@ -9,6 +9,7 @@ from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, 
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, comp, free_vars, pow2, py_const, py_decode, row_coords, row_reduction
+from . import tma
 
 TL = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64", "i8": "tl.int8",
       "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64", "u8": "tl.uint8", "bool": "tl.int1"}
@@ -425,10 +426,13 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
     b_env = dict(n_env, **{kname: "kb"})
     mv, nv = frozenset(n for n, _ in m_vars), frozenset(n for n, _ in n_vars)
     kv = frozenset([kname])
+    # TMA descriptors for plain operands where the schedule asks (Hopper); pointer loads otherwise
+    tma_ops = tma.loads(k) if tma.wanted(sched) and not wide else {}
+    loop = [setup for setup, _ in tma_ops.values()] + loop
     pa = Printer(_Ctx(a_env, [(mv, "mmask"), (kv, "kamask")]).render, prefix="a")
-    a_code = pa(a_e)
+    a_code = tma_ops[id(a_e)][1] if id(a_e) in tma_ops else pa(a_e)
     pb = Printer(_Ctx(b_env, [(kv, "kbmask"), (nv, "nmask")]).render, prefix="b")
-    b_code = pb(b_e)
+    b_code = tma_ops[id(b_e)][1] if id(b_e) in tma_ops else pb(b_e)
     if wide:
         in_ty = "f64"
     inner = ["ka = k0 + tl.arange(0, BK)[None, :]", "kb = k0 + tl.arange(0, BK)[:, None]",
