@@ -194,7 +194,7 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
                            "T.Cast(IN_T, 0))"]
     shaped = views(k)
     va = shaped.get(g.a.buf.name) if isinstance(g.a, Load) else None
-    vb = shaped.get(g.b.buf.name) if isinstance(g.b, Load) and not (va and g.b.buf == g.a.buf) else None
+    vb = shaped.get(g.b.buf.name) if isinstance(g.b, Load) else None  # views() skips a buffer read twice
     # T.copy stages a plain operand (zero padding past its edges); others are gathered element-wise
     loop = (_copy("A", g.a, va, g.batch, env, M, "by * BM", "BM") if va else
             ["for i, q in PAR(BM, BK):"] + _nest(a_lines))

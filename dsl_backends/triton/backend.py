@@ -46,8 +46,9 @@ class TritonBackend:
             return {"BM": min(64, pow2(k.out.numel)), "BR": min(64, pow2(red)), "num_warps": 4}
         if k.kind == "reduce":
             red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
-            # at least 16 lanes along the reduction on the GPU: tiny reduced axes (a 2-wide stack)
-            # gave wrong sums there, though the interpreter agreed with the reference
+            # at least 16 lanes along the reduction on the GPU: first added when a 2-wide stacked sum was
+            # wrong on the H100; the cause was negative // and % operands (fixed in render._Ctx, triton#7749),
+            # and the floor stays until a GPU run shows dropping it changes nothing
             br = min(max(pow2(red), 1 if interp else 16), render.MAX_SINGLE_PASS)
             rows = k.out.numel
             bm = max(1, min(pow2(rows), (65536 if interp else 4096) // br)) if interp else max(1, min(16, 4096 // br))

@@ -14,7 +14,7 @@ from typing import Any
 
 from ir.kernel.ir import Kernel, Load
 
-from ..cstyle import split_gemm, views
+from ..cstyle import View, split_gemm, views
 
 ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
@@ -33,31 +33,29 @@ def _akg_aligned(t):  # TMA needs a 16-byte aligned base: a view starting mid-al
 '''
 
 
-def operands(k: Kernel) -> dict[str, str]:
-    """Buffer name -> "a" | "b" for the operands TMA can load: a plain view with no batch, rows whose
-    byte stride is a multiple of 16, and a 16- or 32-bit element type."""
+def _qualified(k: Kernel) -> list[tuple[str, Load, View]]:
+    """(side, operand, view) for the operands TMA can load: a plain view with no batch, rows whose byte
+    stride is a multiple of 16, and a 16- or 32-bit element type."""
     if k.kind != "matmul":
-        return {}
-    g = split_gemm(k)
-    out: dict[str, str] = {}
+        return []
+    g, shaped = split_gemm(k), views(k)
+    out = []
     for side, e in (("a", g.a), ("b", g.b)):
-        if not isinstance(e, Load):
-            continue
-        v = views(k).get(e.buf.name)
+        v = shaped.get(e.buf.name) if isinstance(e, Load) else None
         if v and not v.batch and e.buf.dtype in ELEM_BYTES and v.shape[1] * ELEM_BYTES[e.buf.dtype] % 16 == 0:
-            out[e.buf.name] = side
+            out.append((side, e, v))
     return out
+
+
+def operands(k: Kernel) -> dict[str, str]:
+    """Buffer name -> "a" | "b" for the operands TMA can load."""
+    return {e.buf.name: side for side, e, _ in _qualified(k)}
 
 
 def loads(k: Kernel) -> dict[int, tuple[str, str]]:
     """id(operand expression) -> (descriptor setup line, tile load in the K loop, as (BM|BK, BK|BN))."""
-    g = split_gemm(k)
-    ops = operands(k)
     out: dict[int, tuple[str, str]] = {}
-    for side, e in (("a", g.a), ("b", g.b)):
-        if not isinstance(e, Load) or ops.get(e.buf.name) != side:
-            continue
-        v = views(k)[e.buf.name]
+    for side, e, v in _qualified(k):
         r, c = v.shape
         own, tile = ("BM", "pm * BM") if side == "a" else ("BN", "pn * BN")
         block = f"[BK, {own}]" if v.k_first else f"[{own}, BK]"
@@ -76,5 +74,5 @@ def wanted(sched: dict[str, Any]) -> bool:
 
 def tunable(k: Kernel) -> bool:
     """Worth a try by the tuner: some operand qualifies and none would be transposed after its load."""
-    ls = loads(k) if operands(k) else {}
+    ls = loads(k)
     return bool(ls) and not any(code.endswith(".T") for _, code in ls.values())
