@@ -8,34 +8,23 @@ import sys
 from collections.abc import Sequence
 
 from ir.errors import AkgError
+from ir.graph import print_graph
+from ir.lift import lift
+from ir.passes import REGISTRY, run_passes
+from ir.passes.fusion import to_dot
+from ir.problem import load_problem
+from ir.verify import verify_graph
 
 from .commands import bench, hw, translate, tune, verify
+from .examples import DEFAULT_PROBLEM
 
 
 def _cmd_ir(args: argparse.Namespace) -> int:
-    from ir.lift import lift
-    from ir.passes import PASSES, Trace, run_passes
-    from ir.passes.fusion import fuse, to_dot
-    from ir.passes.rowfuse import fuse_rows
-    from ir.problem import load_problem
-    from ir.text import print_graph
-    from ir.verify import verify_graph
-
-    from .examples import DEFAULT_PROBLEM
-
-    names = [p for p in (args.passes or "").split(",") if p]
-    plans = ("fuse", "rows")  # plan passes: fusion, then row fusion (backends with a row template)
-    unknown = [p for p in names if p not in PASSES and p not in plans]
-    if unknown:
-        raise AkgError(f"unknown pass {unknown[0]!r}; choose from {', '.join(sorted(PASSES) + list(plans))}")
     problem = load_problem(args.file or DEFAULT_PROBLEM)
     g = lift(problem, train=args.train, allow_opaque=args.allow_opaque)
-    trace = Trace()
-    run_passes(g, [p for p in names if p not in plans], trace)
+    trace = run_passes(g, args.passes or "")
     verify_graph(g)
-    plan = fuse(g) if "fuse" in names or "rows" in names else None
-    if plan is not None and "rows" in names:
-        plan = fuse_rows(g, plan)
+    plan = g.plan
     if args.format == "json":
         doc = {"graph": print_graph(g), "outputs": [o.name for o in g.outputs],
                "opaque": g.meta.get("opaque", []), "trace": [f.__dict__ for f in trace.firings]}
@@ -63,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     ir = sub.add_parser("ir", help="lift a problem to graph IR, run passes, print it")
     ir.add_argument("file", nargs="?", help="KernelBench-format problem (default: the embedded example)")
-    ir.add_argument("--passes", default="", help="comma-separated: canonicalize,fold,cse,dce,algebraic,"
-                    "simplify,decompose,fuse")
+    ir.add_argument("--passes", default="", help="a pipeline: comma-separated pass names, options as "
+                    f"name{{key=value}}; passes: {', '.join(sorted(REGISTRY))}")
     ir.add_argument("--format", choices=("text", "json", "dot"), default="text")
     ir.add_argument("--trace", action="store_true", help="show which rule changed what")
     ir.add_argument("--allow-opaque", action="store_true", help="keep unsupported ops as torch calls")

@@ -8,17 +8,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsl_backends import UnsupportedKernel, get_backend
+from dsl_backends import Backend, UnsupportedKernel, get_backend
+from dsl_backends.module import with_header
 from hardware_models.spec import HardwareModel, load_target
 from ir.errors import AkgError
 from ir.graph import Graph
+from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.lower import LoweringError, lower
+from ir.kernel.schedule import Schedule
 from ir.lift import lift
 from ir.passes import run_passes
-from ir.passes.fusion import FusionPlan, fuse
-from ir.passes.rowfuse import fuse_rows
+from ir.passes.fusion import FusionPlan, Group
 from ir.problem import load_problem
+
+from .ranking import ranked_space
+from .verifier import verify
 
 
 @dataclass
@@ -30,19 +35,27 @@ class Translation:
     graph: Graph
     plan: FusionPlan
     program: KernelProgram
+    schedules: dict[str, Schedule]  # kernel name -> its schedule (values: a variant replaces an entry)
     source: str = ""
     verdict: Any = None
     notes: list[str] = field(default_factory=list)
     compiled: str = ""  # a compile-only executor's report: compiled for the target, not run, not verified
+    # the module body rendered for one set of schedules (the header, which carries the verdict, is prepended)
+    _body: tuple[frozenset[tuple[str, Schedule]], str] | None = None
 
     def summary(self) -> dict[str, Any]:
         ks = self.program.kernels()
         return {"problem": str(self.problem), "dsl": self.dsl, "target": self.target.name, "executor": self.executor,
-                "kernels": [{"name": k.name, "kind": k.kind, "schedule": {a: b for a, b in k.schedule.items()
-                                                                           if not a.startswith("_")}} for k in ks],
+                "kernels": [{"name": k.name, "kind": k.kind, "schedule": dict(self.schedules[k.name])} for k in ks],
                 "library_calls": [s.op for s in self.program.library_calls()],
                 "verified": bool(self.verdict and self.verdict.accepted),
                 "verdict": self.verdict.line() if self.verdict else "not verified"}
+
+
+def pipeline_for(backend: Backend) -> str:
+    """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
+    backend has a row template."""
+    return "simplify,decompose,simplify,fuse" + (",rows" if "rownorm" in backend.manifest.kinds else "")
 
 
 def device_present(target: HardwareModel) -> bool:
@@ -55,15 +68,14 @@ def device_present(target: HardwareModel) -> bool:
     return False
 
 
-def choose_schedule(backend: Any, k: Kernel, grp: Any, target: HardwareModel, executor: str) -> dict[str, Any]:
+def choose_schedule(backend: Backend, k: Kernel, grp: Group | None, target: HardwareModel,
+                    executor: str) -> Schedule:
     """The backend's default, or for native GEMMs the cost model's best of the tuning space."""
-    from .tune import ranked_space
-
     sched = backend.default_schedule(k, target, executor)
     if executor == "native" and k.kind == "matmul" and grp is not None and target.kind == "gpu":
         ranked = ranked_space(backend, k, grp, target)
         if ranked:
-            sched = dict(ranked[0])
+            sched = ranked[0]
     return sched
 
 
@@ -88,19 +100,17 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                        f"install it (make setup, or pip install 'akg[{dsl}]')")
     problem = load_problem(problem_path)
     g = lift(problem, train=train, allow_opaque=allow_opaque)
-    run_passes(g, ["simplify", "decompose", "simplify"])
-    plan = fuse(g)
-    if "rownorm" in backend.manifest.kinds:  # the backend has a row template: fuse normalisations
-        plan = fuse_rows(g, plan)
+    run_passes(g, pipeline_for(backend))
+    plan = g.plan
     try:
         generated = ({"conv"} if conv == "generated" else set()) | ({"window", "scan"} & set(backend.manifest.kinds))
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None
+    prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     groups = {grp.id: grp for grp in plan.groups}
-    for k in prog.kernels():
-        k.schedule.update(choose_schedule(backend, k, groups.get(k.group), target, executor))
-    return Translation(problem.path, dsl, target, executor, g, plan, prog)
+    schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target, executor) for k in prog.kernels()}
+    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules)
 
 
 def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
@@ -108,7 +118,7 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              f"target: {t.target.name} ({t.target.description}); dsl: {t.dsl}; executor here: {t.executor}",
              "numerics: fp32 kept in fp32 (no TF32); modules are evaluated in eval mode", "plan:"]
     for k in t.program.kernels():
-        sched = ", ".join(f"{a}={b}" for a, b in k.schedule.items() if not a.startswith("_"))
+        sched = t.schedules[k.name].describe()
         lines.append(f"  {k.name}: generated {k.kind} kernel (group {k.group}) [{sched}]")
     for s in t.program.library_calls():
         lines.append(f"  {s.name}: library call torch {s.op} (declared in AKG_LIBRARY_CALLS; group {s.group})")
@@ -130,25 +140,28 @@ def compile_only(t: Translation) -> str:
     """Where the target's device is absent but its compiler is here: compile every kernel, run none."""
     backend = get_backend(t.dsl)
     try:
-        return backend.compile_only(t.program, t.target)  # type: ignore[attr-defined]
+        return backend.compile_only(t.program, t.schedules, t.target)
     except UnsupportedKernel as e:
         raise AkgError(f"the {t.dsl} backend cannot express a kernel of {t.problem.name}: {e}") from None
 
 
 def render(t: Translation, timing: dict[str, Any] | None = None) -> str:
-    backend = get_backend(t.dsl)
-    try:
-        return backend.render_module(t.program, t.target, header(t, timing), t.graph.meta, t.graph.weights)
-    except UnsupportedKernel as e:
-        raise AkgError(f"the {t.dsl} backend cannot express a kernel of {t.problem.name}: {e}") from None
+    """The module's text: rendered once per set of schedules, the header (verdict, timing) prepended."""
+    key = frozenset(t.schedules.items())
+    if t._body is None or t._body[0] != key:
+        backend = get_backend(t.dsl)
+        try:
+            body = backend.render_module(t.program, t.schedules, t.target, t.graph.meta, t.graph.weights)
+        except UnsupportedKernel as e:
+            raise AkgError(f"the {t.dsl} backend cannot express a kernel of {t.problem.name}: {e}") from None
+        t._body = (key, body)
+    return with_header(header(t, timing), t._body[1])
 
 
 def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | Path | None = None,
               verify_result: bool = True, timing: bool = True, baselines: tuple[str, ...] = ("eager",),
               train: bool = False, allow_opaque: bool = False,
               seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library") -> Translation:
-    from .verifier import verify
-
     t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv)
     t.source = render(t)
     if t.executor == "none":

@@ -5,6 +5,7 @@ signature and versions: a repeated run is instant and a killed run loses no fini
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import math
 import sqlite3
@@ -14,9 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hardware_models.cost import Schedule, estimate_group
+import torch
+
+from dsl_backends import Manifest, get_backend
 from hardware_models.spec import cache_dir
 from ir.errors import AkgError
+from ir.kernel.schedule import Schedule
+
+from . import __version__
+from .ranking import ranked_space
+from .translate import build, render
+from .verifier import verify
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
     hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,
@@ -26,19 +35,16 @@ CREATE TABLE IF NOT EXISTS verified_modules (
     PRIMARY KEY (hardware, dsl, problem, by))"""
 
 
-def versions() -> str:
-    import torch
-
-    parts = [f"torch={torch.__version__}"]
-    try:
-        import triton
-
-        parts.append(f"triton={triton.__version__}")
-    except ImportError:
-        pass
-    from akg_agent import __version__
-
-    return f"akg={__version__};" + ";".join(parts)
+def versions(manifest: Manifest) -> str:
+    """What a measurement depends on besides the hardware: akg, torch, and the packages the backend's
+    manifest names (its compiler or runtime)."""
+    parts = [f"akg={__version__}", f"torch={torch.__version__}"]
+    for pkg in manifest.versioned:
+        try:
+            parts.append(f"{pkg}={importlib.metadata.version(pkg)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{pkg}=absent")
+    return ";".join(parts)
 
 
 class TuningDB:
@@ -48,12 +54,12 @@ class TuningDB:
         self.db = sqlite3.connect(self.path)
         self.db.executescript(SCHEMA)
 
-    def get(self, hw: str, dsl: str, kernel: str, ver: str, sched: dict[str, Any]) -> float | None:
+    def get(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule) -> float | None:
         row = self.db.execute("SELECT time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
                               "versions=? AND schedule=?", (hw, dsl, kernel, ver, _key(sched))).fetchone()
         return None if row is None else row[0]
 
-    def put(self, hw: str, dsl: str, kernel: str, ver: str, sched: dict[str, Any], t: float, verdict: str) -> None:
+    def put(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule, t: float, verdict: str) -> None:
         with self.db:  # committed at once: a killed run keeps it
             self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
                             (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
@@ -78,55 +84,24 @@ class TuningDB:
         return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
 
 
-def _key(sched: dict[str, Any]) -> str:
-    return json.dumps({k: v for k, v in sorted(sched.items()) if not k.startswith("_")})
+def _key(sched: Schedule) -> str:
+    return json.dumps(dict(sorted(sched.items())))
 
 
 def kernel_signature(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
-def cost_schedule(s: dict[str, Any]) -> Schedule:
-    """A backend's GEMM schedule in the cost model's terms (warps from the thread tile where the backend
-    names threads by their register tile instead of by warps)."""
-    warps = s.get("num_warps") or max(1, (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
-    return Schedule(block=(s["BM"], s["BN"], s["BK"]), num_warps=warps, num_stages=s.get("num_stages", 1))
-
-
-def ranked_space(backend: Any, k: Any, grp: Any, target: Any) -> list[dict[str, Any]]:
-    """The backend's tuning space for one kernel; GEMM tiles ordered by the cost model, infeasible ones
-    (tiles that do not fit, spilling accumulators) pruned."""
-    space = backend.tuning_space(k, target)
-    if k.kind == "matmul" and grp is not None and space and "BM" in space[0]:
-        scored = [(estimate_group(grp, target, cost_schedule(s)), s) for s in space]
-        space = [s for e, s in sorted(scored, key=lambda x: _rank_key(*x)) if math.isfinite(e.time_s)]
-    return space
-
-
-def _rank_key(e: Any, s: dict[str, Any]) -> tuple[float, ...]:
-    """By estimated time; among tensor-core tiles the model cannot tell apart, the deeper K step and
-    three stages first (H100, bf16 4096^3: 128x256x64 with 3 stages 0.195 ms, with BK=32 and 2 stages
-    0.418 ms, both estimated tensor-bound at 0.146). FMA tiles keep their order: BK=64 spills there."""
-    if not e.bound.startswith("tensor"):
-        return (e.time_s, 0, 0)
-    return (e.time_s, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3))
-
-
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None], None] | None = None) -> dict[str, Any]:
-    from dsl_backends import get_backend
-
-    from .translate import build, render
-    from .verifier import verify
-
     t = build(problem, dsl, target)
     if t.executor != "native":
         raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {t.executor}, "
                        "whose times mean nothing")
     backend = get_backend(dsl)
     db = db or TuningDB()
-    ver = versions()
+    ver = versions(backend.manifest)
     hw = t.target.name + (f" ({t.target.calibrated_from})" if t.target.calibrated_from else "")
     groups = {g.id: g for g in t.plan.groups}
     start = time.perf_counter()
@@ -135,16 +110,15 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         for k in t.program.kernels():
             space = ranked_space(backend, k, groups.get(k.group), t.target)
-            default = dict(k.schedule)
+            default = t.schedules[k.name]
             cands = [default] + [s for s in space if s != default]
             cands = cands[:budget]
-            sig = kernel_signature(backend.render_kernel(k, t.target))
-            best: tuple[float, dict[str, Any]] | None = None
+            sig = kernel_signature(backend.render_kernel(k, default, t.target))
+            best: tuple[float, Schedule] | None = None
             for i, sched in enumerate(cands):
                 if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
                     break
-                k.schedule.clear()
-                k.schedule.update(sched)
+                t.schedules[k.name] = sched
                 known = db.get(hw, dsl, sig, ver, sched)
                 if known is None:
                     path = Path(d) / f"cand_{k.name}_{i}.py"
@@ -157,12 +131,11 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 else:
                     report["from_db"] += 1
                 if best is None or known < best[0]:
-                    best = (known, dict(sched))
+                    best = (known, sched)
                 if on_progress is not None:
                     on_progress(k.name, i + 1, len(cands), best[0] if best else None)
-            k.schedule.clear()
-            k.schedule.update(best[1] if best and math.isfinite(best[0]) else default)
-            report["kernels"].append({"kernel": k.name, "kind": k.kind, "best": best[1] if best else default,
+            t.schedules[k.name] = best[1] if best and math.isfinite(best[0]) else default
+            report["kernels"].append({"kernel": k.name, "kind": k.kind, "best": dict(best[1] if best else default),
                                       "best_s": best[0] if best else None, "tried": len(cands)})
     # the chosen combination is verified and timed once more, and the header says so
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:

@@ -1,25 +1,29 @@
-"""The backend contract: a manifest, `render` (kernel IR -> source), `build` (source -> callable
-module), the executor available for a target on this machine, and a tuning space."""
+"""The backend contract: a manifest (what the core needs to know: targets, executors, kernel kinds,
+sandbox environment, versioned packages), schedules (default and tuning space), rendering (kernel IR
+and a schedule -> source; a program -> a module), and compiling without running where that is all a
+machine can do."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
+import os
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from hardware_models.spec import HardwareModel
-from ir.errors import AkgError
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.errors import AkgError, UnsupportedKernel
+from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.schedule import Schedule, Schedules
+
+from .module import write_module
 
 HERE = Path(__file__).parent
-
-
-class UnsupportedKernel(Exception):
-    """The backend cannot express this kernel; the planner falls back to a library call."""
 
 
 @dataclass(frozen=True)
@@ -35,18 +39,25 @@ class Manifest:
     checked_by: str = ""  # how the fallback executor checks a kernel, in words ("" = the executor's name)
     # kernel kinds it renders; "rownorm" (a row template) asks the planner for row fusion
     kinds: tuple[str, ...] = ("pointwise", "reduce", "matmul")
+    # packages whose versions are part of a tuning measurement's key (its compiler, its runtime)
+    versioned: tuple[str, ...] = ()
+    # environment of the verifier's sandbox ("{run_dir}" is the job's directory); `env_cpu` only where
+    # a job runs on the CPU (interpreters read theirs there)
+    env: dict[str, str] = field(default_factory=dict)
+    env_cpu: dict[str, str] = field(default_factory=dict)
+    # torch device types a written module accepts inputs on (the CPU where an interpreter runs it)
+    devices: tuple[str, ...] = ("cpu",)
 
     @staticmethod
     def load(path: Path) -> Manifest:
         d = tomllib.loads(path.read_text())
         return Manifest(d["name"], d["description"], d["entry"], dict(d.get("targets", {})),
                         d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""),
-                        tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))))
+                        tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
+                        dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))))
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""
-        import importlib.util
-
         return [m for m in self.runtime if importlib.util.find_spec(m) is None]
 
     def supports(self, target: HardwareModel) -> bool:
@@ -61,22 +72,43 @@ class Manifest:
 
 
 class Backend(Protocol):
+    """What the core calls on a backend (checked against every backend by a test)."""
+
     manifest: Manifest
+    overrides: frozenset[str]  # composite ops its op table spells itself (the rest arrive expanded)
 
-    def render_kernel(self, k: Kernel, target: HardwareModel) -> str: ...
+    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> Schedule: ...
 
-    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str,
-                      meta: dict[str, Any]) -> str: ...
+    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]: ...
 
-    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]: ...
+    def render_kernel(self, k: Kernel, schedule: Schedule, target: HardwareModel) -> str: ...
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]: ...
+    def launch(self, k: Kernel, schedule: Schedule, ref: Callable[[Buf | None], str]) -> list[str]: ...
+
+    def render_module(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+                      meta: dict[str, Any], weights: dict[str, Any]) -> str:
+        """The module's text without its header (the core prepends it)."""
+        ...
+
+    def compile_only(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel) -> str:
+        """Where the target's device is absent but its compiler is here: compile every kernel, run
+        none; the line the report shows. Backends without such an executor raise UnsupportedKernel."""
+        ...
+
+
+def _manifest_files() -> list[Path]:
+    """This package's backends, then those in the folders of AKG_BACKEND_PATH (a backend out of tree:
+    a folder with a manifest whose entry is importable)."""
+    dirs = [HERE] + [Path(d) for d in os.environ.get("AKG_BACKEND_PATH", "").split(os.pathsep) if d]
+    return [p for d in dirs for p in sorted(d.glob("*/manifest.toml"))]
 
 
 @lru_cache(maxsize=1)
 def _manifests() -> dict[str, Manifest]:
-    found = {p.parent.name.replace("_", "-"): Manifest.load(p) for p in sorted(HERE.glob("*/manifest.toml"))}
-    found = {m.name: m for m in found.values()}
+    found: dict[str, Manifest] = {}
+    for path in _manifest_files():
+        m = Manifest.load(path)
+        found.setdefault(m.name, m)
     for ep in importlib.metadata.entry_points(group="akg.backends"):
         try:
             obj = ep.load()
@@ -92,9 +124,99 @@ def available() -> dict[str, Manifest]:
     return dict(_manifests())
 
 
+class Frame(NamedTuple):
+    imports: list[str]
+    prelude: str
+    sources: dict[str, str]
+
+
+Ref = Callable[[Buf | None], str]  # a buffer's name in the written module's forward
+
+
+def _no_schedule(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    return Schedule()
+
+
+def _one_schedule(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule()]
+
+
+@dataclass(frozen=True)
+class Template:
+    """How a backend writes one kind of kernel (pointwise, reduce, rownorm, matmul, scan): its source
+    for a schedule, the lines of `forward` that launch it, its default schedule and its tuning space."""
+
+    render: Callable[[Kernel, Schedule, HardwareModel], str]
+    launch: Callable[[Kernel, Schedule, Ref], list[str]]
+    default: Callable[[Kernel, HardwareModel, str], Schedule] = _no_schedule
+    space: Callable[[Kernel, HardwareModel], list[Schedule]] = _one_schedule
+
+
+class BackendBase:
+    """A backend as a table of templates by kernel kind; the core's calls dispatch through it. A
+    backend adds `render_module` (how a module is framed: imports, build, prelude) and, where it has
+    a compiler but no device here, `compile_only`."""
+
+    manifest: Manifest
+    overrides: frozenset[str] = frozenset()  # composites its op table spells itself
+    templates: Mapping[str, Template] = {}
+
+    def template(self, k: Kernel) -> Template:
+        t = self.templates.get(k.kind)
+        if t is None:
+            raise UnsupportedKernel(f"the {self.manifest.name} backend has no {k.kind} template")
+        return t
+
+    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+        return self.template(k).default(k, target, executor)
+
+    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]:
+        return self.template(k).space(k, target)
+
+    def render_kernel(self, k: Kernel, schedule: Schedule, target: HardwareModel) -> str:
+        return self.template(k).render(k, schedule, target)
+
+    def launch(self, k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
+        return self.template(k).launch(k, schedule, ref)
+
+    def render_module(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+                      meta: dict[str, Any], weights: dict[str, Any]) -> str:
+        sources = {k.name: self.render_kernel(k, schedules[k.name], target) for k in prog.kernels()}
+        f = self.frame(prog, schedules, target, sources)
+        return write_module(prog, schedules, meta, f.imports, f.prelude, f.sources, self.launch, weights,
+                            self.manifest.devices, self.manifest.runtime)
+
+    def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+              sources: dict[str, str]) -> Frame:
+        """How the module holds the rendered kernels: its imports, its prelude (a build step, helpers)
+        and the sources placed as they are (a compiled DSL puts them in its prelude instead)."""
+        return Frame([], "", sources)
+
+    def compile_only(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel) -> str:
+        raise UnsupportedKernel(f"the {self.manifest.name} backend has no compile-only executor")
+
+
+def sandbox_env(run_dir: Path, on_cpu: bool) -> dict[str, str]:
+    """Every backend's sandbox environment (the verifier does not know which DSL a module uses)."""
+    env: dict[str, str] = {}
+    for m in _manifests().values():
+        for k, v in {**m.env, **(m.env_cpu if on_cpu else {})}.items():
+            env[k] = v.format(run_dir=run_dir)
+    return env
+
+
+def dsls_for(target: HardwareModel) -> list[str]:
+    """The DSLs whose manifests target this chip (hardware models do not list DSLs)."""
+    return sorted(name for name, m in _manifests().items() if m.supports(target))
+
+
 def get_backend(name: str) -> Backend:
     m = _manifests().get(name)
     if m is None:
         raise AkgError(f"unknown DSL {name!r}; available: {', '.join(sorted(_manifests()))}")
     mod, attr = m.entry.split(":")
-    return getattr(importlib.import_module(mod), attr)
+    try:
+        return getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError) as e:
+        raise AkgError(f"the {name} backend's entry {m.entry} cannot be loaded ({e}): put the package that "
+                       "holds it on PYTHONPATH, or install it") from None

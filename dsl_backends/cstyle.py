@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, walk
+from ir.kernel.analysis import split_gemm
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
 
 from .base import UnsupportedKernel
 from .exprs import FLOATS
@@ -68,30 +69,25 @@ class CStyle:
             return f"akg_f32_to_f16((float)({val}))"
         return f"({CTYPES[out_dtype]})({val})"
 
-    # --- pointwise ops on scalars
+    # the composites this table spells itself (the math library's are more accurate); every other
+    # composite reaches it expanded into primitives (ir.kernel.expand)
+    overrides = frozenset({"expm1", "log1p", "trunc"})
+
+    # --- pointwise ops on scalars: the primitives plus `overrides`
     def op(self, e: Op, a: list[str]) -> str:
-        at = dict(e.attrs)
         t = self.ctype_compute(e.dtype)
         f = self.fn
         if e.dtype in FLOATS or e.op in ("cast", "where"):
             a = [x if e.op in ("where", "cast", "eq", "ne", "lt", "le", "gt", "ge") else f"(({t})({x}))" for x in a]
-        x = a[0] if a else ""
         table = {
             "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "eq": "({0} == {1})",
             "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
             "ge": "({0} >= {1})", "logical_and": "(({0}) && ({1}))", "logical_or": "(({0}) || ({1}))",
             "neg": "(-{0})", "abs": f"{f('fabs')}({{0}})", "exp": f"{f('exp')}({{0}})", "log": f"{f('log')}({{0}})",
             "log1p": f"{f('log1p')}({{0}})", "expm1": f"{f('expm1')}({{0}})", "sqrt": f"{f('sqrt')}({{0}})",
-            "rsqrt": f"(({t})1 / {f('sqrt')}({{0}}))", "reciprocal": f"(({t})1 / ({{0}}))",
             "sin": f"{f('sin')}({{0}})", "cos": f"{f('cos')}({{0}})", "tanh": f"{f('tanh')}({{0}})",
-            "sigmoid": f"(({t})1 / (({t})1 + {f('exp')}(-({{0}}))))", "erf": f"{f('erf')}({{0}})",
-            "floor": f"{f('floor')}({{0}})", "ceil": f"{f('ceil')}({{0}})", "round": f"{f('nearbyint')}({{0}})",
-            "trunc": f"{f('trunc')}({{0}})", "logical_not": "(!({0}))", "isnan": "(({0}) != ({0}))",
-            "relu": f"(({{0}}) > ({t})0 ? ({{0}}) : ({{0}}) * ({t})0)",
-            "silu": f"(({{0}}) / (({t})1 + {f('exp')}(-({{0}}))))",
-            "sign": f"(({{0}}) > 0 ? ({t})1 : (({{0}}) < 0 ? ({t})-1 : ({{0}}) * ({t})0))",
-            "hardsigmoid": f"{f('fmin')}({f('fmax')}(({{0}}) / ({t})6 + ({t})0.5, ({t})0), ({t})1)",
-            "hardswish": f"(({{0}}) * {f('fmin')}({f('fmax')}(({{0}}) + ({t})3, ({t})0), ({t})6) / ({t})6)",
+            "erf": f"{f('erf')}({{0}})", "floor": f"{f('floor')}({{0}})", "ceil": f"{f('ceil')}({{0}})",
+            "round": f"{f('nearbyint')}({{0}})", "trunc": f"{f('trunc')}({{0}})", "logical_not": "(!({0}))",
             "where": "(({0}) ? ({1}) : ({2}))", "pow": f"{f('pow')}({{0}}, {{1}})",
             "atan2": f"{f('atan2')}({{0}}, {{1}})",
         }
@@ -101,8 +97,7 @@ class CStyle:
         if o == "div":
             if e.dtype not in FLOATS:
                 raise UnsupportedKernel("integer division")
-            q = f"({a[0]} / {a[1]})"
-            return {None: q, "floor": f"{f('floor')}({q})", "trunc": f"{f('trunc')}({q})"}[at["rounding_mode"]]
+            return f"({a[0]} / {a[1]})"
         if o in ("maximum", "minimum"):
             g = f("fmax") if o == "maximum" else f("fmin")
             if e.dtype not in FLOATS:
@@ -112,33 +107,8 @@ class CStyle:
             if e.dtype in FLOATS:
                 return f"({a[0]} - {f('floor')}({a[0]} / {a[1]}) * {a[1]})"
             return f"((({a[0]}) % ({a[1]}) + ({a[1]})) % ({a[1]}))"
-        if o == "gelu":
-            if at["approximate"] == "tanh":
-                return (f"(({t})0.5 * {x} * (({t})1 + {f('tanh')}(({t})0.7978845608028654 * "
-                        f"({x} + ({t})0.044715 * {x} * {x} * {x}))))")
-            return f"(({t})0.5 * {x} * (({t})1 + {f('erf')}({x} * ({t})0.7071067811865476)))"
-        if o == "softplus":
-            b, th = at["beta"], at["threshold"]
-            return f"({x} * ({t}){b!r} > ({t}){th!r} ? {x} : {f('log1p')}({f('exp')}({x} * ({t}){b!r})) / ({t}){b!r})"
-        if o == "mish":
-            return f"({x} * {f('tanh')}({x} > ({t})20 ? {x} : {f('log1p')}({f('exp')}({x}))))"
-        if o == "elu":
-            return (f"({x} > ({t})0 ? ({t}){at['scale']!r} * {x} : ({t}){at['scale'] * at['alpha']!r} * "
-                    f"{f('expm1')}({x} * ({t}){at['input_scale']!r}))")
-        if o == "selu":
-            return f"({x} > ({t})0 ? ({t})1.0507009873554805 * {x} : ({t})1.7580993408473766 * {f('expm1')}({x}))"
-        if o == "leaky_relu":
-            return f"({x} > ({t})0 ? {x} : {x} * ({t}){at['negative_slope']!r})"
-        if o in ("clamp", "hardtanh"):
-            lo, hi = (at["min"], at["max"]) if o == "clamp" else (at["min_val"], at["max_val"])
-            out = x
-            if lo is not None:
-                out = f"({out} < ({t}){lo!r} ? ({t}){lo!r} : {out})"
-            if hi is not None:
-                out = f"({out} > ({t}){hi!r} ? ({t}){hi!r} : {out})"
-            return out
         if o == "cast":
-            dt = at["dtype"]
+            dt = dict(e.attrs)["dtype"]
             if dt in ("bf16", "f16"):  # the value a half-precision tensor would hold, in float
                 return f"akg_{dt}_to_f32(akg_f32_to_{dt}((float)({a[0]})))"
             return f"(({self.ctype_compute(dt)})({a[0]}))" if dt != "bool" else f"(({a[0]}) != 0)"
@@ -206,10 +176,6 @@ class CPrinter:
         raise UnsupportedKernel(type(e).__name__)
 
     def reduce(self, e: Reduce) -> str:
-        from ir.kernel.ir import walk
-
-        from .exprs import free_vars
-
         # an inner reduction that does not use this one's variables is computed once, before the loop
         mine = {v.name for v in e.axes}
         for r in walk(e.body):
@@ -265,44 +231,6 @@ class CPrinter:
 
 
 @dataclass(frozen=True)
-class GemmParts:
-    """A matmul kernel taken apart: its one dot reduction, the A and B element expressions, the K axis, and
-    the output coordinates that index A only (rows), B only (cols) or both (batch)."""
-
-    dot: Reduce
-    a: Expr
-    b: Expr
-    k: Var
-    rows: list[tuple[str, int]]
-    cols: list[tuple[str, int]]
-    batch: list[tuple[str, int]]
-
-
-def split_gemm(k: Kernel) -> GemmParts:
-    from .exprs import free_vars
-
-    dots = [r for r in k.reductions() if r.op == "dot"]
-    if len(dots) != 1 or len(k.reductions()) != 1:
-        raise UnsupportedKernel("not a single GEMM")
-    dot = dots[0]
-    a_e, b_e = dot.body.args  # type: ignore[attr-defined]
-    kv = dot.axes[0]
-    a_vars, b_vars = free_vars(a_e) - {kv.name}, free_vars(b_e) - {kv.name}
-    coords = [(v.name, v.extent) for v in k.coords]
-    cols = [c for c in coords if c[0] in b_vars and c[0] not in a_vars]
-    batch = [c for c in coords if c[0] in a_vars and c[0] in b_vars]
-    rows = [c for c in coords if c not in cols and c not in batch]
-    return GemmParts(dot, a_e, b_e, kv, rows, cols, batch)
-
-
-def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
-    """(M, N, K, batch) of a matmul kernel as `split_gemm` takes it apart."""
-    g = split_gemm(k)
-    return (math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent,
-            math.prod(e for _, e in g.batch))
-
-
-@dataclass(frozen=True)
 class View:
     """A GEMM operand read straight from a buffer, seen as a 2-D matrix so that whole tiles can be
     copied (TileLang's T.copy, Triton's TMA descriptors): `k_first` when the reduction axis is the
@@ -328,13 +256,12 @@ def _view(e: Expr, batch: list[tuple[str, int]], own: list[tuple[str, int]], kv:
     return None
 
 
-def views(k: Kernel) -> dict[str, View]:
+def views(k: Kernel, bk: int) -> dict[str, View]:
     """The buffers a GEMM reads only as a plain operand (no prologue, mask or other use), which tile
-    copies can stage. A buffer read twice (x @ x.T) is not one of them."""
+    copies of K step `bk` can stage. A buffer read twice (x @ x.T) is not one of them."""
     if k.kind != "matmul":
         return {}
     g = split_gemm(k)
-    bk = k.schedule.get("BK", 32)
     loads = [e for e in walk(k.expr) if isinstance(e, Load)]
     out: dict[str, View] = {}
     for e, own in ((g.a, g.rows), (g.b, g.cols)):

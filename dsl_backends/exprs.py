@@ -4,10 +4,11 @@ expression tree once and names each non-trivial node."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ir.kernel.analysis import row_split
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
 
 from .base import UnsupportedKernel
@@ -86,7 +87,7 @@ class RowReduction:
     single: bool
 
 
-def row_reduction(k: Kernel, sched: dict[str, Any], max_single: int, chunked_ok: tuple[str, ...] = (
+def row_reduction(k: Kernel, sched: Mapping[str, Any], max_single: int, chunked_ok: tuple[str, ...] = (
         "sum", "dot", "max", "min", "prod")) -> RowReduction:
     """The common frame of the tile templates' reductions; refuses what no chunk loop can fold (nested
     reductions, and ops outside `chunked_ok`) when the row is longer than one tile."""
@@ -116,8 +117,6 @@ def py_decode(names: list[tuple[str, int]], flat: str, lines: list[str], env: di
 def row_coords(k: Kernel) -> tuple[tuple[Var, ...], list[tuple[str, int]]]:
     """A row-fused ("rownorm") kernel's row coordinates (every reduction depends on these alone;
     size-1 axes ride along) and its column coordinates (name, extent)."""
-    from ir.kernel.lower import row_split
-
     rs = row_split(k)
     if rs is None:
         raise UnsupportedKernel("not a row-fused kernel")

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ir.kernel.ir import Buf, Kernel, KernelProgram, LibraryCall
+from ir.kernel.schedule import Schedule, Schedules
 from ir.types import DTYPES
 
 # aten ops each library step dispatches to (declared, so the verifier allows them)
@@ -48,6 +49,23 @@ def _akg_get(root, key):
 
 def _akg_const(data, dtype, shape):
     return torch.frombuffer(bytearray(base64.b64decode(data)), dtype=dtype).reshape(shape).clone()
+
+
+def _akg_guard(args):
+    """Each input against the envelope this module was built and verified for: never an out-of-bounds
+    read or a reinterpreted dtype, a one-line error instead."""
+    for i, (a, (name, shape, dtype, value)) in enumerate(zip(args, _AKG_ENVELOPE)):
+        if shape is None:  # a Python number, baked into the kernels when the module was translated
+            if type(a) is not type(value) or a != value:
+                raise ValueError(f"ModelNew input {name!r} (argument {i + 1}): this module was built for "
+                                 f"{name}={value!r}, got {a!r}; translate again with that value in get_inputs()")
+        elif not isinstance(a, torch.Tensor):
+            raise TypeError(f"ModelNew input {name!r} (argument {i + 1}): expected a tensor, got {type(a).__name__}")
+        elif a.dtype != dtype or a.shape != shape or a.device.type not in _AKG_DEVICES:
+            raise ValueError(f"ModelNew input {name!r} (argument {i + 1}): expected {str(dtype)[6:]} "
+                             f"{list(shape)} on {' or '.join(_AKG_DEVICES)}, got {str(a.dtype)[6:]} {list(a.shape)} "
+                             f"on {a.device.type}; the module was built and verified for that size, dtype and "
+                             "device only: translate again for these inputs")
 '''
 
 
@@ -103,13 +121,34 @@ def declared_calls(prog: KernelProgram) -> list[str]:
     return out
 
 
-def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports: list[str], prelude: str,
-                 sources: dict[str, str], launch: Callable[[Kernel, Callable[[Buf], str]], list[str]],
-                 weights: dict[str, torch.Tensor]) -> str:
+def with_header(header: str, body: str) -> str:
+    """A module's text: its header as comments, then the body `render_module` wrote (rendered once;
+    the header, which carries the verdict, is only prepended)."""
+    return "".join(f"# {ln}\n" if ln else "#\n" for ln in header.splitlines()) + body
+
+
+def envelope(prog: KernelProgram, meta: dict[str, Any]) -> list[tuple[str, Buf | None, Any]]:
+    """forward's parameters: (name, the input buffer it is, or None and the Python number it was traced
+    with), in order."""
+    bufs = {b.name: b for b in prog.inputs}
+    sig = meta.get("signature") or [(b.name, b.name, None) for b in prog.inputs]
+    return [(name, bufs[node] if node is not None else None, value) for name, node, value in sig]
+
+
+def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], imports: list[str], prelude: str,
+                 sources: dict[str, str], launch: Callable[[Kernel, Schedule, Callable[[Buf], str]], list[str]],
+                 weights: dict[str, torch.Tensor], devices: tuple[str, ...] = ("cpu",),
+                 runtime: tuple[str, ...] = ()) -> str:
+    """The module's text (without its header). `devices`: the device types its launches accept;
+    `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix)."""
     state = meta.get("state_dict", [])
     kinds = meta.get("param_kinds", {})
     embedded = {b.key: b for b in prog.params if kinds.get(b.key) in ("buffer_np", "constant")}
-    lines = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
+    lines = ["import importlib.util"] if runtime else []
+    for m in runtime:
+        lines += [f"if importlib.util.find_spec({m!r}) is None:",
+                  f"    raise ImportError('this module runs its kernels with {m}, which is not installed here: "
+                  f"pip install {m}, or translate it for another DSL')"]
     lines += ["import base64", "", "import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
     lines += imports
     lines += ["", f"AKG_LIBRARY_CALLS = {declared_calls(prog)!r}", REGISTER]
@@ -127,18 +166,25 @@ def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports
                                 t.view(torch.int16).numpy().tobytes()).decode()
         lines.append(f"    {key!r}: ({data!r}, {torch_dtype(b.dtype)}, {tuple(b.shape)!r}, 'buffer_np'),")
     lines.append("}")
+    env = envelope(prog, meta)
+    lines.append("_AKG_ENVELOPE = [")
+    lines += [f"    ({name!r}, {tuple(b.shape)!r}, {torch_dtype(b.dtype)}, None)," if b is not None else
+              f"    ({name!r}, None, None, {value!r})," for name, b, value in env]
+    lines += ["]", f"_AKG_DEVICES = {tuple(devices)!r}"]
     ins = [b.name for b in prog.inputs]
+    params = [name for name, _, _ in env]
     lines += ["", "", "class ModelNew(nn.Module):", "    def __init__(self, *args, **kwargs):",
               "        super().__init__()",
               "        for key, shape, dtype, kind in _AKG_STATE:",
               "            _akg_register(self, key, torch.zeros(shape, dtype=dtype), kind)",
               "        for key, (data, dtype, shape, kind) in _AKG_EMBEDDED.items():",
               "            _akg_register(self, key, _akg_const(data, dtype, shape), kind)", "",
-              f"    def forward(self, {', '.join(ins)}):"]
-    body: list[str] = []
+              f"    def forward(self, {', '.join(params)}):"]
+    body: list[str] = [f"_akg_guard(({''.join(p + ', ' for p in params)}))"]
     names: dict[str, str] = {b.name: b.name for b in prog.inputs}
-    for b in prog.inputs:
-        body.append(f"{b.name} = {b.name}.contiguous()")
+    for name, b, _ in env:
+        if b is not None:
+            body.append(f"{b.name} = {name}.contiguous()")
     dev = ins[0] if ins else "None"
     for b in prog.params:
         body.append(f"{b.name} = _akg_get(self, {b.key!r}).contiguous()")
@@ -154,7 +200,7 @@ def write_module(prog: KernelProgram, meta: dict[str, Any], header: str, imports
             device = f"{dev}.device" if ins else "'cpu'"
             body.append(f"{step.out.name} = torch.empty({tuple(step.out.shape)!r}, "
                         f"dtype={torch_dtype(step.out.dtype)}, device={device})")
-            body += launch(step, ref)
+            body += launch(step, schedules[step.name], ref)
         names[step.out.name] = step.out.name
     outs = [ref(b) for b in prog.outputs]
     single = meta.get("single_output", len(outs) == 1)

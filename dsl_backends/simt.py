@@ -9,9 +9,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ir.kernel.analysis import GemmParts, split_gemm
 from ir.kernel.ir import Kernel
+from ir.kernel.schedule import Schedule
 
-from .cstyle import CPrinter, CStyle, GemmParts, decode, row_sweep, split_gemm
+from .cstyle import CPrinter, CStyle, decode, row_sweep
 from .exprs import row_coords, strided_reduction
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
@@ -47,15 +49,39 @@ def group_printer(d: Dialect) -> type[CPrinter]:
     return GroupPrinter
 
 
-def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[int, int, int], int]:
-    """The kernel body, and its launch: groups (x, y, z) and threads per group."""
+def _mm_tile(s: Schedule) -> tuple[int, int, int, int, int]:
+    bm, bn, bk, tm, tn = (int(s.get(x, d)) for x, d in (("BM", 64), ("BN", 64), ("BK", 16), ("TM", 4), ("TN", 4)))
+    return bm, bn, bk, tm, tn
+
+
+def launch_dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
+    """Groups (x, y, z) and threads per group of the SIMT layout `body_lines` writes for `k`: one
+    analysis of the kernel IR and the schedule (the launch never renders the body)."""
+    groups = int(s.get("GROUPS", 1 << 20))
+    if k.kind == "matmul":
+        g = split_gemm(k)
+        rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
+        bm, bn, _, tm, tn = _mm_tile(s)
+        return (-(-n // bn), -(-rows // bm), math.prod(e for _, e in g.batch)), (bm // tm) * (bn // tn)
+    if k.kind in ("reduce", "rownorm"):
+        threads = int(s.get("THREADS", 256))
+        row_c = k.coords if k.kind == "reduce" else row_coords(k)[0]
+        rows = math.prod(v.extent for v in row_c)
+        if strided_reduction(k):  # a thread per row
+            return (min(-(-rows // threads), groups), 1, 1), threads
+        return (min(rows, groups), 1, 1), threads  # a group per row
+    block = int(s.get("BLOCK", 256))
+    return (min(-(-k.out.numel // block), groups), 1, 1), block
+
+
+def body_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
+    """The kernel body of the layout for its kind (launched with `launch_dims`)."""
     n = k.out.numel
     if k.kind == "matmul":
-        return matmul_lines(k, style, d)
+        return matmul_lines(k, s, style, d)
     if k.kind == "reduce" and strided_reduction(k):
         return thread_rows(k, style, d, k.coords, [])
     if k.kind == "reduce":
-        threads = int(k.schedule.get("THREADS", 256))
         lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
                  f"    {d.shared} int64_t akg_smem_i[32];",
                  f"    for (int64_t akg_i = {d.block}.x; akg_i < {n}; akg_i += {d.grid_dim}.x) {{"]
@@ -63,29 +89,25 @@ def body_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[i
         decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
         lines += p.lines
-        lines += [f"        if ({d.thread}.x == 0) out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
-        return lines, (min(n, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
+        return lines + [f"        if ({d.thread}.x == 0) out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
     if k.kind == "rownorm":
         return rownorm_lines(k, style, d)
-    block = int(k.schedule.get("BLOCK", 256))
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
              f"akg_i += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
     p = CPrinter(style, {}, indent="        ")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
     lines += p.lines
-    lines += [f"        out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
-    return lines, (min(-(-n // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
+    return lines + [f"        out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
 
 
-def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[int, int, int], int]:
+def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> list[str]:
     """A row-fused kernel: one group per row computes the row's reductions together (every thread gets
     each result), then its threads stride over the columns writing the output."""
     row_c, cols = row_coords(k)
     rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
     if strided_reduction(k):
         return thread_rows(k, style, d, row_c, cols)
-    threads = int(k.schedule.get("THREADS", 256))
     lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
              f"    {d.shared} int64_t akg_smem_i[32];",
              f"    for (int64_t akg_row = {d.block}.x; akg_row < {rows}; akg_row += {d.grid_dim}.x) {{"]
@@ -93,15 +115,13 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tupl
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"
     lines += row_sweep(style, k, p, cols, loop)
-    return lines + ["    }"], (min(rows, int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), threads
+    return lines + ["    }"]
 
 
-def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[tuple[str, int]]
-                ) -> tuple[list[str], tuple[int, int, int], int]:
+def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[tuple[str, int]]) -> list[str]:
     """Rows that neighbour in memory (a norm over channels, a sum over a middle axis): a thread per
     row, its reductions and columns in serial loops, so a warp reads neighbouring elements."""
     rows = math.prod(v.extent for v in row_c)
-    block = int(k.schedule.get("THREADS", 256))
     lines = [f"    for (int64_t akg_row = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_row < {rows}; "
              f"akg_row += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
     p = CPrinter(style, {}, indent="        ")
@@ -113,7 +133,7 @@ def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[t
         val = p(k.expr)
         flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, k.out.strides()))
         lines += p.lines + [f"        out[{flat or '0'}] = {style.store(k.out.dtype, val)};"]
-    return lines + ["    }"], (min(-(-rows // block), int(k.schedule.get("GROUPS", 1 << 20))), 1, 1), block
+    return lines + ["    }"]
 
 
 MMA_LOOP = """\
@@ -134,15 +154,13 @@ MMA_LOOP = """\
     }}"""
 
 
-def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[int, int, int], int]:
+def matmul_lines(k: Kernel, s: Schedule, style: Any, d: Dialect) -> list[str]:
     """Shared-memory tiled GEMM: a BMxBN tile of C per block, a TMxTN register tile per thread, the K
     loop in BK steps through shared memory; prologue in the tile loads, epilogue at the store. Locals
     are akg_-prefixed: buffers are named after the program's values (q, k, v, x, ...)."""
     g = split_gemm(k)  # one GEMM per batch: grid z
     rows, n, kk = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols), g.k.extent
-    batches = math.prod(e for _, e in g.batch)
-    s = k.schedule
-    bm, bn, bk, tm, tn = (int(s.get(x, d)) for x, d in (("BM", 64), ("BN", 64), ("BK", 16), ("TM", 4), ("TN", 4)))
+    bm, bn, bk, tm, tn = _mm_tile(s)
     nthreads = (bm // tm) * (bn // tn)
     out = [f"    {d.shared} float akg_As[{bk}][{bm} + 1];", f"    {d.shared} float akg_Bs[{bk}][{bn} + 1];",
            f"    const int64_t akg_row0 = (int64_t){d.block}.y * {bm}, akg_col0 = (int64_t){d.block}.x * {bn};",
@@ -159,7 +177,7 @@ def matmul_lines(k: Kernel, style: Any, d: Dialect) -> tuple[list[str], tuple[in
             f"akg_col = akg_col0 + akg_tx * {tn} + akg_y;",
             f"            if (akg_row >= {rows} || akg_col >= {n}) continue;"]
     out += epilogue(style, k, g, "akg_acc[akg_x][akg_y]", "            ") + ["        }", "    }"]
-    return out, (-(-n // bn), -(-rows // bm), batches), nthreads
+    return out
 
 
 def stage_operands(style: CStyle, g: GemmParts, tiles: tuple[int, int, int], bounds: tuple[int, int], thread: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +23,9 @@ MIN_ELEMS_PER_WARP = 512  # output elements per warp below which tensor-core iss
 
 
 @dataclass(frozen=True)
-class Schedule:
-    """Tile sizes (M, N, K for contractions; elements per program otherwise) and launch shape."""
+class Tiling:
+    """What the cost model reads of a schedule: tile sizes (M, N, K for contractions; elements per
+    program otherwise) and launch shape."""
 
     block: tuple[int, ...] = (128, 128, 32)
     num_warps: int = 4
@@ -33,12 +35,24 @@ class Schedule:
     def describe(self) -> str:
         return f"block={'x'.join(map(str, self.block))} warps={self.num_warps} stages={self.num_stages}"
 
+    @staticmethod
+    def of(s: Mapping[str, Any]) -> Tiling | None:
+        """A backend's GEMM schedule in the cost model's terms, None where it names no tile: warps from
+        the thread tile where a backend names threads by their register tile (TM x TN) instead of by
+        warps; a CPU register-blocked GEMM (MR rows, NB columns, KC deep) as one thread's tile."""
+        if "BM" in s:
+            warps = s.get("num_warps") or max(1, (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
+            return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=warps, num_stages=s.get("num_stages", 1))
+        if "MR" in s:
+            return Tiling(block=(s["MR"], s.get("NB", s["NR"]), s.get("KC", 256)), num_warps=1, num_stages=1)
+        return None
 
-def default_schedule(target: HardwareModel) -> Schedule:
+
+def default_schedule(target: HardwareModel) -> Tiling:
     """GPUs: a 128x128 tile over 4 warps; CPUs: a cache-sized tile per core (one thread, no pipelining)."""
     if target.kind == "cpu":
-        return Schedule(block=(64, 64, 32), num_warps=1, num_stages=1)
-    return Schedule()
+        return Tiling(block=(64, 64, 32), num_warps=1, num_stages=1)
+    return Tiling()
 
 
 def resolve_unit(target: HardwareModel, kind: str, dtype: str, op_hint: str, numerics: str) -> tuple[str, str]:
@@ -115,7 +129,7 @@ def _occupancy(target: HardwareModel, threads: int, local_bytes: int, regs_per_t
     return per_unit, per_unit * threads / target.chip("max_threads_per_unit")
 
 
-def estimate_group(group: Group, target: HardwareModel, schedule: Schedule | None = None,
+def estimate_group(group: Group, target: HardwareModel, schedule: Tiling | None = None,
                    numerics: str = "reference") -> Estimate:
     """Roofline estimate of one kernel: max(compute, DRAM, L2, local memory) over the busy units,
     stretched by the tail of the last wave, plus launch overhead."""
@@ -253,5 +267,5 @@ def estimate_program(g: Graph, target: HardwareModel, numerics: str = "reference
     return sum(e.time_s for e in ests), ests
 
 
-__all__ = ["Schedule", "Estimate", "SolReport", "estimate_group", "speed_of_light", "estimate_program",
+__all__ = ["Tiling", "Estimate", "SolReport", "estimate_group", "speed_of_light", "estimate_program",
            "resolve_unit", "Key"]

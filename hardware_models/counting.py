@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
+from ir.decompose import DECOMPOSITIONS, GraphEmitter
 from ir.graph import Graph, Node
 from ir.ops import opdef
 
@@ -65,8 +66,6 @@ def node_flops(n: Node) -> Counter[Key]:
 
 
 def _composite_flops(n: Node) -> Counter[Key]:
-    from ir.decompose import DECOMPOSITIONS, GraphEmitter
-
     scratch = Graph("scratch")
     ins = [scratch.input(f"a{i}", a.type) if a is not None else None for i, a in enumerate(n.args)]
     e = GraphEmitter(scratch, n.name)

@@ -32,7 +32,6 @@ class HardwareModel:
     kind: str
     description: str
     arch: str
-    dsls: tuple[str, ...]
     sources: dict[str, str]
     figures: dict[str, dict[str, Figure]]  # section -> key -> figure
     numerics: dict[str, str] = field(default_factory=dict)
@@ -73,7 +72,7 @@ class HardwareModel:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "vendor": self.vendor, "kind": self.kind, "description": self.description,
-                "arch": self.arch, "dsls": list(self.dsls), "numerics": self.numerics,
+                "arch": self.arch, "numerics": self.numerics,
                 "calibrated_from": self.calibrated_from, "sources": self.sources,
                 "figures": {s: {k: f.__dict__ for k, f in d.items()} for s, d in self.figures.items()}}
 
@@ -101,7 +100,7 @@ def load_file(path: Path) -> HardwareModel:
     doc = tomllib.loads(path.read_text())
     sources = dict(doc.get("sources", {}))
     return HardwareModel(doc["name"], doc["vendor"], doc["kind"], doc["description"], doc.get("arch", ""),
-                         tuple(doc.get("dsls", ())), sources, _figures(doc, str(path), sources),
+                         sources, _figures(doc, str(path), sources),
                          dict(doc.get("numerics", {})))
 
 
@@ -210,4 +209,4 @@ def detect_cpu() -> HardwareModel:
     sources = {"detected": "read from /proc/cpuinfo and /sys on this machine",
                "estimate": "akg estimate; replace by `akg hw calibrate --target cpu`"}
     return HardwareModel("cpu", "host", "cpu", f"host CPU: {model_name.strip()}", platform.machine(),
-                         ("cpp", "tilelang"), sources, figures, {"conv_f32": "f32", "matmul_f32": "f32"})
+                         sources, figures, {"conv_f32": "f32", "matmul_f32": "f32"})

@@ -1,8 +1,11 @@
 """akg graph IR: typed ops, SSA graphs, text form, reference interpreter, lifting and passes."""
 
-from .graph import Graph, Node
-from .interp import EvalCtx, run
-from .text import parse_graph, print_graph
+from . import decompose  # noqa: F401 - registers each composite's meaning with the interpreter
+from .evaluate import run
+from .graph import Graph, Node, print_graph
+from .interp import EvalCtx
+from .kernel import rows  # noqa: F401 - registers the row-fusion pass (it checks merges by lowering them)
+from .text import parse_graph
 from .types import TensorType
 
 __all__ = ["Graph", "Node", "TensorType", "EvalCtx", "run", "parse_graph", "print_graph"]

@@ -6,9 +6,10 @@ from typing import Any
 
 import torch
 
+from .convert import CONVERTERS, LiftCtx, converts
+from .einsum import lower_einsum
 from .errors import AkgError
 from .graph import Node
-from .lift import CONVERTERS, LiftCtx, converts
 
 INT_MAX = 2**62
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -324,8 +325,6 @@ def _convolution(cx, x, w, b, stride, padding, dilation, transposed, output_padd
 
 @converts("aten.einsum.default")
 def _einsum(cx, eq, operands, path=None):
-    from .einsum import lower_einsum
-
     return lower_einsum(cx, eq.replace(" ", ""), list(operands))
 
 

@@ -14,7 +14,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import torch
 
 from .graph import Graph, Node
-from .types import DTYPES, FLOAT_DTYPES
+from .interp import COMPOSITES, eval_op
+from .ops import normalize_attrs
+from .types import DTYPES, FLOAT_DTYPES, dtype_of
 
 V = TypeVar("V")
 
@@ -30,17 +32,12 @@ class EagerEmitter:
         self.ctx = ctx
 
     def emit(self, op: str, args: Sequence[torch.Tensor | None], **attrs: Any) -> torch.Tensor:
-        from .graph import normalize_attrs
-        from .interp import eval_op
-
         return eval_op(op, list(args), normalize_attrs(op, attrs), self.ctx)
 
     def shape(self, v: torch.Tensor) -> tuple[int, ...]:
         return tuple(v.shape)
 
     def dtype(self, v: torch.Tensor) -> str:
-        from .types import dtype_of
-
         return dtype_of(v.dtype)
 
 
@@ -323,3 +320,11 @@ def _hinge_embedding(e, a, at):
     out_margin = e.emit("where", [e.emit("ne", [y, _c(e, 1.0, y)]), margin, zero])
     out_self = e.emit("where", [e.emit("ne", [y, _c(e, -1.0, y)]), x, zero])
     return _reduce(e, e.emit("add", [out_margin, out_self]), at["reduction"])
+
+
+def _eager(op: str) -> Callable[[list[Any], dict[str, Any], Any], torch.Tensor]:
+    return lambda args, attrs, ctx: DECOMPOSITIONS[op](EagerEmitter(ctx), list(args), attrs)
+
+
+# the interpreter evaluates a composite through its decomposition (its meaning is defined once)
+COMPOSITES.update({op: _eager(op) for op in DECOMPOSITIONS})

@@ -4,39 +4,17 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .ops import opdef
+from .infer import infer_type
+from .ops import normalize_attrs, opdef
 from .types import TensorType
-
-
-def freeze(v: Any) -> Any:
-    """Attributes are immutable and hashable: lists become tuples, dtypes their IR names."""
-    if isinstance(v, (list, tuple)):
-        return tuple(freeze(x) for x in v)
-    if isinstance(v, torch.dtype):
-        from .types import dtype_of
-
-        return dtype_of(v)
-    if isinstance(v, bool) or v is None or isinstance(v, (int, float, str)):
-        return v
-    raise TypeError(f"attribute value {v!r} ({type(v).__name__}) is not representable in the IR")
-
-
-def normalize_attrs(op: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    d = opdef(op)
-    unknown = [k for k in attrs if k not in d.attrs]
-    if unknown:
-        raise ValueError(f"op {op!r} has no attribute {unknown[0]!r}")
-    missing = [k for k in d.required() if k not in attrs]
-    if missing:
-        raise ValueError(f"op {op!r} needs attribute(s) {', '.join(missing)}")
-    # schema order, so the text form is canonical whatever order a caller used
-    return {k: freeze(attrs[k]) if k in attrs else v for k, v in d.attrs.items()}
 
 
 @dataclass(eq=False)
@@ -74,6 +52,7 @@ class Graph:
         self.outputs: list[Node] = []
         self.weights: dict[str, torch.Tensor] = {}  # param key -> real value
         self.meta: dict[str, Any] = {}  # provenance (problem file, train mode, opaque ops)
+        self.plan: Any = None  # the kernel groups plan passes made (ir.passes.fusion.FusionPlan)
         self._names: set[str] = set()
         self._counter = itertools.count()
 
@@ -91,8 +70,6 @@ class Graph:
 
     def add(self, op: str, args: Sequence[Node | None] = (), attrs: dict[str, Any] | None = None,
             type: TensorType | None = None, name: str | None = None) -> Node:
-        from .infer import infer_type
-
         attrs = normalize_attrs(op, attrs or {})
         if type is None:
             type = infer_type(op, [a.type if a is not None else None for a in args], attrs)
@@ -129,6 +106,7 @@ class Graph:
 
     # --- mutation
     def replace_uses(self, old: Node, new: Node) -> None:
+        self.plan = None  # a plan of the graph before this rewrite no longer describes it
         for n in self.nodes:
             if any(a is old for a in n.args):
                 n.args = tuple(new if a is old else a for a in n.args)
@@ -195,6 +173,49 @@ class Graph:
         return len(self.nodes)
 
     def __str__(self) -> str:
-        from .text import print_graph
-
         return print_graph(self)
+
+
+# --- the text form's printer (the parser is in ir.text)
+def format_value(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        r = repr(v)
+        return r if any(c in r for c in ".e") else r + ".0"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, tuple):
+        return "[" + ", ".join(format_value(x) for x in v) + "]"
+    raise TypeError(f"cannot print attribute value {v!r}")
+
+
+def format_attrs(n: Node) -> str:
+    defaults = opdef(n.op).defaults()
+    # a default is left out only when it is the same value of the same type (1 is not 1.0)
+    shown = [(k, v) for k, v in n.attrs.items()
+             if k not in defaults or type(defaults[k]) is not type(v) or defaults[k] != v]
+    if not shown:
+        return ""
+    return " {" + ", ".join(f"{k}={format_value(v)}" for k, v in shown) + "}"
+
+
+def print_node(n: Node) -> str:
+    args = ", ".join("none" if a is None else f"%{a.name}" for a in n.args)
+    return f"%{n.name}: {n.type} = {n.op}({args}){format_attrs(n)}"
+
+
+def print_graph(g: Graph) -> str:
+    lines = [f"graph {g.name} {{"]
+    lines += ["  " + print_node(n) for n in g.nodes]
+    lines.append("  return " + ", ".join(f"%{o.name}" for o in g.outputs))
+    lines.append("}")
+    return "\n".join(lines) + "\n"

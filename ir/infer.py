@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from .interp import EvalCtx, eval_op
 from .types import TensorType, dtype_of
 
 
@@ -20,8 +21,6 @@ def infer_type(op: str, arg_types: list[TensorType | None], attrs: dict[str, Any
 
 @lru_cache(maxsize=8192)
 def _infer(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -> TensorType:
-    from .interp import EvalCtx, eval_op
-
     if op in ("input", "param"):
         raise ValueError(f"{op} nodes carry their type explicitly")
     args = [torch.empty(t.shape, dtype=t.torch_dtype, device="meta") if t is not None else None

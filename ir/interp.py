@@ -14,7 +14,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .graph import Graph, Node
 from .ops import opdef
 from .types import DTYPES
 
@@ -30,6 +29,8 @@ class EvalCtx:
 
 Impl = Callable[[Sequence[Tensor | None], dict[str, Any], EvalCtx], Tensor]
 IMPLS: dict[str, Impl] = {}
+# composite ops, by their decomposition into the ops above (registered by ir.decompose)
+COMPOSITES: dict[str, Impl] = {}
 
 
 def impl(*names: str) -> Callable[[Impl], Impl]:
@@ -285,49 +286,8 @@ def _opaque(a, at, ctx):
 def eval_op(op: str, args: Sequence[Tensor | None], attrs: dict[str, Any], ctx: EvalCtx) -> Tensor:
     d = opdef(op)
     if d.group == "composite":
-        from .decompose import DECOMPOSITIONS, EagerEmitter
-
-        return DECOMPOSITIONS[op](EagerEmitter(ctx), list(args), attrs)
+        return COMPOSITES[op](list(args), attrs, ctx)
     return IMPLS[op](args, attrs, ctx)
 
 
-def run(graph: Graph, inputs: Sequence[Tensor], weights: dict[str, Tensor] | None = None,
-        ctx: EvalCtx | None = None) -> list[Tensor]:
-    """Evaluate `graph` on `inputs` (in signature order) with its weights (or `weights`)."""
-    ctx = ctx or EvalCtx(device=inputs[0].device if inputs else "cpu")
-    weights = graph.weights if weights is None else weights
-    ins = graph.inputs
-    if len(inputs) != len(ins):
-        raise ValueError(f"graph takes {len(ins)} inputs, got {len(inputs)}")
-    env: dict[int, Tensor] = {}
-    for n, t in zip(ins, inputs):
-        env[id(n)] = t
-    remaining = _last_uses(graph)
-    for n in graph.nodes:
-        if n.op == "input":
-            continue
-        if n.op == "param":
-            env[id(n)] = weights[n.attrs["key"]].to(ctx.device)
-            continue
-        args = [env[id(a)] if a is not None else None for a in n.args]
-        env[id(n)] = eval_op(n.op, args, n.attrs, ctx)
-        for a in remaining.get(id(n), ()):  # free intermediates early: full-size graphs are big
-            env.pop(a, None)
-    return [env[id(o)] for o in graph.outputs]
-
-
-def _last_uses(graph: Graph) -> dict[int, list[int]]:
-    last: dict[int, int] = {}
-    for n in graph.nodes:
-        for a in n.args:
-            if a is not None:
-                last[id(a)] = id(n)
-    keep = {id(o) for o in graph.outputs} | {id(n) for n in graph.nodes if n.op in ("input", "param")}
-    out: dict[int, list[int]] = {}
-    for v, user in last.items():
-        if v not in keep:
-            out.setdefault(user, []).append(v)
-    return out
-
-
-__all__ = ["EvalCtx", "IMPLS", "eval_op", "run", "Node"]
+__all__ = ["COMPOSITES", "EvalCtx", "IMPLS", "eval_op"]

@@ -7,80 +7,20 @@ their state_dict names and real values; inputs are fake tensors, so only shapes 
 
 from __future__ import annotations
 
+import inspect
 import operator
-import re
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
 
+from . import aten  # noqa: F401 - fills CONVERTERS
+from .convert import CONVERTERS, LiftCtx, source_line
 from .errors import AkgError
 from .graph import Graph, Node
 from .problem import Problem, _first_line
-from .types import FLOAT_DTYPES, TensorType, dtype_of
-
-
-@dataclass
-class LiftCtx:
-    graph: Graph
-    fx_node: torch.fx.Node | None = None
-    allow_opaque: bool = False
-    opaque: list[str] = field(default_factory=list)
-
-    # --- helpers used by converters
-    def add(self, op: str, args: list[Node | None], /, **attrs: Any) -> Node:
-        hint = self.fx_node.name if self.fx_node is not None else op
-        n = self.graph.add(op, args, attrs, name=hint)
-        if self.fx_node is not None:
-            n.meta["source"] = source_line(self.fx_node)
-        return n
-
-    def out_shape(self) -> list[int]:
-        val = self.fx_node.meta["val"] if self.fx_node is not None else None
-        return [int(d) for d in val.shape]
-
-    def scalar(self, value: Any, like: Node | None = None) -> Node:
-        """A Python number as a 0-d `scalar` node that promotes like a Python number would."""
-        if isinstance(value, Node):
-            return value
-        like_dt = like.dtype if like is not None else "f32"
-        if isinstance(value, bool):
-            dt = "bool"
-        elif isinstance(value, float) or like_dt in FLOAT_DTYPES:
-            dt, value = (like_dt if like_dt in FLOAT_DTYPES else "f32"), float(value)
-        else:
-            dt = like_dt if like_dt not in ("bool",) else "i64"
-        return self.graph.add("scalar", [], {"value": value, "dtype": dt}, name="c")
-
-
-Converter = Callable[..., Any]
-CONVERTERS: dict[str, Converter] = {}
-
-
-def converts(*targets: str) -> Callable[[Converter], Converter]:
-    def reg(fn: Converter) -> Converter:
-        for t in targets:
-            CONVERTERS[t] = fn
-        return fn
-    return reg
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \S+\n\s*(.*)')
-
-
-def source_line(n: torch.fx.Node, path: str | None = None) -> str:
-    """`file:line: code` of the deepest frame in the problem file (or the last frame)."""
-    frames = _FRAME.findall(n.meta.get("stack_trace") or "")
-    if path is not None:
-        frames = [f for f in frames if f[0] == path] or frames
-    if not frames:
-        return "unknown location"
-    f, line, code = frames[-1]
-    return f"{f.rsplit('/', 1)[-1]}:{line}: `{code.strip()}`"
-
+from .types import TensorType, dtype_of
 
 # torch.export and fake tensor modes keep global state: one export at a time in a process (the
 # bench translates and verifies problems from several threads)
@@ -101,8 +41,6 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
          seed: int = 0) -> Graph:
     """The problem's Model (weights from `seed`) as a graph. Modules are lifted in eval mode unless
     `train` (KernelBench never calls eval(): dropout and batch-norm statistics differ)."""
-    from . import aten  # noqa: F401 - fills CONVERTERS
-
     model = problem.build_model(seed)
     model.train(train)
     ep = _export(problem, model)
@@ -126,6 +64,7 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
             return type(a)(value(x) for x in a)
         return a
 
+    inputs: list[tuple[str, Any]] = []  # user inputs in order: (graph input name, None) or (name, number)
     for n in ep.graph.nodes:
         cx.fx_node = n
         if n.op == "placeholder":
@@ -136,8 +75,10 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                 if isinstance(val, torch.Tensor):
                     env[n] = g.input(n.name, TensorType(tuple(int(d) for d in val.shape),
                                                         dtype_of(val.dtype)))
-                else:
+                    inputs.append((n.name, None))
+                else:  # a Python number: torch.export specialises it (the module checks it at run time)
                     env[n] = val
+                    inputs.append((n.name, val))
             else:
                 key = spec.target
                 t = state.get(key)
@@ -188,7 +129,17 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                 g.outputs.append(v)
     g.cleanup()
     g.meta["opaque"] = cx.opaque
+    g.meta["signature"] = _signature(problem, inputs)
     return g
+
+
+def _signature(problem: Problem, inputs: list[tuple[str, Any]]) -> list[tuple[str, str | None, Any]]:
+    """forward's parameters in order: (its name, the graph input it is, or None and the number it was
+    traced with). The written module keeps the names; torch.export renames (lower-cases) them."""
+    params = [p for p in inspect.signature(problem.model_cls.forward).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+    names = [p.name for p in params] if len(params) == len(inputs) else [n for n, _ in inputs]
+    return [(name, None if value is not None else node, value) for name, (node, value) in zip(names, inputs)]
 
 
 def _encode(v: Any, tensors: list[Node]) -> Any:

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
+from .types import dtype_of
+
 REQUIRED = object()  # marks an attribute without a default
 
 # op group -> the kind of kernel it anchors (used by fusion and the cost model)
@@ -162,5 +166,24 @@ def opdef(name: str) -> OpDef:
         raise KeyError(f"unknown IR op {name!r}") from None
 
 
-def ops_in_group(group: str) -> list[str]:
-    return [n for n, d in OPS.items() if d.group == group]
+def freeze(v: Any) -> Any:
+    """Attributes are immutable and hashable: lists become tuples, dtypes their IR names."""
+    if isinstance(v, (list, tuple)):
+        return tuple(freeze(x) for x in v)
+    if isinstance(v, torch.dtype):
+        return dtype_of(v)
+    if isinstance(v, bool) or v is None or isinstance(v, (int, float, str)):
+        return v
+    raise TypeError(f"attribute value {v!r} ({type(v).__name__}) is not representable in the IR")
+
+
+def normalize_attrs(op: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    d = opdef(op)
+    unknown = [k for k in attrs if k not in d.attrs]
+    if unknown:
+        raise ValueError(f"op {op!r} has no attribute {unknown[0]!r}")
+    missing = [k for k in d.required() if k not in attrs]
+    if missing:
+        raise ValueError(f"op {op!r} needs attribute(s) {', '.join(missing)}")
+    # schema order, so the text form is canonical whatever order a caller used
+    return {k: freeze(attrs[k]) if k in attrs else v for k, v in d.attrs.items()}

@@ -7,61 +7,14 @@ weights separately (like an MLIR resource blob kept beside the module).
 from __future__ import annotations
 
 import json
-import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import torch
 from lark import Lark, Transformer, v_args
 
 from .graph import Graph, Node
-from .ops import opdef
 from .types import TensorType
-
-
-def format_value(v: Any) -> str:
-    if v is None:
-        return "none"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        r = repr(v)
-        return r if any(c in r for c in ".e") else r + ".0"
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, tuple):
-        return "[" + ", ".join(format_value(x) for x in v) + "]"
-    raise TypeError(f"cannot print attribute value {v!r}")
-
-
-def format_attrs(n: Node) -> str:
-    defaults = opdef(n.op).defaults()
-    # a default is left out only when it is the same value of the same type (1 is not 1.0)
-    shown = [(k, v) for k, v in n.attrs.items()
-             if k not in defaults or type(defaults[k]) is not type(v) or defaults[k] != v]
-    if not shown:
-        return ""
-    return " {" + ", ".join(f"{k}={format_value(v)}" for k, v in shown) + "}"
-
-
-def print_node(n: Node) -> str:
-    args = ", ".join("none" if a is None else f"%{a.name}" for a in n.args)
-    return f"%{n.name}: {n.type} = {n.op}({args}){format_attrs(n)}"
-
-
-def print_graph(g: Graph) -> str:
-    lines = [f"graph {g.name} {{"]
-    lines += ["  " + print_node(n) for n in g.nodes]
-    lines.append("  return " + ", ".join(f"%{o.name}" for o in g.outputs))
-    lines.append("}")
-    return "\n".join(lines) + "\n"
 
 
 @lru_cache(maxsize=1)

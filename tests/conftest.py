@@ -12,6 +12,8 @@ import torch
 os.environ["AKG_CACHE_DIR"] = tempfile.mkdtemp(prefix="akg-test-cache-")
 
 ROOT = Path(__file__).resolve().parent.parent
+# the example backend of docs/adding-a-backend.md (NumPy) is found like any out-of-tree backend
+os.environ["AKG_BACKEND_PATH"] = str(ROOT / "tests" / "backend_example")
 PROBLEMS = sorted((ROOT / "tests" / "problems").glob("*.py"))
 KERNELBENCH = ROOT / "tests" / "kernelbench"
 

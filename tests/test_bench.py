@@ -59,6 +59,9 @@ def test_bench_translates_when_given_a_dsl(tmp_path):
                  "--baselines", "eager", "--trials", "3"]) == 0
     doc = json.loads((out / "results.json").read_text())
     assert doc["records"][0]["correct"] and (out / "solutions" / "mm_scalar_mul.py").is_file()
+    # the written module's input guard, timed on its own: microseconds per call, far below a launch
+    guard = doc["records"][0]["guard_us"]
+    assert 0 < guard < 50 and doc["summary"]["guard_us_median"] == guard
 
 
 def _timed_intervals(lock: str | None) -> list[tuple[float, float]]:

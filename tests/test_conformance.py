@@ -19,7 +19,8 @@ GOLDEN_PROBLEMS = ("ew_activations_a", "red_var_std", "l2_gemm_scale_sigmoid_sum
                    "l2_gemm_gelu_softmax_layernorm")  # the last: row fusion where a backend has it
 # the CPU executor each backend has here, and the target it is asked for
 EXECUTED = {"triton": "h100", "cpp": "cpu", "metal": "m4-max",  # metal: akg's emulator
-            "pallas": "h100", "tilelang": "h100"}  # pallas: interpret=True; tilelang: its C target
+            "pallas": "h100", "tilelang": "h100",  # pallas: interpret=True; tilelang: its C target
+            "numpy": "cpu"}  # the example backend of docs/adding-a-backend.md
 COMPILED = {"cuda-c": "h100"}  # compile-only here (nvcc, no GPU); native on the device
 RENDERED = EXECUTED | COMPILED
 
@@ -37,7 +38,7 @@ def test_backends_are_discovered_with_manifests():
 def test_rendered_kernels_match_golden_text(dsl, name):
     t = build(problem_path(name), dsl, RENDERED[dsl])
     be = get_backend(dsl)
-    text = "\n\n".join(be.render_kernel(k, t.target) for k in t.program.kernels())
+    text = "\n\n".join(be.render_kernel(k, t.schedules[k.name], t.target) for k in t.program.kernels())
     path = GOLDEN / dsl / f"{name}.txt"
     if os.environ.get("AKG_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,3 +92,85 @@ def test_every_suite_problem_runs_natively_on_the_gpu(dsl, name, tmp_path):
     t = translate(problem_path(name), dsl, "h100", tmp_path / f"{name}.py", timing=False, seeds=(0, 1, 2))
     assert t.executor == "native" and t.verdict.details["device"] == "cuda"
     assert t.verdict.accepted, t.verdict.line()
+
+
+GUARD_DRIVER = """
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("cand", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+m = mod.ModelNew()
+x = torch.randn(16, 32)
+bad = {"rank": x[None], "size": torch.randn(8, 32), "dtype": x.double(), "device": x.to("meta")}
+for what, a in bad.items():
+    try:
+        m(a)
+        print(what, "ACCEPTED")
+    except (ValueError, TypeError) as e:
+        print(what, e)
+"""
+
+
+@pytest.mark.parametrize("dsl", sorted(RENDERED))
+def test_written_modules_reject_inputs_outside_their_envelope(dsl, tmp_path):
+    """A wrong rank, size, dtype or device is a one-line error naming the input, what the module was
+    built for and what came (checked before any kernel runs, so the compile-only CUDA-C module too)."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "p.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def forward(self, x):\n        return torch.relu(x) * 2.0\n\n\n"
+                   "def get_inputs():\n    return [torch.randn(16, 32)]\n\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    out = tmp_path / "m.py"
+    translate(src, dsl, RENDERED[dsl], out, timing=False, seeds=(0,))
+    drv = tmp_path / "drive.py"
+    drv.write_text(GUARD_DRIVER)
+    r = subprocess.run([sys.executable, str(drv), str(out)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TRITON_INTERPRET="1"))
+    lines = dict(ln.split(" ", 1) for ln in r.stdout.splitlines())
+    assert set(lines) == {"rank", "size", "dtype", "device"}, r.stdout + r.stderr
+    for what, msg in lines.items():
+        assert msg.startswith("ModelNew input 'x' (argument 1): expected float32 [16, 32]"), (what, msg)
+        assert "translate again" in msg
+    assert "got float32 [1, 16, 32]" in lines["rank"] and "got float64" in lines["dtype"]
+    assert "on meta" in lines["device"]
+
+
+def test_a_number_baked_at_translation_is_checked_at_run_time(tmp_path):
+    """Python numbers in get_inputs() stay forward's arguments, by name and position; the kernels hold
+    the traced values, so another value is a one-line error, never a silent wrong answer."""
+    import importlib.util
+
+    import torch
+
+    out = tmp_path / "m.py"
+    translate(problem_path("scalar_args"), "cpp", "cpu", out, timing=False, seeds=(0,))
+    spec = importlib.util.spec_from_file_location("m", out)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    m, a = mod.ModelNew(), torch.randn(32, 48)
+    ref = torch.clamp(a * 2.5, min=-1.0, max=1.5).sum(dim=1)
+    torch.testing.assert_close(m(a, 2.5, -1.0, 1.5, 1), ref)
+    torch.testing.assert_close(m(A=a, s=2.5, lo=-1.0, hi=1.5, dim=1), ref)  # the problem's own names
+    with pytest.raises(ValueError, match=r"input 's' \(argument 2\): this module was built for s=2.5, got 3.0"):
+        m(a, 3.0, -1.0, 1.5, 1)
+    with pytest.raises(ValueError, match=r"input 'dim' \(argument 5\): this module was built for dim=1, got 0"):
+        m(a, 2.5, -1.0, 1.5, 0)
+
+
+def test_a_missing_runtime_is_a_one_line_error_when_the_module_loads(tmp_path):
+    import copy
+    import dataclasses
+    import importlib.util
+
+    be = copy.copy(get_backend("cpp"))
+    be.manifest = dataclasses.replace(be.manifest, runtime=("akg_no_such_runtime",))
+    t = build(problem_path("mm_scalar_mul"), "cpp", "cpu")
+    path = tmp_path / "m.py"
+    path.write_text(be.render_module(t.program, t.schedules, t.target, t.graph.meta, t.graph.weights))
+    spec = importlib.util.spec_from_file_location("m", path)
+    with pytest.raises(ImportError, match="runs its kernels with akg_no_such_runtime, which is not installed here: "
+                                          "pip install akg_no_such_runtime"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))

@@ -47,7 +47,7 @@ def test_nvcc_error_is_one_line(monkeypatch):
     t = build(problem_path("ew_activations_a"), "cuda-c", "h100")
     monkeypatch.setattr(cb, "PRELUDE_CU", cb.PRELUDE_CU + "\nthis is not C++;\n")
     with pytest.raises(AkgError, match=r"nvcc could not compile the CUDA-C kernels: kernels.cu\(\d+\): error"):
-        cb.BACKEND.compile_only(t.program, t.target)
+        cb.BACKEND.compile_only(t.program, t.schedules, t.target)
 
 
 @pytest.mark.gpu
@@ -99,7 +99,7 @@ def test_bf16_gemm_uses_tensor_cores(tmp_path):
     path.write_text(BF16_GEMM)
     t = build(path, "cuda-c", "h100")
     [mm] = [k for k in t.program.kernels() if k.kind == "matmul"]
-    assert mm.schedule["MMA"] == "wmma"
+    assert t.schedules[mm.name]["MMA"] == "wmma"
     src = render(t)
     assert "wmma::mma_sync" in src and "__nv_bfloat16 akg_As" in src
     from akg_agent.translate import compile_only

@@ -122,7 +122,7 @@ def test_triton_scans_verify(name, chunk, tmp_path):
     assert scans
     for k in scans:
         if chunk:
-            k.schedule.update(BR=chunk, BM=4)
+            t.schedules[k.name] = t.schedules[k.name].replace(BR=chunk, BM=4)
     src = render(t)
     assert ("for ci in range(" in src) == bool(chunk)
     cand = tmp_path / "cand.py"

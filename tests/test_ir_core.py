@@ -9,10 +9,10 @@ import torch
 
 from ir import run
 from ir.decompose import DECOMPOSITIONS
-from ir.graph import Graph
+from ir.graph import Graph, print_graph
 from ir.interp import IMPLS, EvalCtx
 from ir.ops import OPS
-from ir.text import IRParseError, parse_graph, print_graph
+from ir.text import IRParseError, parse_graph
 from ir.types import TensorType
 from ir.verify import IRVerifyError, verify_graph
 

@@ -145,4 +145,39 @@ def test_trace_names_the_pass_and_rule(lifted):
     _, g = lifted("rule_sum_through_linear")
     trace = run_passes(g, ["simplify"])
     line = next(str(f) for f in trace.firings if f.rule == "reduce-through-linear")
-    assert line.startswith("[simplify] reduce-through-linear: %")
+    assert line.startswith("[algebraic] reduce-through-linear: %")
+
+
+def test_every_stage_is_a_registered_frozen_pass_named_by_its_class():
+    import dataclasses
+
+    from ir.passes import REGISTRY, parse_pipeline
+
+    assert {"canonicalize", "fold", "cse", "dce", "algebraic", "simplify", "decompose", "fuse", "rows"} <= set(REGISTRY)
+    for name, cls in REGISTRY.items():
+        assert cls.name == name and dataclasses.is_dataclass(cls)
+        p = cls()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            p.name_of_nothing = 1  # options are fields of a frozen value
+    [d] = parse_pipeline("decompose{only=softmax:layer_norm}")
+    assert d.only == ("softmax", "layer_norm")
+
+
+def test_pipeline_string_errors_are_one_line():
+    from ir.errors import AkgError
+    from ir.passes import parse_pipeline
+
+    with pytest.raises(AkgError, match="unknown pass 'nope'"):
+        parse_pipeline("simplify,nope")
+    with pytest.raises(AkgError, match="has no option 'x'"):
+        parse_pipeline("decompose{x=1}")
+
+
+def test_plan_passes_set_the_plan_and_a_rewrite_drops_it(lifted):
+    _, g = lifted("l2_gemm_gelu_softmax_layernorm")
+    run_passes(g, "simplify,decompose,simplify,fuse,rows")
+    assert g.plan is not None and any(grp.rows for grp in g.plan.groups)
+    run_passes(g, "decompose")  # nothing left to decompose: the graph and its plan stay
+    assert g.plan is not None
+    g.replace_uses(g.outputs[0], g.outputs[0])
+    assert g.plan is None

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from ir.graph import print_graph
 from ir.ops import OPS
 from ir.passes import run_passes
-from ir.text import parse_graph, print_graph
+from ir.text import parse_graph
 from ir.verify import verify_graph
 
 from .conftest import PROBLEMS

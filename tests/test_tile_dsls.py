@@ -48,12 +48,14 @@ def test_bf16_gemm_with_bf16_output_verifies_here(dsl, bf16_gemm, tmp_path):
 def test_tilelang_uses_tensor_cores_only_for_half_inputs(bf16_gemm):
     from .conftest import problem_path
 
-    half = build(bf16_gemm, "tilelang", "h100")
-    src = get_backend("tilelang").render_kernel(half.program.kernels()[0], half.target)
+    def first_kernel(t):
+        k = t.program.kernels()[0]
+        return get_backend("tilelang").render_kernel(k, t.schedules[k.name], t.target)
+
+    src = first_kernel(build(bf16_gemm, "tilelang", "h100"))
     assert "TENSOR_CORES = gpu" in src and "T.gemm(A_s, B_s, C)" in src
     assert 'IN_T = "bfloat16" if gpu else "float32"' in src  # the C target has no bf16 GEMM: upcast there
-    fp32 = build(problem_path("mm_square"), "tilelang", "h100")
-    src = get_backend("tilelang").render_kernel(fp32.program.kernels()[0], fp32.target)
+    src = first_kernel(build(problem_path("mm_square"), "tilelang", "h100"))
     assert "TENSOR_CORES = False" in src  # tensor cores would round fp32 operands to TF32
 
 

@@ -5,41 +5,21 @@ guide sections and past verified modules that BM25 picks for this prompt."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import prompts
 from dsl_backends import get_backend
 from ir.errors import AkgError
 
+from ..ranking import ranked_space
 from ..translate import Translation, render
-from ..tune import TuningDB, ranked_space
+from ..tune import TuningDB
+from .ask import ask
 from .designer import hardware_notes
-from .llm import Model, price_for
-from .parse import ReplyError, extract_module
+from .llm import Model
+from .parse import extract_module
 from .plan import Plan
 from .trace import RunState
-
-
-def ask(model: Model, system: str, user: str, kind: str, state: RunState, agent: str,
-        parse: Callable[[str], Any]) -> Any | None:
-    """One request; a reply that breaks the contract is retried once with the parse error; None after
-    that (the caller lets the rules engine do the step and the trace says so)."""
-    messages = [{"role": "user", "content": user}]
-    for _ in range(2):
-        reply = model.complete(system, messages)
-        state.usage.add(reply, price_for(model.name.partition(":")[2]))
-        state.event(agent, "model_call", by=model.name, input_tokens=reply.input_tokens,
-                    output_tokens=reply.output_tokens, retries=reply.retries)
-        try:
-            return parse(reply.text)
-        except ReplyError as e:
-            state.event(agent, "malformed_reply", by=model.name, why=str(e))
-            messages = messages + [{"role": "assistant", "content": reply.text},
-                                   {"role": "user", "content": prompts.render("retry.j2", error=str(e), kind=kind)}]
-    return None
-
 
 SANDBOX_PATH = re.compile(r"/[^\s'\"]*akg-verify-[^/\s'\"]+/")
 
@@ -55,6 +35,11 @@ class CoderTask:
     feedback: str = ""
     start_source: str = ""
     start_label: str = ""
+
+
+
+class NoVariantLeft(AkgError):
+    """The rules engine has tried every schedule combination the cost model ranks."""
 
 
 @dataclass
@@ -73,10 +58,10 @@ class Coder:
         hints = {g.group: g.schedule for g in plan.groups}
         for k in self.t.program.kernels():
             space = backend.tuning_space(k, self.t.target)
-            known = set(k.schedule) | (set(space[0]) if space else set())
+            known = set(self.t.schedules[k.name]) | (set(space[0]) if space else set())
             for name, value in hints.get(k.group, {}).items():
                 if name in known:
-                    k.schedule[name] = value
+                    self.t.schedules[k.name] = self.t.schedules[k.name].replace(**{name: value})
                 else:
                     self.notes.append(f"{k.name}: schedule hint {name}={value} unknown to {self.t.dsl}; ignored")
 
@@ -92,8 +77,7 @@ class Coder:
         for k in self.t.program.kernels():
             ranked = ranked_space(backend, k, groups.get(k.group), self.t.target)
             if self.variant - 1 < len(ranked):
-                k.schedule.clear()
-                k.schedule.update(ranked[self.variant - 1])
+                self.t.schedules[k.name] = ranked[self.variant - 1]
                 changed = True
         return changed
 
@@ -122,7 +106,7 @@ class Coder:
         if not wants_model:
             if task.action == "optimise" or task.action == "strategy":
                 if not self.next_variant():
-                    raise AkgError("the rules engine has no schedule variant left")
+                    raise NoVariantLeft("the rules engine has no schedule variant left")
             return self.rules_source(), "rules", list(self.notes)
         assert self.model is not None
         system, user = self.prompt(task, plan, state.guidance)

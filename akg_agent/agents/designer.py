@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import prompts
-from dsl_backends import get_backend
+from dsl_backends import dsls_for, get_backend
 from hardware_models.cost import estimate_group, speed_of_light
-from ir.text import print_graph
+from ir.graph import print_graph
 
 from ..translate import Translation
+from .ask import ask
 from .llm import Model
 from .parse import ReplyError, extract_json
 from .plan import GroupPlan, Plan, plan_from_json
@@ -25,7 +26,7 @@ CHECKED_BY = {"interpreter": "verified through its interpreter", "emulator": "ve
 
 
 def hardware_notes(t: Translation) -> str:
-    return prompts.render("hardware.j2", hw=t.target).strip()
+    return prompts.render("hardware.j2", hw=t.target, dsls=dsls_for(t.target)).strip()
 
 
 def rules_plan(t: Translation, goal_frac: float) -> Plan:
@@ -34,7 +35,7 @@ def rules_plan(t: Translation, goal_frac: float) -> Plan:
     kinds = get_backend(t.dsl).manifest.kinds
     kernels: dict[int, dict[str, Any]] = {}
     for k in t.program.kernels():
-        kernels.setdefault(k.group, {}).update({a: b for a, b in k.schedule.items() if not a.startswith("_")})
+        kernels.setdefault(k.group, {}).update(t.schedules[k.name])
     groups = []
     for grp in t.plan.groups:
         est = estimate_group(grp, t.target).time_s * 1e3
@@ -64,7 +65,6 @@ class Designer:
         state.event("designer", "plan", by="rules", why="the rules engine's plan from the cost model")
         if self.model is None:
             return base
-        from .coder import ask  # one place that talks to models and applies the retry-once contract
 
         space = {}
         backend = get_backend(t.dsl)

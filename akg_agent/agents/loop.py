@@ -13,7 +13,7 @@ from ir.errors import AkgError
 from ..translate import Translation, build, compile_only, render
 from ..tune import TuningDB
 from ..verifier import Verdict, verify
-from .coder import Coder, CoderTask, clean
+from .coder import Coder, CoderTask, NoVariantLeft, clean
 from .conductor import Conductor, Decision
 from .designer import Designer
 from .human import Human
@@ -145,9 +145,7 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
             task = _task(d, st, coder, outputs)
             try:
                 src, by, notes = coder.write(task, st.plan, st)
-            except AkgError as e:
-                if "no schedule variant" not in str(e):
-                    raise
+            except NoVariantLeft as e:
                 st.event("conductor", "decide", action="stop", why=str(e))
                 break
             path = st.run_dir / f"attempt_{len(st.attempts) + 1}.py"

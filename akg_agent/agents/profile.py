@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..verifier.sandbox import Limits, run_job
 from .plan import Plan
 from .trace import Attempt
 
@@ -77,7 +78,6 @@ def ncu_profile(problem: Path, cand: Path, timeout_s: float = 300) -> list[dict[
 
     if shutil.which("ncu") is None or not torch.cuda.is_available():
         return None
-    from ..verifier.sandbox import Limits, run_job
 
     job = {"ref": str(Path(problem).resolve()), "cand": str(Path(cand).resolve()), "device": "cuda",
            "profile": {"iters": 1}, "prefix": ncu_command(), "collect": ["ncu.csv"]}

@@ -37,4 +37,7 @@ def summarize(records: Sequence[dict[str, Any]], baselines: Sequence[str]) -> di
                                                    if r.get("correct") and b in r.get("speedup", {})])
     sol = [r["sol_fraction"] for r in records if r.get("correct") and r.get("sol_fraction")]
     out["geomean_sol_fraction"] = geomean(sol)
+    guards = sorted(r["guard_us"] for r in records if r.get("guard_us") is not None)
+    if guards:  # the written modules' input checks, host time per call
+        out["guard_us_median"], out["guard_us_max"] = guards[len(guards) // 2], guards[-1]
     return out

@@ -9,8 +9,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hardware_models.cost import Schedule, estimate_group
+from dsl_backends import get_backend
 from ir.errors import AkgError
+
+from ..ranking import estimated
+from ..translate import build, render
+from ..verifier import verify
 
 
 def spearman(x: list[float], y: list[float]) -> float:
@@ -35,11 +39,7 @@ def spearman(x: list[float], y: list[float]) -> float:
     return cov / (sx * sy) if sx and sy else 0.0
 
 
-def rank_schedules(problem: str, target: str, dsl: str = "triton", n: int = 16, trials: int = 50) -> dict[str, Any]:
-    from akg_agent.translate import build, render
-    from akg_agent.verifier import verify
-    from dsl_backends import get_backend
-
+def rank_schedules(problem: str, target: str, dsl: str, n: int = 16, trials: int = 50) -> dict[str, Any]:
     t = build(problem, dsl, target)
     if t.executor != "native":
         raise AkgError(f"ranking schedules needs the {target} device here (executor: {t.executor})")
@@ -48,25 +48,21 @@ def rank_schedules(problem: str, target: str, dsl: str = "triton", n: int = 16, 
         raise AkgError(f"{Path(problem).name} has no GEMM kernel to rank schedules of")
     k = max(gemms, key=lambda k: k.out.numel)
     grp = next(g for g in t.plan.groups if g.id == k.group)
-    backend = get_backend(dsl)
-    cands = []
-    for s in backend.tuning_space(k, t.target):
-        est = estimate_group(grp, t.target, Schedule(block=(s["BM"], s["BN"], s["BK"]), num_warps=s["num_warps"],
-                                                     num_stages=s["num_stages"])).time_s
-        if math.isfinite(est):
-            cands.append((est, s))
+    space = get_backend(dsl).tuning_space(k, t.target)
+    cands = [(e.time_s, s) for e, s in estimated(grp, t.target, space) if math.isfinite(e.time_s)]
+    if not cands:
+        raise AkgError(f"the {dsl} tuning space of {k.name} has no tile schedule the cost model can estimate")
     cands.sort(key=lambda c: c[0])
     picks = [cands[round(i * (len(cands) - 1) / max(1, n - 1))] for i in range(min(n, len(cands)))]
     rows = []
     with tempfile.TemporaryDirectory(prefix="akg-rank-") as d:
         for est, s in picks:
-            k.schedule.clear()
-            k.schedule.update(s)
+            t.schedules[k.name] = s
             path = Path(d) / f"cand_{len(rows)}.py"
             path.write_text(render(t))
             v = verify(t.problem, path, target=target, seeds=(0, 1), timing=True, trials=trials, sol_check=False)
             med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
-            rows.append({"schedule": s, "estimate_ms": est * 1e3, "measured_ms": med * 1e3 if med else None,
+            rows.append({"schedule": dict(s), "estimate_ms": est * 1e3, "measured_ms": med * 1e3 if med else None,
                          "verdict": v.line()})
     ok = [r for r in rows if r["measured_ms"]]
     rho = spearman([r["estimate_ms"] for r in ok], [r["measured_ms"] for r in ok]) if len(ok) > 2 else None

@@ -67,7 +67,8 @@ def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dic
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             r["problem"], "yes" if r.get("correct") else "no", r.get("reason", ""),
             f"{cand:.4g}" if cand else "", sp,
-            f"{r['sol_fraction']:.1%}" if r.get("sol_fraction") else "")) + "</tr>")
+            f"{r['sol_fraction']:.1%}" if r.get("sol_fraction") else "",
+            f"{r['guard_us']:.2f}" if r.get("guard_us") is not None else "")) + "</tr>")
     plots = [_bars(f"speedup vs {b} (log scale)", [(r["problem"], r.get("speedup", {}).get(b)) for r in records],
                    1.0, True, "x") for b in baselines]
     first = baselines[0] if baselines else None
@@ -77,7 +78,8 @@ def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dic
     plots.append(_bars("fraction of speed-of-light", [(r["problem"], r.get("sol_fraction")) for r in records],
                        None, False, ""))
     summ = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in summary.items())
-    head = "".join(f"<th>{h}</th>" for h in ("problem", "correct", "reason", "candidate ms", "speedup", "of SOL"))
+    head = "".join(f"<th>{h}</th>" for h in ("problem", "correct", "reason", "candidate ms", "speedup", "of SOL",
+                                                      "input guard us"))
     info = html.escape(", ".join(f"{k}={v}" for k, v in meta.items()))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>akg bench</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}

@@ -10,6 +10,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from akg_agent.translate import translate
+from akg_agent.verifier import verify
+from akg_agent.verifier.sandbox import Limits
 from ir.errors import AkgError
 
 from .metrics import summarize
@@ -33,9 +36,6 @@ def collect(paths: Sequence[str]) -> list[Path]:
 def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequence[str], trials: int | None,
               timeout_s: float, peers: dict[str, Path] | None = None, timing_lock: str | None = None
               ) -> dict[str, Any]:
-    from akg_agent.verifier import verify
-    from akg_agent.verifier.sandbox import Limits
-
     rec: dict[str, Any] = {"problem": problem.stem, "path": str(problem), "correct": False, "speedup": {}}
     if solution is None or not solution.is_file():
         rec["reason"] = "no solution"
@@ -52,6 +52,8 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
                device=v.details.get("device"), on_target=v.details.get("on_target"))
     t = v.details.get("timing") or {}
     cand = t.get("candidate", {}).get("median_s")
+    if t.get("guard_us") is not None:  # the module's input check, per call, on the host
+        rec["guard_us"] = t["guard_us"]
     if cand:
         rec["candidate_ms"] = cand * 1e3
         for b in baselines:
@@ -90,7 +92,7 @@ def parse_solutions(spec: str) -> dict[str, Path]:
     for part in spec.split(","):
         label, _, d = part.partition("=")
         if not label or not d:
-            raise AkgError(f"bad --solutions entry {part!r}: write label=DIR, e.g. triton=out/triton")
+            raise AkgError(f"bad --solutions entry {part!r}: write label=DIR, e.g. <dsl>=out/<dsl>")
         out[label] = Path(d)
     return out
 
@@ -111,8 +113,6 @@ def flatten(records: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[st
 
 
 def _translate_one(p: Path, dsl: str, target: str, sol_dir: Path) -> None:
-    from akg_agent.translate import translate
-
     try:
         translate(p, dsl, target, sol_dir / p.name, timing=False, seeds=(0, 1))
     except AkgError as e:

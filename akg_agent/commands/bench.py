@@ -9,6 +9,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from ir.errors import AkgError
+
+from ..bench.runner import run_bench
+
 # max-autotune captures CUDA graphs, which copy each fresh input into the graph's own buffer: the
 # no-cudagraphs variant times the generated kernels alone
 BASELINES = ("eager", "compile", "compile-max-autotune", "compile-max-autotune-no-cudagraphs")
@@ -50,10 +54,6 @@ def _side_by_side(doc: dict[str, Any], baselines: list[str]) -> Table:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ir.errors import AkgError
-
-    from ..bench.runner import run_bench
-
     baselines = [b for b in args.baselines.split(",") if b]
     unknown = [b for b in baselines if b not in BASELINES]
     if unknown:
@@ -74,6 +74,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         console.print((f"{label}: " if label else "") + f"correct {s['correct']}/{s['problems']}; " + "; ".join(
             f"vs {b}: geomean {s[f'geomean_speedup_vs_{b}'] or 0:.3g}x, fast_1 {s[f'fast_p_vs_{b}']['1.0']:.0%}"
             for b in baselines))
+        if s.get("guard_us_median") is not None:
+            console.print(f"input guard: {s['guard_us_median']:.2f} us per call (median; max {s['guard_us_max']:.2f})")
     console.print(f"results: {args.out}/results.json, report: {args.out}/report.html")
     return 0
 

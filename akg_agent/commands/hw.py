@@ -9,7 +9,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from dsl_backends import dsls_for
+from hardware_models.calibrate import calibrate
+from hardware_models.cost import NUMERICS, estimate_program, speed_of_light
+from hardware_models.spec import calibrated_path, load_target, target_names
 from ir.errors import AkgError
+from ir.lift import lift
+from ir.passes import run_passes
+from ir.problem import load_problem
+
+from ..bench.rank import rank_schedules
 
 
 def _fmt(v: float, unit: str = "") -> str:
@@ -20,8 +29,6 @@ def _fmt(v: float, unit: str = "") -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from hardware_models.spec import calibrated_path, load_target, target_names
-
     t = Table(title="akg hardware models")
     for col in ("name", "description", "units", "tensor bf16", "vector f32", "DRAM", "DSLs", "calibrated"):
         t.add_column(col)
@@ -30,14 +37,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         bf16 = m.peak("tensor", "bf16")
         t.add_row(name, m.description, f"{m.units} {m.figures['chip'].get('units').note or ''}".strip(),
                   _fmt(bf16, "FLOP/s") if bf16 else "-", _fmt(m.peak("vector", "f32") or 0, "FLOP/s"),
-                  _fmt(m.dram_bw, "B/s"), ",".join(m.dsls), "yes" if calibrated_path(name).is_file() else "no")
+                  _fmt(m.dram_bw, "B/s"), ",".join(dsls_for(m)) or "-",
+                  "yes" if calibrated_path(name).is_file() else "no")
     Console(width=160).print(t)
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from hardware_models.spec import load_target
-
     m = load_target(args.name)
     if args.json:
         print(json.dumps(m.to_json(), indent=2))
@@ -50,17 +56,11 @@ def cmd_show(args: argparse.Namespace) -> int:
             t.add_row(f"{section}.{key}", f"{f.value:.6g}", f.note, m.source_of(f))
     c = Console(width=200)
     c.print(t)
-    c.print(f"DSLs: {', '.join(m.dsls)}; reference numerics: {m.numerics}")
+    c.print(f"DSLs: {', '.join(dsls_for(m)) or 'none yet'}; reference numerics: {m.numerics}")
     return 0
 
 
 def cmd_sol(args: argparse.Namespace) -> int:
-    from hardware_models.cost import NUMERICS, estimate_program, speed_of_light
-    from hardware_models.spec import load_target
-    from ir.lift import lift
-    from ir.passes import run_passes
-    from ir.problem import load_problem
-
     if args.numerics not in NUMERICS:
         raise AkgError(f"unknown numerics {args.numerics!r}; choose from {', '.join(NUMERICS)}")
     target = load_target(args.target)
@@ -87,8 +87,6 @@ def cmd_sol(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from hardware_models.calibrate import calibrate
-
     doc = calibrate(args.target, force=args.force, quick=args.quick)
     print(f"calibrated {args.target} on {doc['device']} -> {doc['path']}")
     for k, v in doc["figures"].items():
@@ -97,8 +95,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from ..bench.rank import rank_schedules
-
     doc = rank_schedules(args.file, args.target, args.dsl, args.n, args.trials)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +131,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = hsub.add_parser("rank", help="cost-model ranking of GEMM schedules vs times measured on the device")
     p.add_argument("file")
     p.add_argument("--target", required=True)
-    p.add_argument("--dsl", default="triton")
+    p.add_argument("--dsl", required=True, help="the backend whose tuning space is ranked")
     p.add_argument("-n", type=int, default=16, help="schedules to time")
     p.add_argument("--trials", type=int, default=50)
     p.add_argument("--out", default=None, help="write the JSON here")

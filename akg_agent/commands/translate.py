@@ -7,15 +7,16 @@ import argparse
 import json
 from pathlib import Path
 
+from dsl_backends import available
 from ir.errors import AkgError
+
+from ..agents import RunConfig, run
+from ..agents.human import ConsoleHuman
+from ..examples import DEFAULT_PROBLEM
+from ..tune import TuningDB
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from ..agents import RunConfig, run
-    from ..agents.human import ConsoleHuman
-    from ..examples import DEFAULT_PROBLEM
-    from ..tune import TuningDB
-
     resume = Path(args.resume) if args.resume else None
     if resume is not None:
         doc = json.loads((resume / "run.json").read_text()) if (resume / "run.json").is_file() else None
@@ -53,7 +54,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("translate", help="write a verified ModelNew module in a DSL (agents; offline by default)")
     p.add_argument("file", nargs="?", help="KernelBench-format problem (default: the embedded example)")
-    p.add_argument("--dsl", help="triton, cpp, ...")
+    p.add_argument("--dsl", help=f"one of: {', '.join(sorted(available()))}")
     p.add_argument("--target", help="hardware model name (h100, cpu, ...)")
     p.add_argument("-o", default=None, help="output module (default runs/<problem>_<dsl>.py)")
     p.add_argument("--llm", default="rules", help="rules (default, offline), anthropic:MODEL, openai:MODEL, "

@@ -6,15 +6,17 @@ import argparse
 import json
 from pathlib import Path
 
+from dsl_backends import available
+from hardware_models.spec import load_target
+from ir.errors import AkgError
+
+from ..tune import tune
+
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from dsl_backends import available
-    from hardware_models.spec import load_target
-    from ir.errors import AkgError
 
-    from ..tune import tune
 
     target = load_target(args.target)
     dsls = [d for d, m in available().items() if m.supports(target)] if args.dsl == "all" else [args.dsl]

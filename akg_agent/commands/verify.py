@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from akg_agent.verifier import verify
+from akg_agent.verifier.sandbox import Limits
+
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from akg_agent.verifier import verify
-    from akg_agent.verifier.sandbox import Limits
-
     tolerances = {}
     if args.atol is not None or args.rtol is not None:
         for dt, (a, r) in {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2)}.items():

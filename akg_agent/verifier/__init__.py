@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hardware_models.cost import speed_of_light
+from hardware_models.spec import load_target
 from ir.errors import AkgError
+from ir.lift import lift
+from ir.passes import run_passes
+from ir.problem import load_problem
 
 from .sandbox import Limits, run_job
 
@@ -32,8 +37,6 @@ class Verdict:
 
 
 def device_for(target: str) -> str:
-    from hardware_models.spec import load_target
-
     kind = load_target(target).kind
     if kind == "cpu":
         return "cpu"
@@ -47,11 +50,6 @@ def device_for(target: str) -> str:
 def sol_bound(problem: Any, target: str) -> float:
     """The speed-of-light no correct candidate can beat: the lower of the program as written and after
     the algebraic passes (a GEMM summed over its rows is legitimately a GEMV)."""
-    from hardware_models.cost import speed_of_light
-    from hardware_models.spec import load_target
-    from ir.lift import lift
-    from ir.passes import run_passes
-
     g, hw = lift(problem), load_target(target)
     written = speed_of_light(g, hw).sol_s
     run_passes(g, ["simplify"])
@@ -66,9 +64,6 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
     CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped.
     `timing_lock`: a file that concurrent runs lock around their timed loops, so only one times at a time."""
-    from hardware_models.spec import load_target
-    from ir.problem import load_problem
-
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")

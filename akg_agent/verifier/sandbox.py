@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsl_backends import sandbox_env
+
 CLONE_NEWNET = 0x40000000
 
 
@@ -44,10 +46,9 @@ def _env(run_dir: Path, device: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in keep if k in os.environ}
     root = str(Path(__file__).resolve().parents[2])  # so the worker imports this checkout's packages
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else []))
-    env.update(HOME=str(run_dir), TMPDIR=str(run_dir), TRITON_CACHE_DIR=str(run_dir / ".triton"),
-               TORCHINDUCTOR_CACHE_DIR=str(run_dir / ".inductor"), PYTHONDONTWRITEBYTECODE="1")
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # read when @triton.jit runs, so it is set before any import
+    env.update(HOME=str(run_dir), TMPDIR=str(run_dir), TORCHINDUCTOR_CACHE_DIR=str(run_dir / ".inductor"),
+               PYTHONDONTWRITEBYTECODE="1")
+    env.update(sandbox_env(run_dir, on_cpu=device == "cpu"))  # what each backend's manifest asks for
     return env
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from hardware_models.spec import detect_cpu
+
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 # `akg bench --jobs`: verifier runs share the GPU through a lock file. Each holds it shared while it
 # builds and checks, and exclusively while it times, so a timed loop never overlaps another run's GPU
@@ -78,7 +80,6 @@ def _flusher(device: torch.device) -> Callable[[], None]:
     if device.type == "cuda":
         buf = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
         return lambda: buf.zero_()
-    from hardware_models.spec import detect_cpu
 
     size = int(2 * detect_cpu().chip("l2_bytes"))  # twice the last-level cache
     buf = torch.empty(size, dtype=torch.uint8)

@@ -12,11 +12,14 @@ import ipaddress
 import json
 import math
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from ir.problem import load_problem
 
 from . import timing
 from .guard import AtenGuard, undeclared
@@ -111,8 +114,6 @@ def _signed_variant(inputs: list[Any], seed: int) -> list[Any]:
 
 
 def check(job: dict[str, Any]) -> dict[str, Any]:
-    from ir.problem import load_problem
-
     device = torch.device(job["device"])
     policy = TolerancePolicy(overrides={k: tuple(v) for k, v in job.get("tolerances", {}).items()})
     problem = load_problem(job["ref"])
@@ -213,8 +214,24 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     details["torch_ops_used"] = sorted(guard_ops)
     if job.get("timing"):
         details["timing"] = _time(job, problem, ref, cand, device)
+        guard = getattr(mod, "_akg_guard", None)
+        if guard is not None:
+            details["timing"]["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
+
+
+def _guard_cost(guard: Any, inputs: list[Any], calls: int = 2000) -> float:
+    """Microseconds per call of a written module's input guard (the host-side check before its
+    launches): the median of five batches."""
+    args = tuple(inputs)
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            guard(args)
+        runs.append((time.perf_counter() - t0) / calls * 1e6)
+    return sorted(runs)[2]
 
 
 def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device) -> dict[str, Any]:
@@ -307,8 +324,6 @@ def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[An
 def profile_run(job: dict[str, Any]) -> dict[str, Any]:
     """Runs forward under a profiler: a warm-up outside the profiled range, then `iters` calls inside it
     (cudaProfilerStart/Stop, which `ncu --profile-from-start off` honours)."""
-    from ir.problem import load_problem
-
     device = torch.device(job["device"])
     problem = load_problem(job["ref"])
     mod = _load_candidate(Path(job["cand"]))

@@ -6,15 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.analysis import split_gemm
+from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import Manifest
-from ..cstyle import CPrinter, CStyle, decode, row_sweep, split_gemm
+from ..base import BackendBase, Frame, Manifest, Ref, Template
+from ..cstyle import CPrinter, CStyle, decode, row_sweep
 from ..exprs import row_coords
-from ..module import COMPILE_CACHED, write_module
+from ..module import COMPILE_CACHED
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -66,37 +67,31 @@ def _signature(k: Kernel) -> str:
     return f'extern "C" void {k.name}({", ".join(ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"])})'
 
 
-def _omp(k: Kernel) -> str:
-    t = k.schedule.get("threads")
+def _omp(s: Schedule) -> str:
+    t = s.get("threads")
     return f"    #pragma omp parallel for schedule(static){f' num_threads({t})' if t else ''}"
 
 
-def render_kernel(k: Kernel) -> str:
-    lines = [_signature(k) + " {"]
-    if k.kind == "matmul":
-        lines += _matmul(k)
-    elif k.kind == "rownorm":
-        lines += _rownorm(k)
-    else:
-        n = k.out.numel
-        lines.append(_omp(k))
-        lines.append(f"    for (int64_t akg_i = 0; akg_i < {n}; ++akg_i) {{")
-        p = CPrinter(STYLE, {}, indent="        ")
-        decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
-        val = p(k.expr)
-        lines += p.lines
-        lines.append(f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};")
-        lines.append("    }")
-    lines.append("}")
-    return "\n".join(lines)
+def _kernel(body: Callable[[Kernel, Schedule], list[str]]) -> Callable[[Kernel, Schedule, HardwareModel], str]:
+    """A template's body inside the kernel's extern "C" signature."""
+    return lambda k, s, target: "\n".join([_signature(k) + " {", *body(k, s), "}"])
 
 
-def _rownorm(k: Kernel) -> list[str]:
+def _elementwise(k: Kernel, s: Schedule) -> list[str]:
+    """Pointwise and reduce kernels: a parallel loop over the outputs, reductions as serial loops."""
+    p = CPrinter(STYLE, {}, indent="        ")
+    decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
+    val = p(k.expr)
+    return [_omp(s), f"    for (int64_t akg_i = 0; akg_i < {k.out.numel}; ++akg_i) {{", *p.lines,
+            f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }"]
+
+
+def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     """Per row (in parallel): its reductions once, innermost first, then a vectorisable sweep over
     the columns writing the output."""
     row_c, cols = row_coords(k)
     rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
-    out = [_omp(k), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
+    out = [_omp(s), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
@@ -107,7 +102,7 @@ def _rownorm(k: Kernel) -> list[str]:
 GEMM_SCHEDULE = {"MR": 8, "NR": 32, "NB": 256, "KC": 256}
 
 
-def gemm_schedule(target: HardwareModel) -> dict[str, Any]:
+def gemm_schedule(target: HardwareModel) -> Schedule:
     """The register tile from the host's SIMD width: two vectors per row, as many rows as the vector
     registers hold beside the B vectors (AVX-512: 8 x 32 floats in 16 of 32 registers; AVX2: 6 x 16 in
     12 of 16). Measured here (AVX-512, 2 cores, 512x1024x1024 linear+relu): 4 x 16 20.3 ms, 6 x 32
@@ -116,10 +111,10 @@ def gemm_schedule(target: HardwareModel) -> dict[str, Any]:
         lanes = int(target.chip("simd_width"))
     except KeyError:
         lanes = 8
-    return dict(GEMM_SCHEDULE, MR=8 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
+    return Schedule(GEMM_SCHEDULE, MR=8 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
 
 
-def _matmul(k: Kernel) -> list[str]:
+def _matmul(k: Kernel, s: Schedule) -> list[str]:
     """Blocked and packed: B packed once per call (prologue applied once per element, contiguous along
     N, so weights stored transposed stream too); then in parallel over blocks of MR rows x NB columns,
     K swept in KC-deep panels: the panel's A values packed first (the prologue once per element and
@@ -131,11 +126,11 @@ def _matmul(k: Kernel) -> list[str]:
     row_vars = [(v.name, v.extent) for v in k.coords if (v.name, v.extent) not in n_vars]  # batch, then rows
     rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
     batches = math.prod(e for _, e in g.batch)
-    sched = {**GEMM_SCHEDULE, **{a: b for a, b in k.schedule.items() if a in GEMM_SCHEDULE}}
+    sched = {**GEMM_SCHEDULE, **{a: b for a, b in s.items() if a in GEMM_SCHEDULE}}
     mr, nr, kc = sched["MR"], sched["NR"], min(sched["KC"], kk)
     nb = min(-(-sched["NB"] // nr) * nr, n)
     bt, ct = STYLE.ctype_compute(b_e.dtype), STYLE.ctype_compute(k.out.dtype)
-    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * n});", _omp(k),
+    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * n});", _omp(s),
            f"    for (int64_t akg_p = 0; akg_p < {batches * kk}; ++akg_p) {{",
            f"        const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
     pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="        ")
@@ -150,7 +145,7 @@ def _matmul(k: Kernel) -> list[str]:
     for name, ext in g.batch:
         bflat = f"({bflat} * {ext} + {name})"
     nrb, ncb = -(-rows // mr), -(-n // nb)
-    out += [_omp(k).replace("parallel for", "parallel for collapse(2)"),
+    out += [_omp(s).replace("parallel for", "parallel for collapse(2)"),
             f"    for (int64_t akg_rb = 0; akg_rb < {nrb}; ++akg_rb) {{",
             f"    for (int64_t akg_cb = 0; akg_cb < {ncb}; ++akg_cb) {{",
             f"        const int64_t akg_n0 = akg_cb * {nb}, akg_nw = std::min<int64_t>({nb}, {n} - akg_n0);",
@@ -218,34 +213,40 @@ def _matmul(k: Kernel) -> list[str]:
     return out
 
 
-class CppBackend:
+def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    # OpenMP's own thread count by default; `akg tune` tries explicit ones
+    return [Schedule()] + [Schedule(threads=t) for t in sorted({1, max(1, target.units // 2), target.units})]
+
+
+def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [t.replace(MR=mr, NR=nr, NB=nb, KC=kc) for t in _threads_space(k, target) for mr in (2, 4, 6)
+            for nr in (8, 16, 32) for nb in (128, 256, 512) for kc in (128, 256)]
+
+
+def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
+    args = ", ".join(f"{ref(b)}.data_ptr()" for b in k.inputs())
+    return [f"_AKG_LIB.{k.name}({args + ', ' if args else ''}{k.out.name}.data_ptr())"]
+
+
+TEMPLATES = {
+    "pointwise": Template(_kernel(_elementwise), _launch, space=_threads_space),
+    "reduce": Template(_kernel(_elementwise), _launch, space=_threads_space),
+    "rownorm": Template(_kernel(_rownorm), _launch, space=_threads_space),
+    "matmul": Template(_kernel(_matmul), _launch, lambda k, target, executor: gemm_schedule(target), _gemm_space),
+}
+
+
+class CppBackend(BackendBase):
     manifest = MANIFEST
+    overrides = STYLE.overrides
+    templates = TEMPLATES
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
-        # OpenMP's own thread count; `akg tune` tries explicit ones
-        return gemm_schedule(target) if k.kind == "matmul" else {}
-
-    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
-        threads = [{}] + [{"threads": t} for t in sorted({1, max(1, target.units // 2), target.units})]
-        if k.kind != "matmul":
-            return threads
-        return [dict(t, MR=mr, NR=nr, NB=nb, KC=kc) for t in threads for mr in (2, 4, 6) for nr in (8, 16, 32)
-                for nb in (128, 256, 512) for kc in (128, 256)]
-
-    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
-        return render_kernel(k)
-
-    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
-        args = ", ".join(f"{ref(b)}.data_ptr()" for b in k.inputs())
-        return [f"_AKG_LIB.{k.name}({args + ', ' if args else ''}{k.out.name}.data_ptr())"]
-
-    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
-                      weights: dict[str, Any]) -> str:
-        src = PRELUDE_CPP + "\n\n".join(render_kernel(k) for k in prog.kernels()) + "\n"
+    def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+              sources: dict[str, str]) -> Frame:
+        src = PRELUDE_CPP + "\n\n".join(sources.values()) + "\n"
         argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + 1}"
                              for k in prog.kernels())
-        prelude = f"_AKG_SOURCE = r'''{src}'''\n" + BUILD + argtypes + "\n"
-        return write_module(prog, meta, header, [], prelude, {}, self.launch, weights)
+        return Frame([], f"_AKG_SOURCE = r'''{src}'''\n" + BUILD + argtypes + "\n", {})
 
 
 BACKEND = CppBackend()

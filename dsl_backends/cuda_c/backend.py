@@ -12,18 +12,17 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from hardware_models.spec import HardwareModel
 from ir.errors import AkgError
-from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import Manifest
+from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CStyle
-from ..module import write_module
-from ..simt import Dialect, body_lines
+from ..simt import Dialect, body_lines, launch_dims
 from . import vector, wmma
 from .templates import BUILD, PRELUDE_CU
 from .vector import vector_lines
@@ -51,12 +50,22 @@ def _params(k: Kernel) -> list[str]:
     return ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"]
 
 
-def render_kernel(k: Kernel) -> str:
+def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
+    """The launch of `k`'s layout: groups and threads (an analysis; nothing is rendered)."""
+    if wmma.eligible(k):
+        return wmma.dims(k)
+    (gx, gy, gz), threads = launch_dims(k, s)
+    if vector.eligible(k):  # four elements per thread
+        gx = max(1, -(-gx // vector.VEC))
+    return (gx, gy, gz), threads
+
+
+def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -> str:
     # tensor cores for 16-bit operands (fp32 accumulation, as cuBLAS); the SIMT layouts otherwise
-    body, (gx, gy, gz), threads = wmma_lines(k, STYLE) if wmma.eligible(k) else body_lines(k, STYLE, CUDA)
+    body = wmma_lines(k, STYLE) if wmma.eligible(k) else body_lines(k, s, STYLE, CUDA)
     if vector.eligible(k):  # float4 loads and stores; the scalar loop stays for unaligned pointers
         body = vector_lines(k, STYLE, body)
-        gx = max(1, -(-gx // vector.VEC))
+    (gx, gy, gz), threads = dims(k, s)
     # launch bounds cap registers per thread so that a block always fits one SM
     head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(_params(k))})'
     ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)]
@@ -68,59 +77,75 @@ def render_kernel(k: Kernel) -> str:
     return "\n".join([head + " {", *body, "}", *launcher])
 
 
-def program_source(prog: KernelProgram) -> str:
-    return PRELUDE_CU + "\n\n".join(render_kernel(k) for k in prog.kernels()) + "\n"
+def program_source(kernels: Iterable[str]) -> str:
+    """The .cu file: the prelude and the kernels with their launchers."""
+    return PRELUDE_CU + "\n\n".join(kernels) + "\n"
 
 
 def nvcc_flags(arch: str) -> list[str]:
     return [*NVCC_FLAGS, f"-arch={arch}"]
 
 
-class CudaBackend:
+def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
+    args = ", ".join([f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()"])
+    return [f"_akg_check(_akg_lib().launch_{k.name}({args}, _akg_stream()), {k.name!r})"]
+
+
+def _matmul_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    return wmma.SCHEDULE if wmma.eligible(k) else Schedule(BM=64, BN=64, BK=16, TM=4, TN=4)
+
+
+def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    if wmma.eligible(k):
+        return [wmma.SCHEDULE]
+    return [Schedule(BM=bm, BN=bn, BK=bk, TM=tm, TN=tn) for bm in (32, 64, 128) for bn in (32, 64, 128)
+            for bk in (8, 16, 32) for tm, tn in ((4, 4), (8, 4), (8, 8)) if bm % tm == 0 and bn % tn == 0
+            and 64 <= (bm // tm) * (bn // tn) <= 256]
+
+
+def _groups(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    return Schedule(THREADS=256)
+
+
+def _groups_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule(THREADS=t) for t in (64, 128, 256, 512, 1024)]
+
+
+def _grid_stride(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    return Schedule(BLOCK=256)
+
+
+def _grid_stride_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule(BLOCK=b) for b in (128, 256, 512, 1024)]
+
+
+TEMPLATES = {
+    "pointwise": Template(render_kernel, _launch, _grid_stride, _grid_stride_space),
+    "reduce": Template(render_kernel, _launch, _groups, _groups_space),
+    "rownorm": Template(render_kernel, _launch, _groups, _groups_space),
+    "matmul": Template(render_kernel, _launch, _matmul_default, _matmul_space),
+}
+
+
+class CudaBackend(BackendBase):
     manifest = MANIFEST
+    overrides = STYLE.overrides
+    templates = TEMPLATES
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
-        if wmma.eligible(k):
-            return dict(wmma.SCHEDULE)
-        if k.kind == "matmul":
-            return {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}
-        if k.kind in ("reduce", "rownorm"):
-            return {"THREADS": 256}
-        return {"BLOCK": 256}
-
-    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
-        if wmma.eligible(k):
-            return [dict(wmma.SCHEDULE)]
-        if k.kind == "matmul":
-            return [{"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn} for bm in (32, 64, 128) for bn in (32, 64, 128)
-                    for bk in (8, 16, 32) for tm, tn in ((4, 4), (8, 4), (8, 8)) if bm % tm == 0 and bn % tn == 0
-                    and 64 <= (bm // tm) * (bn // tn) <= 256]
-        if k.kind in ("reduce", "rownorm"):
-            return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
-        return [{"BLOCK": b} for b in (128, 256, 512, 1024)]
-
-    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
-        return render_kernel(k)
-
-    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
-        args = ", ".join([f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()"])
-        return [f"_akg_check(_akg_lib().launch_{k.name}({args}, _akg_stream()), {k.name!r})"]
-
-    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
-                      weights: dict[str, Any]) -> str:
-        src = program_source(prog)
+    def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+              sources: dict[str, str]) -> Frame:
+        src = program_source(sources.values())
         names = {k.name: len(k.inputs()) + 2 for k in prog.kernels()}  # pointers, then the stream
-        prelude = (f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n_AKG_KERNELS = {names!r}\n"
-                   + BUILD)
-        return write_module(prog, meta, header, [], prelude, {}, self.launch, weights)
+        return Frame([], f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n"
+                     f"_AKG_KERNELS = {names!r}\n" + BUILD, {})
 
-    def compile_only(self, prog: KernelProgram, target: HardwareModel) -> str:
+    def compile_only(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel) -> str:
         """Compiles every kernel with the local nvcc for the target's arch (no GPU needed); the line the
         report shows, or an AkgError with the compiler's first error."""
         nvcc = shutil.which("nvcc")
         if nvcc is None:
             raise AkgError("no nvcc on PATH: install the CUDA toolkit to compile CUDA-C here, or run on a GPU machine")
-        src = program_source(prog)
+        src = program_source(render_kernel(k, schedules[k.name]) for k in prog.kernels())
         flags = nvcc_flags(target.arch)
         with tempfile.TemporaryDirectory(prefix="akg-nvcc-") as d:
             cu = os.path.join(d, "kernels.cu")

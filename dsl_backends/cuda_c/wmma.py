@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 
+from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Kernel
+from ir.kernel.schedule import Schedule
 
-from ..cstyle import CStyle, split_gemm
+from ..cstyle import CStyle
 from ..simt import epilogue, stage_operands
 
-SCHEDULE = {"MMA": "wmma", "BM": 64, "BN": 64, "BK": 32, "num_warps": 4}
+SCHEDULE = Schedule({"MMA": "wmma", "BM": 64, "BN": 64, "BK": 32, "num_warps": 4})
 TYPES = {"bf16": "__nv_bfloat16", "f16": "__half"}
 
 
@@ -47,11 +49,17 @@ def eligible(k: Kernel) -> bool:
     return g.a.dtype == g.b.dtype and g.a.dtype in TYPES
 
 
-def wmma_lines(k: Kernel, style: CStyle) -> tuple[list[str], tuple[int, int, int], int]:
+def dims(k: Kernel) -> tuple[tuple[int, int, int], int]:
+    """Groups and threads of the wmma layout: 64 x 64 C tiles, four warps."""
+    g = split_gemm(k)
+    rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
+    return (-(-n // 64), -(-rows // 64), math.prod(e for _, e in g.batch)), 128
+
+
+def wmma_lines(k: Kernel, style: CStyle) -> list[str]:
     g = split_gemm(k)
     kk = g.k.extent
     rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
-    batches = math.prod(e for _, e in g.batch)
     bm, bn, bk, nt = 64, 64, 32, 128
     t = TYPES[g.a.dtype]
     conv = "__float2bfloat16_rn" if g.a.dtype == "bf16" else "__float2half_rn"
@@ -72,4 +80,4 @@ def wmma_lines(k: Kernel, style: CStyle) -> tuple[list[str], tuple[int, int, int
                        f"        const int64_t akg_row = akg_row0 + akg_i / {bn}, akg_col = akg_col0 + akg_i % {bn};",
                        f"        if (akg_row >= {rows} || akg_col >= {n}) continue;"]
     out += epilogue(style, k, g, f"akg_Cs[akg_i / {bn}][akg_i % {bn}]", "        ") + ["    }"]
-    return out, (-(-n // bn), -(-rows // bm), batches), nt
+    return out

@@ -5,17 +5,17 @@ PyObjC's Metal; elsewhere through akg's emulator: the MSL compiled as C++ agains
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import Manifest, UnsupportedKernel
+from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
 from ..cstyle import CStyle
-from ..module import write_module
-from ..simt import Dialect, body_lines
+from ..simt import Dialect, body_lines, launch_dims
+from . import simdgroup
 from .simdgroup import SCHEDULE as MMA_SCHEDULE
 from .simdgroup import simdgroup_lines
 
@@ -56,16 +56,15 @@ POSITIONS = ("uint3 akg_tg [[threadgroup_position_in_grid]]", "uint3 akg_lid [[t
              "uint3 akg_tpg [[threads_per_threadgroup]]", "uint3 akg_ngroups [[threadgroups_per_grid]]")
 
 
-def launch_shape(k: Kernel) -> tuple[list[str], tuple[int, int, int], int]:
+def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
+    """The launch of `k`'s layout: threadgroups and threads (an analysis; nothing is rendered)."""
+    return simdgroup.dims(k) if k.kind == "matmul" else launch_dims(k, s)
+
+
+def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -> str:
     for b in [*k.inputs(), k.out]:
         STYLE.ctype(b.dtype)  # refuses float64 before any text is made
-    if k.kind == "matmul":
-        return simdgroup_lines(k, STYLE, METAL)
-    return body_lines(k, STYLE, METAL)
-
-
-def render_kernel(k: Kernel) -> str:
-    body, _, _ = launch_shape(k)
+    body = simdgroup_lines(k, STYLE, METAL) if k.kind == "matmul" else body_lines(k, s, STYLE, METAL)
     bufs = [f"device const {STYLE.ctype(b.dtype)}* {b.name} [[buffer({i})]]" for i, b in enumerate(k.inputs())]
     bufs.append(f"device {STYLE.ctype(k.out.dtype)}* out [[buffer({len(k.inputs())})]]")
     return "\n".join([f"kernel void {k.name}({', '.join(bufs + list(POSITIONS))}) {{", *body, "}"])
@@ -81,41 +80,49 @@ def emulator_harness(k: Kernel) -> str:
             "    });\n}")
 
 
-def program_source(prog: KernelProgram) -> str:
-    return (HERE / "prelude.metal").read_text() + "\n" + "\n\n".join(render_kernel(k) for k in prog.kernels()) + "\n"
+def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
+    grid, threads = dims(k, schedule)
+    args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
+    return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads})"]
 
 
-class MetalBackend:
+def _groups(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    # the emulator's cost is per thread: one simdgroup per group and few groups there
+    return Schedule(THREADS=32, GROUPS=64) if executor == "emulator" else Schedule(THREADS=256)
+
+
+def _groups_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule(THREADS=t) for t in (64, 128, 256, 512, 1024)]
+
+
+def _grid_stride(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    return Schedule(BLOCK=32, GROUPS=64) if executor == "emulator" else Schedule(BLOCK=256)
+
+
+def _grid_stride_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule(BLOCK=b) for b in (64, 128, 256, 512, 1024)]
+
+
+TEMPLATES = {
+    "pointwise": Template(render_kernel, _launch, _grid_stride, _grid_stride_space),
+    "reduce": Template(render_kernel, _launch, _groups, _groups_space),
+    "rownorm": Template(render_kernel, _launch, _groups, _groups_space),
+    # one simdgroup-matrix layout so far
+    "matmul": Template(render_kernel, _launch, lambda k, t, e: MMA_SCHEDULE, lambda k, t: [MMA_SCHEDULE]),
+}
+
+
+class MetalBackend(BackendBase):
     manifest = MANIFEST
+    overrides = STYLE.overrides
+    templates = TEMPLATES
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
-        if k.kind == "matmul":
-            return dict(MMA_SCHEDULE)
-        if executor == "emulator":  # one simdgroup per group and few groups: the emulator's cost is per thread
-            return {"THREADS": 32, "GROUPS": 64} if k.kind in ("reduce", "rownorm") else {"BLOCK": 32, "GROUPS": 64}
-        return {"THREADS": 256} if k.kind in ("reduce", "rownorm") else {"BLOCK": 256}
-
-    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
-        if k.kind == "matmul":  # one simdgroup-matrix layout so far
-            return [dict(MMA_SCHEDULE)]
-        if k.kind in ("reduce", "rownorm"):
-            return [{"THREADS": t} for t in (64, 128, 256, 512, 1024)]
-        return [{"BLOCK": b} for b in (64, 128, 256, 512, 1024)]
-
-    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
-        return render_kernel(k)
-
-    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
-        _, grid, threads = launch_shape(k)
-        args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
-        return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads})"]
-
-    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
-                      weights: dict[str, Any]) -> str:
+    def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+              sources: dict[str, str]) -> Frame:
+        msl = (HERE / "prelude.metal").read_text() + "\n" + "\n\n".join(sources.values()) + "\n"
         harness = "\n\n".join(emulator_harness(k) for k in prog.kernels())
-        prelude = (f"_AKG_MSL = r'''{program_source(prog)}'''\n_AKG_SHIM = r'''{(HERE / 'shim.h').read_text()}'''\n"
-                   f"_AKG_HARNESS = r'''{harness}'''\n" + (HERE / "host.py.txt").read_text())
-        return write_module(prog, meta, header, [], prelude, {}, self.launch, weights)
+        return Frame([], f"_AKG_MSL = r'''{msl}'''\n_AKG_SHIM = r'''{(HERE / 'shim.h').read_text()}'''\n"
+                     f"_AKG_HARNESS = r'''{harness}'''\n" + (HERE / "host.py.txt").read_text(), {})
 
 
 BACKEND = MetalBackend()

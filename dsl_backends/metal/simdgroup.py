@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 
+from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Kernel
+from ir.kernel.schedule import Schedule
 
-from ..cstyle import CStyle, split_gemm
+from ..cstyle import CStyle
 from ..simt import Dialect, epilogue, stage_operands
 
-SCHEDULE = {"MMA": "simdgroup", "BM": 32, "BN": 32, "BK": 16}
+SCHEDULE = Schedule({"MMA": "simdgroup", "BM": 32, "BN": 32, "BK": 16})
 BM, BN, BK, THREADS = 32, 32, 16, 128
 
 CORE = """\
@@ -36,11 +38,17 @@ CORE = """\
     {sync}"""
 
 
-def simdgroup_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tuple[int, int, int], int]:
+def dims(k: Kernel) -> tuple[tuple[int, int, int], int]:
+    """Groups and threads of the simdgroup-matrix layout."""
+    g = split_gemm(k)
+    rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
+    return (-(-n // BN), -(-rows // BM), math.prod(e for _, e in g.batch)), THREADS
+
+
+def simdgroup_lines(k: Kernel, style: CStyle, d: Dialect) -> list[str]:
     g = split_gemm(k)
     kk = g.k.extent
     rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
-    batches = math.prod(e for _, e in g.batch)
     out = [f"    {d.shared} float akg_As[{BM}][{BK}];", f"    {d.shared} float akg_Bs[{BK}][{BN}];",
            f"    {d.shared} float akg_Cs[{BM}][{BN}];",
            f"    const int64_t akg_row0 = (int64_t){d.block}.y * {BM}, akg_col0 = (int64_t){d.block}.x * {BN};",
@@ -57,4 +65,4 @@ def simdgroup_lines(k: Kernel, style: CStyle, d: Dialect) -> tuple[list[str], tu
             f"        const int64_t akg_row = akg_row0 + akg_i / {BN}, akg_col = akg_col0 + akg_i % {BN};",
             f"        if (akg_row >= {rows} || akg_col >= {n}) continue;"]
     out += epilogue(style, k, g, f"akg_Cs[akg_i / {BN}][akg_i % {BN}]", "        ") + ["    }"]
-    return out, (-(-n // BN), -(-rows // BM), batches), THREADS
+    return out

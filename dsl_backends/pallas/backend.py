@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.analysis import gemm_dims
+from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import Manifest
-from ..module import write_module
+from ..base import BackendBase, Frame, Manifest, Ref
+from ..triton.backend import TEMPLATES as TRITON
 from ..triton.backend import TritonBackend
 from . import render
 
@@ -53,40 +54,35 @@ IMPORTS = ["import functools", "import os", "",
            "import jax.experimental.pallas.triton as plt  # noqa: E402"]
 
 
-class PallasBackend(TritonBackend):
-    """Schedules and tuning space are Triton's: the GPU lowering is Triton's too."""
+def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
+    args = "(" + "".join(f"{ref(b)}, " for b in k.inputs()) + ")"
+    opts = f"num_warps={s.get('num_warps', 4)}, num_stages={s.get('num_stages', 1)}"
+    if k.kind == "pointwise":
+        grid = f"({-(-k.out.numel // s['BLOCK'])},)"
+        opts += f", block=({s['BLOCK']},)"
+    elif k.kind == "reduce":
+        grid = f"({-(-k.out.numel // s['BM'])},)"
+        opts += f", block=({s['BM']}, 1)"
+    else:
+        M, N, _, B = gemm_dims(k)
+        grid = f"({-(-M // s['BM']) * -(-N // s['BN'])}, {B})"
+    o = k.out.name
+    return [f"{o} = _akg_launch({k.name}, {grid}, {o}, {args}, {opts})"]
 
+
+# Triton's schedules and tuning spaces (the GPU lowering is Triton's too), Pallas' own sources
+TEMPLATES = {kind: replace(TRITON[kind], render=lambda k, s, target, fn=fn: fn(k, s), launch=_launch)
+             for kind, fn in (("pointwise", render.pointwise), ("reduce", render.reduction), ("matmul", render.matmul))}
+
+
+class PallasBackend(BackendBase):
     manifest = MANIFEST
+    overrides = TritonBackend.overrides
+    templates = TEMPLATES
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
-        s = super().default_schedule(k, target, executor)
-        if k.kind == "matmul":  # Triton's gemm_dims leaves its grid in the schedule
-            s.pop("_grid", None)
-        return s
-
-    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
-        return render.render_kernel(k, k.schedule)
-
-    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
-        s = k.schedule
-        args = "(" + "".join(f"{ref(b)}, " for b in k.inputs()) + ")"
-        opts = f"num_warps={s.get('num_warps', 4)}, num_stages={s.get('num_stages', 1)}"
-        if k.kind == "pointwise":
-            grid = f"({-(-k.out.numel // s['BLOCK'])},)"
-            opts += f", block=({s['BLOCK']},)"
-        elif k.kind == "reduce":
-            grid = f"({-(-k.out.numel // s['BM'])},)"
-            opts += f", block=({s['BM']}, 1)"
-        else:
-            M, N, _, B = render.gemm_dims(k)
-            grid = f"({-(-M // s['BM']) * -(-N // s['BN'])}, {B})"
-        o = k.out.name
-        return [f"{o} = _akg_launch({k.name}, {grid}, {o}, {args}, {opts})"]
-
-    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
-                      weights: dict[str, Any]) -> str:
-        sources = {k.name: self.render_kernel(k, target) for k in prog.kernels()}
-        return write_module(prog, meta, header, IMPORTS, render.PRELUDE + RUNTIME, sources, self.launch, weights)
+    def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+              sources: dict[str, str]) -> Frame:
+        return Frame(IMPORTS, render.PRELUDE + RUNTIME, sources)
 
 
 BACKEND = PallasBackend()

@@ -6,14 +6,14 @@ Buffers are flat 1-D refs, so any index expression of kernel IR (broadcasts, per
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from ir.kernel.analysis import gemm_dims, split_gemm
 from ir.kernel.ir import Expr, Kernel, Load, Reduce
+from ir.kernel.schedule import Schedule
 
 from ..base import UnsupportedKernel
-from ..cstyle import gemm_dims, split_gemm
 from ..exprs import FLOATS, Printer, comp, free_vars, py_const, py_decode, row_reduction
-from ..triton.render import MAX_SINGLE_PASS, _Ctx
+from ..triton.ops import MAX_SINGLE_PASS, Ctx
 
 JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.float32", "float64": "jnp.float64",
        "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32", "int64": "jnp.int64", "uint8": "jnp.uint8",
@@ -76,7 +76,7 @@ def jdt(dtype: str) -> str:
             "bool": "jnp.bool_"}[dtype]
 
 
-class _JCtx(_Ctx):
+class _JCtx(Ctx):
     columns = False  # the tile is one column wide (BR = 1): a product is just the masked element
 
     def render(self, e: Expr, p: Printer) -> str:
@@ -136,15 +136,7 @@ def _fn(k: Kernel, consts: dict[str, int], lines: list[str]) -> str:
     return _sig(k) + "\n" + "\n".join("    " + ln for ln in head + lines) + "\n"
 
 
-def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
-    if k.kind == "pointwise":
-        return _pointwise(k, sched)
-    if k.kind == "reduce":
-        return _reduction(k, sched)
-    return _matmul(k, sched)
-
-
-def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
+def pointwise(k: Kernel, sched: Schedule) -> str:
     n = k.out.numel
     lines = ["pid = pl.program_id(0)", f"offs = pid * BLOCK + {_arange('BLOCK')}", f"dmask = offs < {n}"]
     env: dict[str, str] = {}
@@ -159,7 +151,7 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
     return _fn(k, {"BLOCK": sched["BLOCK"]}, lines)
 
 
-def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
+def reduction(k: Kernel, sched: Schedule) -> str:
     columns = any(r.op == "prod" for r in k.reductions())  # no product fold in the GPU lowering: a column a step
     rr = row_reduction(k, dict(sched, BR=1) if columns else sched, MAX_SINGLE_PASS)
     reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
@@ -208,7 +200,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
     return _fn(k, {"BM": sched["BM"], "BR": br}, head + body)
 
 
-def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
+def matmul(k: Kernel, sched: Schedule) -> str:
     g = split_gemm(k)
     if not hasattr(g.dot.body, "op") or g.dot.body.op != "mul":  # type: ignore[attr-defined]
         raise UnsupportedKernel("not a single GEMM")

@@ -4,17 +4,16 @@ the GPU; on the CPU the C target with -O3, since its default build is unoptimise
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Buf, Kernel, KernelProgram
+from ir.kernel.analysis import gemm_dims
+from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import Manifest
+from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..exprs import pow2
-from ..module import write_module
-from . import render
+from . import exprs, render
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 IMPORTS = ["import functools", "import logging", "", "import tilelang", "import tilelang.language as T"]
@@ -49,45 +48,64 @@ def _akg_launch(factory, out, args, shapes=None):
 '''
 
 
-class TileLangBackend:
+def _red_br(k: Kernel) -> int:
+    red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
+    return max(min(pow2(red), render.MAX_SINGLE_PASS), 32)
+
+
+def _pointwise_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    return Schedule(BLOCK=min(pow2(k.out.numel), 1024), threads=256)
+
+
+def _pointwise_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule(BLOCK=b, threads=t) for b in (512, 1024, 2048, 4096) for t in (128, 256)]
+
+
+def _reduce_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    br = _red_br(k)
+    return Schedule(BM=max(1, min(pow2(k.out.numel), 4, 4096 // br)), BR=br, threads=128)
+
+
+def _reduce_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    br = _red_br(k)
+    return [Schedule(BM=bm, BR=br, threads=t) for bm in (1, 2, 4, 8) for t in (128, 256) if bm * br <= 16384]
+
+
+def _matmul_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+    M, N, _, _ = gemm_dims(k)
+    return Schedule(BM=128 if M >= 128 else max(16, pow2(M)), BN=128 if N >= 128 else max(16, pow2(N)),
+                    BK=32, num_stages=2, threads=128)
+
+
+def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    return [Schedule(BM=bm, BN=bn, BK=bk, num_stages=s, threads=t)
+            for bm in (64, 128) for bn in (64, 128, 256) for bk in (32, 64) for s in (2, 3) for t in (128, 256)]
+
+
+def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
+    args = "(" + "".join(f"{ref(b)}, " for b in k.inputs()) + ")"
+    shaped = render.views(k, schedule.get("BK", 32))
+    if not shaped:
+        return [f"_akg_launch({k.name}, {k.out.name}, {args})"]
+    shapes = "(" + "".join(f"{shaped[b.name].shape if b.name in shaped else None}, " for b in k.inputs()) + ")"
+    return [f"_akg_launch({k.name}, {k.out.name}, {args}, {shapes})"]
+
+
+TEMPLATES = {
+    "pointwise": Template(lambda k, s, t: render.pointwise(k, s), _launch, _pointwise_default, _pointwise_space),
+    "reduce": Template(lambda k, s, t: render.reduction(k, s), _launch, _reduce_default, _reduce_space),
+    "matmul": Template(lambda k, s, t: render.matmul(k, s), _launch, _matmul_default, _matmul_space),
+}
+
+
+class TileLangBackend(BackendBase):
     manifest = MANIFEST
+    overrides = exprs.OVERRIDES
+    templates = TEMPLATES
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> dict[str, Any]:
-        if k.kind == "pointwise":
-            return {"BLOCK": min(pow2(k.out.numel), 1024), "threads": 256}
-        if k.kind == "reduce":
-            red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
-            br = max(min(pow2(red), render.MAX_SINGLE_PASS), 32)
-            return {"BM": max(1, min(pow2(k.out.numel), 4, 4096 // br)), "BR": br, "threads": 128}
-        M, N, _, _ = render.gemm_dims(k)
-        return {"BM": 128 if M >= 128 else max(16, pow2(M)), "BN": 128 if N >= 128 else max(16, pow2(N)),
-                "BK": 32, "num_stages": 2, "threads": 128}
-
-    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[dict[str, Any]]:
-        if k.kind == "pointwise":
-            return [{"BLOCK": b, "threads": t} for b in (512, 1024, 2048, 4096) for t in (128, 256)]
-        if k.kind == "reduce":
-            red = max(math.prod(v.extent for v in r.axes) for r in k.reductions())
-            br = max(min(pow2(red), render.MAX_SINGLE_PASS), 32)
-            return [{"BM": bm, "BR": br, "threads": t} for bm in (1, 2, 4, 8) for t in (128, 256) if bm * br <= 16384]
-        return [{"BM": bm, "BN": bn, "BK": bk, "num_stages": s, "threads": t}
-                for bm in (64, 128) for bn in (64, 128, 256) for bk in (32, 64) for s in (2, 3) for t in (128, 256)]
-
-    def render_kernel(self, k: Kernel, target: HardwareModel) -> str:
-        return render.render_kernel(k, k.schedule)
-
-    def launch(self, k: Kernel, ref: Callable[[Buf], str]) -> list[str]:
-        args = "(" + "".join(f"{ref(b)}, " for b in k.inputs()) + ")"
-        shaped = render.views(k)
-        if not shaped:
-            return [f"_akg_launch({k.name}, {k.out.name}, {args})"]
-        shapes = "(" + "".join(f"{shaped[b.name].shape if b.name in shaped else None}, " for b in k.inputs()) + ")"
-        return [f"_akg_launch({k.name}, {k.out.name}, {args}, {shapes})"]
-
-    def render_module(self, prog: KernelProgram, target: HardwareModel, header: str, meta: dict[str, Any],
-                      weights: dict[str, Any]) -> str:
-        sources = {k.name: self.render_kernel(k, target) for k in prog.kernels()}
-        return write_module(prog, meta, header, IMPORTS, RUNTIME, sources, self.launch, weights)
+    def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
+              sources: dict[str, str]) -> Frame:
+        return Frame(IMPORTS, RUNTIME, sources)
 
 
 BACKEND = TileLangBackend()

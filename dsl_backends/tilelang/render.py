@@ -12,20 +12,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ir.kernel.analysis import gemm_dims, split_gemm
 from ir.kernel.ir import Buf, Kernel, Load, Reduce
+from ir.kernel.schedule import Schedule
 
 from ..base import UnsupportedKernel
-from ..cstyle import View, gemm_dims, split_gemm, views
+from ..cstyle import View, views
 from ..exprs import Printer, comp, py_decode, row_reduction
 from .exprs import BF16_HELPERS, TIR, Scope, const, store
 
 MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loop over chunks
 
 
-def _params(k: Kernel) -> str:
+def _params(k: Kernel, sched: Schedule) -> str:
     bufs = k.inputs() + [k.out]
     names = [f"g_{b.name}" for b in k.inputs()] + ["Out"]  # g_: never a template's or a temporary's name
-    shaped = views(k)
+    shaped = views(k, sched.get("BK", 32))
 
     def decl(b: Buf) -> str:
         if b.name in shaped:  # a GEMM operand copied tile by tile: 2-D, and float32 on the C target
@@ -36,7 +38,7 @@ def _params(k: Kernel) -> str:
     return ", ".join(f"{n}: {decl(b)}" for n, b in zip(names, bufs))
 
 
-def _factory(k: Kernel, consts: dict[str, Any], kernel_line: str, body: list[str]) -> str:
+def _factory(k: Kernel, sched: Schedule, consts: dict[str, Any], kernel_line: str, body: list[str]) -> str:
     head = [f"def {k.name}(gpu):"] + [f"    {n} = {v}" for n, v in consts.items()]
     # the C target has no fragments: tiles there are thread-local arrays
     head.append("    FRAG = T.alloc_fragment if gpu else T.alloc_local")
@@ -44,7 +46,7 @@ def _factory(k: Kernel, consts: dict[str, Any], kernel_line: str, body: list[str
     head.append("    SHARED = T.alloc_shared if gpu else T.alloc_local")
     if any(b.dtype == "bf16" for b in k.inputs() + [k.out]) or "LD16(" in "\n".join(body):
         head += ["    " + ln if ln else "" for ln in BF16_HELPERS.splitlines()]
-    lines = head + ["", "    @T.prim_func", f"    def main({_params(k)}):", f"        {kernel_line}"]
+    lines = head + ["", "    @T.prim_func", f"    def main({_params(k, sched)}):", f"        {kernel_line}"]
     lines += ["            " + ln if ln else "" for ln in body]
     return "\n".join(lines + ["", "    return main", ""])
 
@@ -53,15 +55,7 @@ def _nest(lines: list[str], depth: int = 1) -> list[str]:
     return ["    " * depth + ln for ln in lines]
 
 
-def render_kernel(k: Kernel, sched: dict[str, Any]) -> str:
-    if k.kind == "pointwise":
-        return _pointwise(k, sched)
-    if k.kind == "reduce":
-        return _reduction(k, sched)
-    return _matmul(k, sched)
-
-
-def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
+def pointwise(k: Kernel, sched: Schedule) -> str:
     n = k.out.numel
     inner = ["offs = bx * BLOCK + i"]
     env: dict[str, str] = {}
@@ -72,14 +66,14 @@ def _pointwise(k: Kernel, sched: dict[str, Any]) -> str:
     body += p.lines + [f"Out[offs] = {store(val, k.out.dtype)}"]
     inner += [f"if offs < {n}:"] + _nest(body)
     lines = ["for i in PAR(BLOCK):"] + _nest(inner)
-    return _factory(k, {"BLOCK": sched["BLOCK"], "THREADS": f"{sched.get('threads', 256)} if gpu else 1"},
+    return _factory(k, sched, {"BLOCK": sched["BLOCK"], "THREADS": f"{sched.get('threads', 256)} if gpu else 1"},
                     f"with T.Kernel(T.ceildiv({n}, BLOCK), threads=THREADS) as bx:", lines)
 
 
 FILL = {"sum": 0.0, "dot": 0.0, "max": -math.inf, "min": math.inf, "prod": 1.0}
 
 
-def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
+def reduction(k: Kernel, sched: Schedule) -> str:
     rr = row_reduction(k, sched, MAX_SINGLE_PASS, chunked_ok=("sum", "dot", "max", "min"))
     reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
     if any(r.op == "prod" for r in reds) and rr.nested:
@@ -154,7 +148,7 @@ def _reduction(k: Kernel, sched: dict[str, Any]) -> str:
     body += p.lines + [f"Out[row] = {store(val, k.out.dtype)}"]
     lines += ["for r in PAR(BM):"] + _nest([body[0], f"if row < {rows}:"] + _nest(body[1:]))
     consts = {"BM": sched["BM"], "BR": br, "THREADS": f"{sched.get('threads', 128)} if gpu else 1"}
-    return _factory(k, consts, f"with T.Kernel(T.ceildiv({rows}, BM), threads=THREADS) as bx:", lines)
+    return _factory(k, sched, consts, f"with T.Kernel(T.ceildiv({rows}, BM), threads=THREADS) as bx:", lines)
 
 
 def _copy(name: str, e: Any, v: View, batch: list[tuple[str, int]], env: dict[str, str], own: int, tile: str,
@@ -168,7 +162,7 @@ def _copy(name: str, e: Any, v: View, batch: list[tuple[str, int]], env: dict[st
     return [f"T.copy(g_{e.buf.name}[{start}], {name}_s)"]
 
 
-def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
+def matmul(k: Kernel, sched: Schedule) -> str:
     g = split_gemm(k)
     if not hasattr(g.dot.body, "op") or g.dot.body.op != "mul":  # type: ignore[attr-defined]
         raise UnsupportedKernel("not a single GEMM")
@@ -192,7 +186,7 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
                            "T.Cast(IN_T, 0))"]
     b_lines += pb.lines + [f"B_s[q, j] = T.if_then_else(T.And(n < {N}, kk < {K}), T.Cast(IN_T, {b_val}), "
                            "T.Cast(IN_T, 0))"]
-    shaped = views(k)
+    shaped = views(k, sched["BK"])
     va = shaped.get(g.a.buf.name) if isinstance(g.a, Load) else None
     vb = shaped.get(g.b.buf.name) if isinstance(g.b, Load) else None  # views() skips a buffer read twice
     # T.copy stages a plain operand (zero padding past its edges); others are gathered element-wise
@@ -227,6 +221,6 @@ def _matmul(k: Kernel, sched: dict[str, Any]) -> str:
               "STAGES": f"{sched.get('num_stages', 2)} if gpu else 1",
               "THREADS": f"{sched.get('threads', 128)} if gpu else 1", "TENSOR_CORES": tc, "IN_T": in_t}
     kl = f"with T.Kernel(T.ceildiv({N}, BN), T.ceildiv({M}, BM), {B}, threads=THREADS) as (bx, by, bz):"
-    return _factory(k, consts, kl, lines)
+    return _factory(k, sched, consts, kl, lines)
 
 

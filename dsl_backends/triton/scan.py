@@ -7,9 +7,11 @@ import math
 from typing import Any
 
 from ir.kernel.ir import Kernel, Var
+from ir.kernel.schedule import Schedule
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, pow2, py_decode
+from .ops import Ctx, signature, store_value
 
 MAX_SINGLE_PASS = 4096  # scanned extent held in one tile on the GPU; longer axes loop over chunks
 
@@ -22,16 +24,14 @@ def scan_rows(k: Kernel) -> tuple[Any, list[Var]]:
     return scans[0], [v for v in k.coords if v != scans[0].at]
 
 
-def default_schedule(k: Kernel, interp: bool) -> dict[str, Any]:
+def default_schedule(k: Kernel, interp: bool) -> Schedule:
     sc, rows = scan_rows(k)
     br = min(pow2(sc.axis.extent), 65536 if interp else MAX_SINGLE_PASS)
     bm = max(1, min(pow2(math.prod(v.extent for v in rows)), (65536 if interp else 4096) // br))
-    return {"BM": bm, "BR": br, "num_warps": 4 if bm * br <= 2048 else 8}
+    return Schedule(BM=bm, BR=br, num_warps=4 if bm * br <= 2048 else 8)
 
 
-def render_scan(k: Kernel, sched: dict[str, Any]) -> str:
-    from .render import _Ctx, _signature, _store_value
-
+def render_scan(k: Kernel, sched: Schedule) -> str:
     sc, rows = scan_rows(k)
     n, br = sc.axis.extent, sched["BR"]
     nch = -(-n // br)
@@ -46,7 +46,7 @@ def render_scan(k: Kernel, sched: dict[str, Any]) -> str:
     ident = ("0" if sc.op == "sum" else "1") + (".0" if sc.dtype in FLOATS else "")
     fn = "tl.cumsum" if sc.op == "sum" else "tl.cumprod"
     masks = [(frozenset(v.name for v in rows), "rmask"), (frozenset({sc.axis.name, sc.at.name}), "jmask")]
-    p = Printer(_Ctx(env, masks).render, prefix="u")
+    p = Printer(Ctx(env, masks).render, prefix="u")
     body = p(sc.body)
     lines = list(p.lines)
     lines.append(f"tile = tl.where(rmask & jmask, ({body}).to({acc_t}), {ident})")
@@ -56,10 +56,10 @@ def render_scan(k: Kernel, sched: dict[str, Any]) -> str:
         total = "tl.sum(tile, axis=1, keep_dims=True)" if sc.op == "sum" else \
             "tl.reduce(tile, 1, _akg_mul, keep_dims=True)"
         upd = f"carry = carry + {total}" if sc.op == "sum" else f"carry = carry * {total}"
-    p2 = Printer(_Ctx(env, masks, {id(sc): "acc"}).render, prefix="v")
+    p2 = Printer(Ctx(env, masks, {id(sc): "acc"}).render, prefix="v")
     val = p2(k.expr)
     flat = " + ".join(f"{env[v.name]} * {st}" if st != 1 else env[v.name] for v, st in zip(k.coords, k.out.strides()))
-    lines += p2.lines + [f"tl.store(out_ptr + ({flat}), {_store_value(val, k.out.dtype, '[BM, BR]')}, "
+    lines += p2.lines + [f"tl.store(out_ptr + ({flat}), {store_value(val, k.out.dtype, '[BM, BR]')}, "
                          "mask=rmask & jmask)"]
     if nch == 1:
         body_lines = ["j = tl.arange(0, BR)[None, :]", f"jmask = j < {n}"] + lines
@@ -68,5 +68,5 @@ def render_scan(k: Kernel, sched: dict[str, Any]) -> str:
         inner = [f"j = {start} + tl.arange(0, BR)[None, :]", f"jmask = j < {n}"] + lines + [upd]
         body_lines = [f"carry = tl.full([BM, 1], {ident}, {acc_t})", f"for ci in range({nch}):"] + \
             ["    " + ln for ln in inner]
-    src = _signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
+    src = signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
     return src + "\n".join("    " + ln for ln in head + body_lines) + "\n"

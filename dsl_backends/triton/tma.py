@@ -10,11 +10,11 @@ offered to `akg tune` only where no tile needs a transpose."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Kernel, Load
+from ir.kernel.schedule import Schedule
 
-from ..cstyle import View, split_gemm, views
+from ..cstyle import View, views
 
 ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
@@ -33,12 +33,12 @@ def _akg_aligned(t):  # TMA needs a 16-byte aligned base: a view starting mid-al
 '''
 
 
-def _qualified(k: Kernel) -> list[tuple[str, Load, View]]:
+def _qualified(k: Kernel, bk: int) -> list[tuple[str, Load, View]]:
     """(side, operand, view) for the operands TMA can load: a plain view with no batch, rows whose byte
     stride is a multiple of 16, and a 16- or 32-bit element type."""
     if k.kind != "matmul":
         return []
-    g, shaped = split_gemm(k), views(k)
+    g, shaped = split_gemm(k), views(k, bk)
     out = []
     for side, e in (("a", g.a), ("b", g.b)):
         v = shaped.get(e.buf.name) if isinstance(e, Load) else None
@@ -47,15 +47,15 @@ def _qualified(k: Kernel) -> list[tuple[str, Load, View]]:
     return out
 
 
-def operands(k: Kernel) -> dict[str, str]:
-    """Buffer name -> "a" | "b" for the operands TMA can load."""
-    return {e.buf.name: side for side, e, _ in _qualified(k)}
+def operands(k: Kernel, bk: int) -> dict[str, str]:
+    """Buffer name -> "a" | "b" for the operands TMA can load with K step `bk`."""
+    return {e.buf.name: side for side, e, _ in _qualified(k, bk)}
 
 
-def loads(k: Kernel) -> dict[int, tuple[str, str]]:
+def loads(k: Kernel, bk: int) -> dict[int, tuple[str, str]]:
     """id(operand expression) -> (descriptor setup line, tile load in the K loop, as (BM|BK, BK|BN))."""
     out: dict[int, tuple[str, str]] = {}
-    for side, e, v in _qualified(k):
+    for side, e, v in _qualified(k, bk):
         r, c = v.shape
         own, tile = ("BM", "pm * BM") if side == "a" else ("BN", "pn * BN")
         block = f"[BK, {own}]" if v.k_first else f"[{own}, BK]"
@@ -68,11 +68,11 @@ def loads(k: Kernel) -> dict[int, tuple[str, str]]:
     return out
 
 
-def wanted(sched: dict[str, Any]) -> bool:
+def wanted(sched: Schedule) -> bool:
     return bool(sched.get("TMA"))
 
 
 def tunable(k: Kernel) -> bool:
     """Worth a try by the tuner: some operand qualifies and none would be transposed after its load."""
-    ls = loads(k)
+    ls = loads(k, 32)  # a qualifying operand has no batch, so the K step does not matter
     return bool(ls) and not any(code.endswith(".T") for _, code in ls.values())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ops import normalize_attrs
 from .ir import Const, Expr, IOp, Op
 
 I64 = "i64"
@@ -52,8 +53,6 @@ def land(a: Expr | None, b: Expr | None) -> Expr | None:
 
 
 def op(name: str, args: list[Expr], dtype: str, /, **attrs: Any) -> Op:
-    from ..graph import normalize_attrs
-
     return Op(name, tuple(args), tuple(normalize_attrs(name, attrs).items()), dtype)
 
 

@@ -3,8 +3,8 @@
 A kernel computes one output buffer over an iteration domain (one coordinate variable per output
 dimension). Its value is an expression tree: loads from buffers at index expressions, pointwise
 ops (named as in the graph IR), integer index arithmetic, and reductions over extra variables
-(`Reduce`; a `dot` reduction is a contraction). A schedule (tile sizes, warps, stages, vector
-width) parameterises how a backend tiles the domain; it never changes the value.
+(`Reduce`; a `dot` reduction is a contraction). A schedule (`ir.kernel.schedule`, a value passed to
+the renderer beside the kernel) parameterises how a backend tiles the domain; it never changes the value.
 """
 
 from __future__ import annotations
@@ -114,14 +114,13 @@ class Scan(Expr):
     dtype: str
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Kernel:
     name: str
     kind: str  # pointwise | reduce | rownorm | matmul | scan
     out: Buf
     coords: tuple[Var, ...]
     expr: Expr
-    schedule: dict[str, Any] = field(default_factory=dict)
     group: int = -1  # the fusion group it came from
 
     def inputs(self) -> list[Buf]:

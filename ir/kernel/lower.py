@@ -13,10 +13,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.fusion import FusionPlan, Group, fuse
+from .analysis import row_split
 from .build import I64, ic, iop, land, op, where
 from .implicit import GENERATED
 from .ir import (
@@ -30,7 +32,6 @@ from .ir import (
     Reduce,
     Scan,
     Var,
-    free_vars,
     row_major_strides,
     walk,
 )
@@ -314,20 +315,16 @@ def _broadcast(src: Sequence[int], dst: Sequence[int], c: Sequence[Expr]) -> lis
 def lower(g: Graph, plan: FusionPlan | None = None, generated: frozenset[str] = frozenset()) -> KernelProgram:
     """The graph (already simplified and decomposed) as a kernel program, one step per stored value;
     `generated`: library ops the backend generates kernels for (see `needs_library`)."""
-    plan = plan or fuse(g)
+    plan = plan or g.plan or fuse(g)
     lw = _Lowerer(g, generated)
     users = g.users()
     steps: list[Kernel | LibraryCall] = []
     for grp in plan.groups:
         lowered = _lower_group(lw, grp, users, grp.id, len(steps))
-        if grp.rows and not all(isinstance(s, Kernel) and row_split(s) is not None for s in lowered):
-            # a reduction depends on a column coordinate: lower the merged groups one by one
-            lowered = []
-            for part in grp.parts:
-                lowered += _lower_group(lw, part, users, grp.id, len(steps) + len(lowered))
-        elif grp.rows:
-            for s in lowered:
-                s.kind = "rownorm"  # type: ignore[union-attr]
+        if grp.rows:
+            if not row_kernels(lowered):  # row fusion checks this before it merges
+                raise LoweringError(f"row-fused group {grp.id} does not lower to row kernels")
+            lowered = [replace(s, kind="rownorm") for s in lowered]
         steps += lowered
     produced = {s.out.name for s in steps}
     outputs: list[Buf] = []
@@ -342,12 +339,23 @@ def lower(g: Graph, plan: FusionPlan | None = None, generated: frozenset[str] = 
                   "output")
         coords = tuple(lw.fresh(d, "c") for d in o.shape)
         steps.append(Kernel(f"k{len(steps)}_{out.name}", "pointwise", out, coords,
-                            lw.expr(o, list(coords), None, set()), {}, -1))
+                            lw.expr(o, list(coords), None, set()), -1))
         produced.add(out.name)
         outputs.append(out)
     inputs = [lw.bufs[id(n)] for n in g.inputs]
     params = [lw.bufs[id(n)] for n in g.params]
     return KernelProgram(g.name, inputs, params, lw.consts, steps, outputs)
+
+
+def row_kernels(steps: Sequence[Kernel | LibraryCall]) -> bool:
+    """Whether lowered steps are kernels whose every reduction depends on output (row) coordinates
+    alone: the condition for one kernel per row."""
+    return all(isinstance(s, Kernel) and row_split(s) is not None for s in steps)
+
+
+def lower_group(g: Graph, grp: Group) -> list[Kernel | LibraryCall]:
+    """One group lowered on its own (row fusion asks what its merge would lower to)."""
+    return _lower_group(_Lowerer(g), grp, g.users(), grp.id, 0)
 
 
 def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: int,
@@ -377,28 +385,9 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
         kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
         if any(isinstance(x, Scan) for x in walk(e)):
             kind = "scan"
-        steps.append(Kernel(f"k{first + len(steps)}_{n.name}", kind, lw.buf(n), coords, e, {}, gid))
+        steps.append(Kernel(f"k{first + len(steps)}_{n.name}", kind, lw.buf(n), coords, e, gid))
     return steps
 
 
-def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
-    """(row coordinates, column coordinates) of a kernel whose every reduction depends on output
-    coordinates alone: the row coordinates are those some reduction reads. None otherwise."""
-    reds = _reductions(k.expr)
-    if not reds or any(r.op in ("dot", "argmax", "argmin") for r in reds):
-        return None
-    names = {v.name for v in k.coords}
-    memo: dict[int, frozenset[str]] = {}
-    used: set[str] = set()
-    for r in reds:
-        fv = free_vars(r, memo)
-        if not fv <= names:
-            return None
-        used |= fv
-    return tuple(v for v in k.coords if v.name in used), tuple(v for v in k.coords if v.name not in used)
-
-
 def _reductions(e: Expr) -> list[Reduce]:
-    from .ir import walk
-
     return [x for x in walk(e) if isinstance(x, Reduce)]

@@ -1,45 +1,78 @@
-"""Named passes for `akg ir --passes` and the pipeline."""
+"""Registered passes (`REGISTRY`, filled by `@register`) and pipeline strings for `akg ir --passes` and
+`akg translate`: comma-separated pass names, each with options as `name{key=value key=value}`
+(a tuple option takes `a:b:c`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import re
+from typing import Any
 
+from ..errors import AkgError
 from ..graph import Graph
-from .base import Firing, P, Pass, Pat, Pipeline, RewritePass, Rewriter, Rule, Trace, X
-from .cleanup import CommonSubexpr, ConstantFold, DeadCode, canonicalize
-from .lowering import Decompose
+from ..verify import verify_graph
+from .base import REGISTRY, Firing, P, Pass, Pat, Pipeline, RewritePass, Rewriter, Rule, Trace, X, register
+from .cleanup import Canonicalize, CommonSubexpr, ConstantFold, DeadCode
+from .composites import Decompose
+from .fusion import FuseKernels
 from .simplify import Simplify
 
 
-def simplify_pipeline() -> Pipeline:
-    return Pipeline("simplify", (canonicalize(), ConstantFold(), Simplify(), CommonSubexpr(), DeadCode()))
+@register
+@dataclasses.dataclass(frozen=True)
+class SimplifyAll(Pipeline):
+    """Every cleanup and algebraic pass, to a fixed point."""
+
+    name = "simplify"
+    stages = (Canonicalize, ConstantFold, Simplify, CommonSubexpr, DeadCode)
 
 
-PASSES: dict[str, Callable[[], Pass]] = {
-    "canonicalize": canonicalize,
-    "fold": ConstantFold,
-    "cse": CommonSubexpr,
-    "dce": DeadCode,
-    "algebraic": Simplify,
-    "simplify": simplify_pipeline,
-    "decompose": Decompose,
-}
+_ITEM = re.compile(r"\s*(\w+)(?:\{([^}]*)\})?\s*(?:,|$)")
 
 
-def run_passes(g: Graph, names: list[str], trace: Trace | None = None, verify: bool = False) -> Trace:
-    """Run the named passes in order; with `verify`, check the graph's structure after each."""
-    from ..verify import verify_graph
+def _option(cls: type, key: str, text: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if key not in fields:
+        raise AkgError(f"pass {cls.name!r} has no option {key!r}; its options: {', '.join(fields) or 'none'}")
+    default = fields[key].default
+    if isinstance(default, tuple):
+        return tuple(x for x in text.split(":") if x)
+    if isinstance(default, bool):
+        return text.lower() in ("1", "true", "yes")
+    return type(default)(text) if default is not None else text
 
+
+def parse_pipeline(spec: str) -> list[Pass]:
+    """Pass instances for a pipeline string; an unknown pass or option is a one-line error."""
+    out: list[Pass] = []
+    pos = 0
+    spec = spec.strip()
+    while pos < len(spec):
+        m = _ITEM.match(spec, pos)
+        if m is None or m.end() == pos:
+            raise AkgError(f"cannot read the pass pipeline at {spec[pos:]!r}: write name,name{{key=value}}")
+        name, opts = m.group(1), m.group(2) or ""
+        if name not in REGISTRY:
+            raise AkgError(f"unknown pass {name!r}; choose from {', '.join(sorted(REGISTRY))}")
+        cls = REGISTRY[name]
+        kw = dict(kv.split("=", 1) for kv in opts.split() if kv)
+        out.append(cls(**{k: _option(cls, k, v) for k, v in kw.items()}))
+        pos = m.end()
+    return out
+
+
+def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, verify: bool = False) -> Trace:
+    """Run a pipeline (a string, or a list of pass names) on `g`; with `verify`, check the graph's
+    structure after each pass."""
+    spec = pipeline if isinstance(pipeline, str) else ",".join(pipeline)
     trace = trace or Trace()
-    for name in names:
-        if name not in PASSES:
-            raise KeyError(name)
-        PASSES[name]().run(g, trace)
+    for p in parse_pipeline(spec):
+        p.run(g, trace)
         if verify:
             verify_graph(g)
     return trace
 
 
-__all__ = ["PASSES", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
-           "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "Simplify", "canonicalize",
-           "run_passes", "simplify_pipeline"]
+__all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
+           "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "Simplify",
+           "SimplifyAll", "parse_pipeline", "register", "run_passes"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from ..graph import Graph, Node
 
@@ -39,11 +39,24 @@ class Trace:
 
 
 class Pass(Protocol):
-    name: str
+    """A pass (xDSL's ModulePass is the model): a frozen dataclass whose class-level `name` is how a
+    pipeline string names it and whose fields are its options."""
+
+    name: ClassVar[str]
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        """Transform `g` in place; return whether anything changed."""
+        """Transform `g` in place (plan passes set `g.plan`); return whether anything changed."""
         ...
+
+
+REGISTRY: dict[str, type[Pass]] = {}
+PassT = TypeVar("PassT", bound=type)
+
+
+def register(cls: PassT) -> PassT:
+    """Makes a pass class available to pipeline strings under its `name`."""
+    REGISTRY[cls.name] = cls  # type: ignore[attr-defined]
+    return cls
 
 
 # --- patterns
@@ -115,12 +128,12 @@ class Rule:
     rewrite: Rewrite
 
 
-@dataclass
+@dataclass(frozen=True)
 class RewritePass:
-    """Applies its rules to every node until none fires (bounded)."""
+    """Applies its rules (a class-level table) to every node until none fires (bounded)."""
 
-    name: str
-    rules: tuple[Rule, ...]
+    name: ClassVar[str] = "rewrite"
+    rules: ClassVar[tuple[Rule, ...]] = ()
     max_sweeps: int = 20
 
     def run(self, g: Graph, trace: Trace) -> bool:
@@ -173,19 +186,21 @@ def _summary(n: Node) -> str:
     return f"{n.op}({args})"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Pipeline:
-    """Runs passes in order, repeating the whole list until a fixed point (bounded)."""
+    """Runs its stages (a class-level tuple of pass classes) in order, repeating the whole list until
+    a fixed point (bounded)."""
 
-    name: str
-    passes: tuple[Pass, ...]
+    name: ClassVar[str] = "pipeline"
+    stages: ClassVar[tuple[type[Pass], ...]] = ()
     repeat: int = 4
 
     def run(self, g: Graph, trace: Trace) -> bool:
         changed_any = False
+        passes = [stage() for stage in self.stages]
         for _ in range(self.repeat):
             changed = False
-            for p in self.passes:
+            for p in passes:
                 changed |= p.run(g, trace)
             changed_any |= changed
             if not changed:

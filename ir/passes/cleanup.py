@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..graph import Graph, Node
 from ..interp import EvalCtx, eval_op
 from ..ops import opdef
-from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X
+from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
 
 IMPURE = ("dropout", "opaque")  # random or unknown: never merged or folded
 
 
-@dataclass
+@register
+@dataclass(frozen=True)
 class DeadCode:
-    name: str = "dce"
+    name: ClassVar[str] = "dce"
 
     def run(self, g: Graph, trace: Trace) -> bool:
         before = {n.name for n in g.nodes}
@@ -24,9 +26,10 @@ class DeadCode:
         return dropped > 0
 
 
-@dataclass
+@register
+@dataclass(frozen=True)
 class CommonSubexpr:
-    name: str = "cse"
+    name: ClassVar[str] = "cse"
 
     def run(self, g: Graph, trace: Trace) -> bool:
         seen: dict[tuple, Node] = {}
@@ -51,16 +54,13 @@ def is_const(n: Node | None) -> bool:
     return n is not None and n.op in ("scalar", "full")
 
 
-def const_value(n: Node) -> float | int | bool:
-    return n.attrs["value"]
-
-
-@dataclass
+@register
+@dataclass(frozen=True)
 class ConstantFold:
     """Evaluates ops whose operands are all constants; keeps the result only when it is a
     scalar or a uniform fill, so no tensor data enters the graph."""
 
-    name: str = "fold"
+    name: ClassVar[str] = "fold"
 
     def run(self, g: Graph, trace: Trace) -> bool:
         changed = False
@@ -135,7 +135,10 @@ CANONICAL_RULES = (
 )
 
 
-def canonicalize() -> RewritePass:
-    return RewritePass("canonicalize", CANONICAL_RULES)
+@register
+@dataclass(frozen=True)
+class Canonicalize(RewritePass):
+    name: ClassVar[str] = "canonicalize"
+    rules: ClassVar[tuple[Rule, ...]] = CANONICAL_RULES
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import networkx as nx
 
 from ..graph import Graph, Node
 from ..ops import opdef
+from .base import Firing, Trace, register
 
 SOURCES = ("input", "param", "scalar", "full", "arange")
 ANCHORS = ("reduction", "contraction", "window", "scan", "composite", "opaque")
@@ -35,7 +36,7 @@ class Group:
     outputs: list[Node] = field(default_factory=list)
     weights_only: bool = False  # reads no graph input: can be computed once when weights load
     rows: bool = False  # merged by row fusion: one kernel per row, multi-use values recomputed
-    parts: list[Group] = field(default_factory=list)  # the groups row fusion merged (the fallback)
+    parts: list[Group] = field(default_factory=list)  # the groups row fusion merged (for reports)
 
     @property
     def kind(self) -> str:
@@ -66,9 +67,6 @@ class FusionPlan:
     groups: list[Group]
     boundaries: list[Boundary]
     notes: list[str] = field(default_factory=list)  # what later passes did to the plan (row fusion)
-
-    def group_of(self, n: Node) -> Group | None:
-        return next((g for g in self.groups if n in g.nodes), None)
 
     def __str__(self) -> str:
         return "\n".join([g.describe() for g in self.groups] + [str(b) for b in self.boundaries] + self.notes)
@@ -230,3 +228,17 @@ def to_dot(g: Graph, plan: FusionPlan | None = None) -> str:
                 lines.append(f'  "{a.name}" -> "{n.name}";')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+@register
+@dataclass(frozen=True)
+class FuseKernels:
+    """Plans kernel groups: sets `g.plan` (a graph rewrite after it drops the plan again)."""
+
+    name: ClassVar[str] = "fuse"
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        g.plan = fuse(g)
+        trace.record(Firing(self.name, "plan", g.outputs[0].name if g.outputs else g.name, f"{len(g.nodes)} values",
+                            f"{len(g.plan.groups)} kernel groups"))
+        return False  # the graph itself is unchanged

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ..graph import Graph, Node
-from .base import P, RewritePass, Rewriter, Rule, X
+from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
 
 
 def _users(n: Node) -> int:
@@ -16,10 +18,6 @@ def _reduced_axes(n: Node) -> list[int]:
     rank = n.args[0].type.rank  # type: ignore[union-attr]
     dims = n.attrs["dims"]
     return list(range(rank)) if dims is None else sorted(d % max(rank, 1) for d in dims)
-
-
-def _drop_axes(shape: tuple[int, ...], axes: list[int]) -> list[int]:
-    return [s for i, s in enumerate(shape) if i not in axes]
 
 
 def _finish(r: Rewriter, y: Node) -> Node:
@@ -247,11 +245,15 @@ SIMPLIFY_RULES = (
 )
 
 
+@register
+@dataclass(frozen=True)
 class Simplify(RewritePass):
-    def __init__(self) -> None:
-        super().__init__("simplify", SIMPLIFY_RULES)
+    """Algebraic rewrites (reductions through contractions, identities, bounded clamps)."""
 
-    def run(self, g, trace):  # type: ignore[override]
+    name: ClassVar[str] = "algebraic"
+    rules: ClassVar[tuple[Rule, ...]] = SIMPLIFY_RULES
+
+    def run(self, g: Graph, trace: Trace) -> bool:
         _annotate_users(g)  # rules that duplicate work check single use
         changed = super().run(g, trace)
         for n in g.nodes:

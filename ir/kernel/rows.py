@@ -5,16 +5,22 @@ them) as one kernel per row instead of one kernel per reduction and per multi-us
 value used twice. For a backend with a row template (the "rownorm" kernel kind) that costs a full
 write and read of the tensor per boundary. This pass merges a consumer group with the producer
 groups whose every output it alone consumes, when all of them are pointwise ops, movement ops and
-value reductions; inside the merged group multi-use values are recomputed. The lowering keeps the
-merge only when every reduction of the kernel depends on row coordinates alone (else it lowers the
-parts as before), so this pass may be generous.
+value reductions; inside the merged group multi-use values are recomputed. A merge is kept only when
+it lowers to kernels whose every reduction depends on row coordinates alone (the pass lowers the
+merged group to check), so the lowering never has to undo one. It lives beside the lowering for that
+reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from ..graph import Graph, Node
 from ..ops import opdef
-from .fusion import Boundary, FusionPlan, Group
+from ..passes.base import Firing, Trace, register
+from ..passes.fusion import Boundary, FusionPlan, Group, fuse
+from .lower import lower_group, row_kernels
 
 VALUE_REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "var", "std", "norm")
 MAX_REDUCTIONS = 8  # reductions per merged kernel: each is a pass over the row when it is chunked
@@ -76,6 +82,8 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
                        rows=True, parts=parts)
         merged.inputs = [a for a in dict.fromkeys(a for n in merged.nodes for a in n.args if a is not None)
                          if id(a) not in region]
+        if not row_kernels(lower_group(g, merged)):
+            continue  # a reduction would depend on a column coordinate (reductions over two axes)
         for p in parts:
             groups.remove(p)
         groups.append(merged)
@@ -100,3 +108,18 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
         grp.id = renum[grp.id]
     bounds = sorted(set(bounds), key=lambda b: (b.producer, b.consumer, b.value))
     return FusionPlan(groups, bounds, plan.notes + [_note(m) for m in sorted(merges, key=lambda m: m.id)])
+
+
+@register
+@dataclass(frozen=True)
+class FuseRows:
+    """Row fusion of the plan `fuse` made (or of a fresh one): sets `g.plan`."""
+
+    name: ClassVar[str] = "rows"
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        before = g.plan or fuse(g)
+        g.plan = fuse_rows(g, before)
+        for note in g.plan.notes[len(before.notes):]:
+            trace.record(Firing(self.name, "merge-rows", g.outputs[0].name if g.outputs else g.name, "groups", note))
+        return False  # the graph itself is unchanged

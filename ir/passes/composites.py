@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ..decompose import DECOMPOSITIONS, GraphEmitter
 from ..graph import Graph
 from ..ops import opdef
-from .base import Firing, Trace
+from .base import Firing, Trace, register
 
 
-@dataclass
+@register
+@dataclass(frozen=True)
 class Decompose:
     """Replace composites (all, or those named in `only`) by their primitive decomposition."""
 
-    name: str = "decompose"
-    only: tuple[str, ...] = field(default_factory=tuple)
+    name: ClassVar[str] = "decompose"
+    only: tuple[str, ...] = ()
 
     def run(self, g: Graph, trace: Trace) -> bool:
         changed = False

@@ -1,0 +1,74 @@
+"""The converter registry behind lifting: one converter per ATen target (filled by `ir.aten`), the
+context a converter builds graph nodes through, and where in the problem file a node came from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from .graph import Graph, Node
+from .types import FLOAT_DTYPES
+
+
+@dataclass
+class LiftCtx:
+    graph: Graph
+    fx_node: torch.fx.Node | None = None
+    allow_opaque: bool = False
+    opaque: list[str] = field(default_factory=list)
+
+    # --- helpers used by converters
+    def add(self, op: str, args: list[Node | None], /, **attrs: Any) -> Node:
+        hint = self.fx_node.name if self.fx_node is not None else op
+        n = self.graph.add(op, args, attrs, name=hint)
+        if self.fx_node is not None:
+            n.meta["source"] = source_line(self.fx_node)
+        return n
+
+    def out_shape(self) -> list[int]:
+        val = self.fx_node.meta["val"] if self.fx_node is not None else None
+        return [int(d) for d in val.shape]
+
+    def scalar(self, value: Any, like: Node | None = None) -> Node:
+        """A Python number as a 0-d `scalar` node that promotes like a Python number would."""
+        if isinstance(value, Node):
+            return value
+        like_dt = like.dtype if like is not None else "f32"
+        if isinstance(value, bool):
+            dt = "bool"
+        elif isinstance(value, float) or like_dt in FLOAT_DTYPES:
+            dt, value = (like_dt if like_dt in FLOAT_DTYPES else "f32"), float(value)
+        else:
+            dt = like_dt if like_dt not in ("bool",) else "i64"
+        return self.graph.add("scalar", [], {"value": value, "dtype": dt}, name="c")
+
+
+Converter = Callable[..., Any]
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converts(*targets: str) -> Callable[[Converter], Converter]:
+    def reg(fn: Converter) -> Converter:
+        for t in targets:
+            CONVERTERS[t] = fn
+        return fn
+    return reg
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \S+\n\s*(.*)')
+
+
+def source_line(n: torch.fx.Node, path: str | None = None) -> str:
+    """`file:line: code` of the deepest frame in the problem file (or the last frame)."""
+    frames = _FRAME.findall(n.meta.get("stack_trace") or "")
+    if path is not None:
+        frames = [f for f in frames if f[0] == path] or frames
+    if not frames:
+        return "unknown location"
+    f, line, code = frames[-1]
+    return f"{f.rsplit('/', 1)[-1]}:{line}: `{code.strip()}`"

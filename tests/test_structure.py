@@ -1,0 +1,209 @@
+"""The tree's structure: no import circles between project modules, no project module imported inside a
+function (that hides circles), no DSL named outside its backend folder, and every backend answering
+every call the core makes."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from akg_agent.ranking import estimated
+from akg_agent.translate import build, render
+from dsl_backends import Backend, UnsupportedKernel, available, get_backend
+from hardware_models.spec import load_target, target_names
+from ir.kernel.expand import COMPOSITES, PRIMITIVES, composites_left
+from ir.kernel.ir import Op, walk
+from ir.kernel.schedule import Schedule
+
+from .conftest import ROOT, problem_path
+
+PACKAGES = ("akg_agent", "ir", "dsl_backends", "hardware_models", "prompts")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in (ROOT / pkg).rglob("*.py"):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
+    return out
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
+    """Module -> project modules it imports at module level; and every function-local project import."""
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    local: list[str] = []
+
+    def target(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text())
+        is_pkg = path.name == "__init__.py"
+        funcs = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                src = _resolve(mod, is_pkg, node)
+                names = [f"{src}.{a.name}" for a in node.names] + [src]
+            found = {t for n in names if (t := target(n)) and t != mod}
+            # `from pkg import submodule` depends on the submodule; `from pkg import name` on pkg
+            if isinstance(node, ast.ImportFrom) and found:
+                sub = {t for t in found if t != _resolve(mod, is_pkg, node)}
+                found = sub or found
+            if not found:
+                continue
+            if id(node) in funcs:
+                local.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {', '.join(sorted(found))}")
+            else:
+                graph[mod] |= found
+    return graph, local
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles_between_project_modules():
+    graph, _ = _imports(_modules())
+    assert _cycles(graph) == []
+
+
+def test_the_circle_check_can_fail():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_project_module_is_imported_inside_a_function():
+    _, local = _imports(_modules())
+    assert local == []
+
+
+DSL_NAMES = ("triton", "tilelang", "cuda-c", "cuda_c", "pallas", "metal", "cpp")
+
+
+def test_no_dsl_is_named_outside_its_backend_folder():
+    """The core finds backends through their manifests: no string literal outside dsl_backends/<name>/
+    names a DSL (module paths and prose in docstrings and comments are not string literals)."""
+    hits = []
+    pattern = re.compile(r"\b(" + "|".join(re.escape(d) for d in DSL_NAMES) + r")\b", re.IGNORECASE)
+    for mod, path in _modules().items():
+        parts = mod.split(".")
+        if parts[0] == "dsl_backends" and len(parts) > 2:
+            continue  # a backend's own folder
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if m := pattern.search(node.value):
+                    hits.append(f"{path.relative_to(ROOT)}:{node.lineno}: {m.group(0)!r} in {node.value[:60]!r}")
+    assert hits == []
+
+
+def _target_for(m) -> str:
+    """A hardware model each backend's manifest targets."""
+    return next(n for n in target_names() if m.supports(load_target(n)))
+
+
+@pytest.mark.parametrize("dsl", sorted(available()))
+def test_every_backend_answers_every_call_the_core_makes(dsl):
+    """The Backend protocol against each backend: the same names and parameters, and each call made on
+    a program with pointwise, reduce and GEMM kernels returns what the core expects."""
+    be = get_backend(dsl)
+    for name in ("default_schedule", "tuning_space", "render_kernel", "launch", "render_module", "compile_only"):
+        want = list(inspect.signature(getattr(Backend, name)).parameters)
+        assert list(inspect.signature(getattr(be, name)).parameters) == want[1:], name
+    assert be.manifest == available()[dsl] and isinstance(be.overrides, frozenset)
+    t = build(problem_path("l2_gemm_scale_sigmoid_sum"), dsl, _target_for(be.manifest))
+    assert {k.kind for k in t.program.kernels()} >= {"matmul"}
+    for k in t.program.kernels():
+        s = be.default_schedule(k, t.target, t.executor)
+        space = be.tuning_space(k, t.target)
+        assert isinstance(s, Schedule) and space and all(isinstance(x, Schedule) for x in space)
+        assert isinstance(be.render_kernel(k, s, t.target), str)
+        assert all(isinstance(ln, str) for ln in be.launch(k, s, lambda b: b.name if b else "None"))
+    assert render(t).startswith("# Generated by akg translate")
+    try:
+        assert "not run" in be.compile_only(t.program, t.schedules, t.target)
+    except UnsupportedKernel:
+        assert t.executor != "compile-only"  # only a backend with that executor must compile here
+
+
+@pytest.mark.parametrize("dsl", sorted(available()))
+def test_hw_rank_estimates_every_backends_gemm_space(dsl):
+    """`akg hw rank` reads a backend's GEMM schedules through the cost model's Tiling: every backend
+    with tiles gets estimates (no KeyError for thread tiles or CPU register blocks)."""
+    be = get_backend(dsl)
+    t = build(problem_path("mm_square"), dsl, _target_for(be.manifest))
+    [k] = [k for k in t.program.kernels() if k.kind == "matmul"]
+    grp = next(g for g in t.plan.groups if g.id == k.group)
+    space = be.tuning_space(k, t.target)
+    est = estimated(grp, t.target, space)
+    named = [s for s in space if "BM" in s or "MR" in s]
+    assert len(est) == len(named) and all(math.isfinite(e.time_s) or e.time_s == math.inf for e, _ in est)
+
+
+@pytest.mark.parametrize("dsl", sorted(available()))
+def test_renderers_see_primitives_and_their_overrides_only(dsl):
+    """Composite ops are expanded once on the kernel IR: what a backend renders holds no composite
+    beyond the overrides it lists."""
+    be = get_backend(dsl)
+    assert be.overrides <= COMPOSITES
+    for name in ("ew_activations_a", "ew_activations_b", "ew_swish_mish_softsign", "ew_clamp_variants"):
+        t = build(problem_path(name), dsl, _target_for(be.manifest))
+        for k in t.program.kernels():
+            assert composites_left(k, be.overrides) == set(), (name, k.name)
+            ops = {e.op for e in walk(k.expr) if isinstance(e, Op)}
+            assert ops <= PRIMITIVES | be.overrides, (name, k.name, ops - PRIMITIVES)
