@@ -52,7 +52,8 @@ class CStyle:
     def int_limit(self, lowest: bool) -> str:
         return "INT64_MIN" if lowest else "INT64_MAX"
 
-    def fn(self, name: str) -> str:
+    def fn(self, name: str, t: str = "double") -> str:
+        """The math function `name` for compute type `t` (a C type)."""
         return self.math_ns + name
 
     def load(self, buf_dtype: str, ptr: str) -> str:
@@ -76,7 +77,10 @@ class CStyle:
     # --- pointwise ops on scalars: the primitives plus `overrides`
     def op(self, e: Op, a: list[str]) -> str:
         t = self.ctype_compute(e.dtype)
-        f = self.fn
+
+        def f(name: str) -> str:
+            return self.fn(name, t)
+
         if e.dtype in FLOATS or e.op in ("cast", "where"):
             a = [x if e.op in ("where", "cast", "eq", "ne", "lt", "le", "gt", "ge") else f"(({t})({x}))" for x in a]
         table = {
@@ -88,12 +92,14 @@ class CStyle:
             "sin": f"{f('sin')}({{0}})", "cos": f"{f('cos')}({{0}})", "tanh": f"{f('tanh')}({{0}})",
             "erf": f"{f('erf')}({{0}})", "floor": f"{f('floor')}({{0}})", "ceil": f"{f('ceil')}({{0}})",
             "round": f"{f('nearbyint')}({{0}})", "trunc": f"{f('trunc')}({{0}})", "logical_not": "(!({0}))",
-            "where": "(({0}) ? ({1}) : ({2}))", "pow": f"{f('pow')}({{0}}, {{1}})",
+            "pow": f"{f('pow')}({{0}}, {{1}})",
             "atan2": f"{f('atan2')}({{0}}, {{1}})",
         }
         o = e.op
         if o in table:
             return table[o].format(*a)
+        if o == "where":
+            return self.select(a[0], a[1], a[2], t)
         if o == "div":
             if e.dtype not in FLOATS:
                 raise UnsupportedKernel("integer division")
@@ -102,7 +108,8 @@ class CStyle:
             g = f("fmax") if o == "maximum" else f("fmin")
             if e.dtype not in FLOATS:
                 return f"({a[0]} {'>' if o == 'maximum' else '<'} {a[1]} ? {a[0]} : {a[1]})"
-            return f"(({a[0]}) != ({a[0]}) || ({a[1]}) != ({a[1]}) ? ({a[0]}) + ({a[1]}) : {g}({a[0]}, {a[1]}))"
+            return self.select(f"({a[0]}) != ({a[0]}) || ({a[1]}) != ({a[1]})", f"({a[0]}) + ({a[1]})",
+                               f"{g}({a[0]}, {a[1]})", t)
         if o == "remainder":
             if e.dtype in FLOATS:
                 return f"({a[0]} - {f('floor')}({a[0]} / {a[1]}) * {a[1]})"
@@ -113,6 +120,10 @@ class CStyle:
                 return f"akg_{dt}_to_f32(akg_f32_to_{dt}((float)({a[0]})))"
             return f"(({self.ctype_compute(dt)})({a[0]}))" if dt != "bool" else f"(({a[0]}) != 0)"
         raise UnsupportedKernel(f"no C rule for op {o!r}")
+
+    def select(self, c: str, a: str, b: str, t: str) -> str:
+        """`c ? a : b` where both sides are already computed (values of compute type `t`)."""
+        return f"(({c}) ? ({a}) : ({b}))"
 
     def iop(self, e: IOp, a: str, b: str) -> str:
         infix = {"+": "+", "-": "-", "*": "*", "//": "/", "%": "%", "<": "<", "<=": "<=", "==": "==", "!=": "!=",
@@ -133,6 +144,9 @@ class CPrinter:
         self.names: dict[int, str] = {}
         self.fixed: dict[int, str] = {}
         self.counter = [0]
+        # (coordinate names, shape, flat index): a load of a buffer of that shape at exactly those
+        # coordinates reads at the flat index (no decoded coordinates: the loop vectorises)
+        self.identity: tuple[tuple[str, ...], tuple[int, ...], str] | None = None
 
     def fresh(self) -> str:
         self.counter[0] += 1
@@ -166,6 +180,9 @@ class CPrinter:
         if isinstance(e, Load):
             strides = e.buf.strides()
             flat = " + ".join(f"{self(i)} * {s}" if s != 1 else self(i) for i, s in zip(e.index, strides)) or "0"
+            ident = self.identity
+            if ident and e.buf.shape == ident[1] and tuple(getattr(i, "name", None) for i in e.index) == ident[0]:
+                flat = ident[2]
             val = self.s.load(e.buf.dtype, f"{e.buf.name}[{flat}]")
             if e.mask is not None:
                 other = self.s.const(e.other, e.buf.dtype if e.buf.dtype not in ("f16", "bf16") else "f32")

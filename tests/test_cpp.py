@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
@@ -68,3 +70,51 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+SELECT_EXP = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return F.leaky_relu(x, 0.2) + torch.exp(-x.abs()) * torch.tanh(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 96)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_pointwise_loops_vectorise_with_vector_math(tmp_path, monkeypatch):
+    """A select and transcendental calls in one loop: the select is bitwise (gcc 12 does not if-convert
+    a loop that calls a vector function) and expf/tanhf are libmvec's vector versions, so the library
+    calls their SIMD variants; loads at the output's own index read at the flat index."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    path = tmp_path / "p.py"
+    path.write_text(SELECT_EXP)
+    t = build(path, "cpp", "cpu")
+    text = render(t)
+    assert "akg_select<float>(" in text and "expf(" in text and "x[akg_i]" in text and " ? " not in text.split(
+        "extern \"C\" void")[1]
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "m.py").write_text(text)
+    spec = importlib.util.spec_from_file_location("m", tmp_path / "m.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if not mod._akg_mvec() or shutil.which("nm") is None:
+        pytest.skip("no libmvec with every x86 width here: the same calls stay scalar")
+    [so] = (tmp_path / "cache").rglob("kernels.so")
+    syms = subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
+    assert "_expf" in syms and "_ZGV" in syms, syms
+    x = torch.randn(64, 96)
+    torch.testing.assert_close(mod.ModelNew()(x), F.leaky_relu(x, 0.2) + (-x.abs()).exp() * x.tanh())

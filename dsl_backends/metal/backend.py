@@ -38,7 +38,7 @@ class MetalStyle(CStyle):
             raise UnsupportedKernel("float64: Apple GPUs have no double precision")
         return super().ctype(dt)
 
-    def fn(self, name: str) -> str:
+    def fn(self, name: str, t: str = "float") -> str:
         return OWN.get(name) or ("metal::precise::" + name if name in PRECISE else "metal::" + name)
 
     def nan(self, t: str) -> str:
