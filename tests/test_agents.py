@@ -237,3 +237,14 @@ def test_compile_only_target_with_a_model_stops_instead_of_looping(tmp_path):
         run(RunConfig(PROBLEM, "cuda-c", "h100", budget=4, run_dir=str(tmp_path / "run"), use_ncu=False), model=model)
     st = RunState.load(tmp_path / "run")
     assert [a.code for a in st.attempts] == ["not_run"] and st.events[-1]["action"] == "stop"
+
+
+def test_cli_translate_with_the_rules_engine_times_on_the_cpu(tmp_path):
+    """The offline path a new user runs first: verified, timed against eager, the figure in the header."""
+    from akg_agent.cli import main
+
+    out = tmp_path / "m.py"
+    assert main(["translate", PROBLEM, "--dsl", "cpp", "--target", "cpu", "--run-dir", str(tmp_path / "r"),
+                 "-o", str(out)]) == 0
+    head = out.read_text().split("import base64")[0]
+    assert "# measured: " in head and "speedup eager" in head, head

@@ -52,8 +52,8 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
                device=v.details.get("device"), on_target=v.details.get("on_target"))
     t = v.details.get("timing") or {}
     cand = t.get("candidate", {}).get("median_s")
-    if t.get("guard_us") is not None:  # the module's input check, per call, on the host
-        rec["guard_us"] = t["guard_us"]
+    if v.details.get("guard_us") is not None:  # the module's input check, per call, on the host
+        rec["guard_us"] = v.details["guard_us"]
     if cand:
         rec["candidate_ms"] = cand * 1e3
         for b in baselines:

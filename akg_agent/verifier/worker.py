@@ -216,7 +216,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         details["timing"] = _time(job, problem, ref, cand, device)
         guard = getattr(mod, "_akg_guard", None)
         if guard is not None:
-            details["timing"]["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
+            details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
 

@@ -153,14 +153,63 @@ def gemm_schedule(target: HardwareModel) -> Schedule:
     return Schedule(GEMM_SCHEDULE, MR=8 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
 
 
-def _matmul(k: Kernel, s: Schedule) -> list[str]:
-    """Blocked and packed: B packed once per call (prologue applied once per element, contiguous along
-    N, so weights stored transposed stream too); then in parallel over blocks of MR rows x NB columns,
-    K swept in KC-deep panels: the panel's A values packed first (the prologue once per element and
-    column block), then MR x NR register tiles accumulate the panel in the compute type and add it into
-    the block's double accumulators (fp32 rounding over KC terms at most, not K); epilogue fused at the
-    block's end."""
+SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take the streaming template
+
+
+def _small_m(k: Kernel, s: Schedule) -> list[str]:
+    """Few rows (a small batch through a linear layer): in parallel over the output columns, each
+    column's dot products for every row in one pass over K (B streamed once, in its own layout, never
+    packed); fp32 products, one double accumulator per row, the K loop a SIMD reduction."""
     g = split_gemm(k)
+    kv, rows = g.k, math.prod(e for _, e in g.rows)
+    n = math.prod(e for _, e in g.cols)
+    ct = STYLE.ctype_compute(k.out.dtype)
+    out = [_omp(s), f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
+    pc = CPrinter(STYLE, {}, indent="        ")
+    decode(g.cols, "akg_col", pc)
+    accs = [f"akg_acc{m}" for m in range(rows)]
+    out += pc.lines + [f"        double {', '.join(a + ' = 0.0' for a in accs)};",
+                       f"        #pragma omp simd reduction(+: {', '.join(accs)})",
+                       f"        for (int64_t {kv.name} = 0; {kv.name} < {kv.extent}; ++{kv.name}) {{"]
+    pb = CPrinter(STYLE, dict(pc.env, **{kv.name: kv.name}), prefix="b", indent="            ")
+    b_val = pb(g.b)
+    out += pb.lines
+    row_env = [_row_env(g.rows, m) for m in range(rows)]
+    for m, acc in enumerate(accs):
+        pa = CPrinter(STYLE, dict(pc.env, **row_env[m], **{kv.name: kv.name}), prefix=f"a{m}_",
+                      indent="            ")
+        a_val = pa(g.a)
+        out += pa.lines + [f"            {acc} += (double)(({ct})({a_val}) * ({ct})({b_val}));"]
+    out.append("        }")
+    for m, acc in enumerate(accs):
+        pe = CPrinter(STYLE, dict(pc.env, **row_env[m]), prefix=f"e{m}_", indent="        ")
+        pe.fixed[id(g.dot)] = f"(({ct}){acc})"
+        val = pe(k.expr)
+        flat = " + ".join(f"{pe.env[v.name]} * {st}" if st != 1 else pe.env[v.name]
+                          for v, st in zip(k.coords, k.out.strides())) or "0"
+        out += pe.lines + [f"        out[{flat}] = {STYLE.store(k.out.dtype, val)};"]
+    return out + ["    }"]
+
+
+def _row_env(row_vars: list[tuple[str, int]], m: int) -> dict[str, str]:
+    """Row coordinates of flat row `m` as constants."""
+    env, stride = {}, 1
+    for name, ext in reversed(row_vars):
+        env[name] = f"((int64_t){(m // stride) % ext})"
+        stride *= ext
+    return env
+
+
+def _matmul(k: Kernel, s: Schedule) -> list[str]:
+    """Few rows: the streaming template above. Otherwise blocked and packed: B packed once per call
+    (prologue applied once per element, contiguous along N, so weights stored transposed stream too);
+    then in parallel over blocks of MR rows x NB columns, K swept in KC-deep panels: the panel's A
+    values packed first (the prologue once per element and column block), then MR x NR register tiles
+    accumulate the panel in the compute type and add it into the block's double accumulators (fp32
+    rounding over KC terms at most, not K); epilogue fused at the block's end."""
+    g = split_gemm(k)
+    if not g.batch and math.prod(e for _, e in g.rows) <= SMALL_M:
+        return _small_m(k, s)
     dot, a_e, b_e, kv, n_vars = g.dot, g.a, g.b, g.k, g.cols
     row_vars = [(v.name, v.extent) for v in k.coords if (v.name, v.extent) not in n_vars]  # batch, then rows
     rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
