@@ -10,9 +10,11 @@ from typing import Any
 
 from dsl_backends import Backend, UnsupportedKernel, get_backend
 from dsl_backends.module import with_header
+from hardware_models.counting import necessary_ops
 from hardware_models.spec import HardwareModel, load_target
 from ir.errors import AkgError
 from ir.graph import Graph
+from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.lower import LoweringError, lower
@@ -56,6 +58,23 @@ def pipeline_for(backend: Backend) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template."""
     return "simplify,decompose,simplify,fuse" + (",rows" if "rownorm" in backend.manifest.kinds else "")
+
+
+COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
+
+
+def cost_gate(prog: KernelProgram, groups: dict[int, Group], name: str) -> None:
+    """Refuses a kernel that would do far more work than its group needs (values recomputed per
+    element), before anything is rendered or run."""
+    for k in prog.kernels():
+        grp = groups.get(k.group)
+        if grp is None:
+            continue
+        need, done = max(necessary_ops(grp.nodes, grp.outputs), k.out.numel), work(k)
+        if done > COST_GATE * need:
+            raise AkgError(f"the plan for {name} makes kernel {k.name} do {done:.3g} operations where its group "
+                           f"needs {need:.3g} (over {COST_GATE}x: values recomputed per element); refused before "
+                           "rendering: report it with the problem file")
 
 
 def device_present(target: HardwareModel) -> bool:
@@ -109,6 +128,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     groups = {grp.id: grp for grp in plan.groups}
+    cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target, executor) for k in prog.kernels()}
     return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules)
 

@@ -108,3 +108,10 @@ def program_bytes(g: Graph) -> tuple[int, int]:
     read = sum(n.type.nbytes for n in g.nodes if n.op in ("input", "param"))
     written = sum(o.type.nbytes for o in {id(o): o for o in g.outputs}.values())
     return read, written
+
+
+def necessary_ops(nodes: list[Node], outputs: list[Node]) -> int:
+    """Operations a group cannot do without: its arithmetic, one per value it defines, and its
+    compulsory traffic in elements (the yardstick of the kernel-IR cost gate)."""
+    read, written = compulsory_bytes(nodes, outputs)
+    return sum(flops(nodes).values()) + sum(n.type.numel for n in nodes) + (read + written) // 4

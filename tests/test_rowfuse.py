@@ -127,3 +127,48 @@ def test_akg_ir_shows_the_row_fused_plan(capsys):
                      "%softmax_amax, %softmax_exp, %softmax_sum)",
                      "// row fusion: fusion's groups 4, 5, 6, 7 -> group 1, one kernel per row (no longer stored: "
                      "%log_softmax_amax, %log_softmax_sub, %log_softmax_log)"]
+
+
+GROUP_NORM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        return torch.tanh(self.gn(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 30, 30)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_merge_that_would_recompute_per_element_is_refused(tmp_path, monkeypatch):
+    """A group norm's group index is read through a reshape, so a row kernel would make every element
+    its own row and recompute the group's statistics per element. Row fusion lowers the merge, counts
+    the kernel IR's work against the parts' and keeps the split plan; with that check off, the cost
+    gate refuses the plan before rendering."""
+    from akg_agent import translate as tr
+    from ir.errors import AkgError
+    from ir.kernel import rows
+    from ir.kernel.analysis import work
+
+    path = tmp_path / "gn.py"
+    path.write_text(GROUP_NORM)
+    t = build(path, "cpp", "cpu")
+    assert "rownorm" not in [k.kind for k in t.program.kernels()]
+    assert max(map(work, t.program.kernels())) < 64 * 2 * 16 * 30 * 30  # the split plan: no recomputation
+    monkeypatch.setattr(rows, "MERGE_GATE", 1e12)
+    with pytest.raises(AkgError, match=r"makes kernel k\d+_\w+ do .* operations where its group needs .*over 64x"):
+        build(path, "cpp", "cpu")
+    monkeypatch.setattr(tr, "COST_GATE", 1e12)
+    assert "rownorm" in [k.kind for k in build(path, "cpp", "cpu").program.kernels()]

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import UnsupportedKernel
-from .ir import Expr, Kernel, Reduce, Var, free_vars
+from .ir import Const, Expr, Kernel, Reduce, Var, children, free_vars, walk
 
 
 @dataclass(frozen=True)
@@ -62,3 +62,30 @@ def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
             return None
         used |= fv
     return tuple(v for v in k.coords if v.name in used), tuple(v for v in k.coords if v.name not in used)
+
+
+def _cost(e: Expr, memo: dict[int, int]) -> int:
+    """Operations to evaluate `e` once: loads and ops count one; a reduction repeats its body over its
+    extent, except inner reductions that do not read its axes (templates compute those once)."""
+    if id(e) in memo:
+        return 0  # a shared value is computed once (templates name it)
+    memo[id(e)] = 1
+    if isinstance(e, Reduce):
+        mine = {v.name for v in e.axes}
+        hoisted = [r for r in walk(e.body) if isinstance(r, Reduce) and r is not e and not free_vars(r) & mine]
+        outside = sum(_cost(r, memo) for r in hoisted)
+        inner: dict[int, int] = {id(r): 0 for r in hoisted} | dict(memo)
+        return outside + math.prod(v.extent for v in e.axes) * (_cost(e.body, inner) + 1)
+    return 1 + sum(_cost(c, memo) for c in children(e) if not isinstance(c, (Var, Const)))
+
+
+def work(k: Kernel) -> int:
+    """Operations a kernel performs as the templates run it: every output element evaluates the
+    expression, except that a row-fused kernel computes its reductions once per row."""
+    if k.kind == "rownorm" and (rs := row_split(k)) is not None:
+        rows = math.prod(v.extent for v in rs[0])
+        memo: dict[int, int] = {}
+        per_row = sum(_cost(r, memo) for r in k.reductions() if not any(
+            r is not o and r in list(walk(o.body)) for o in k.reductions()))
+        return rows * per_row + k.out.numel * _cost(k.expr, {id(r): 0 for r in k.reductions()})
+    return k.out.numel * _cost(k.expr, {})

@@ -13,17 +13,19 @@ reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.base import Firing, Trace, register
 from ..passes.fusion import Boundary, FusionPlan, Group, fuse
+from .analysis import work
 from .lower import lower_group, row_kernels
 
 VALUE_REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "var", "std", "norm")
 MAX_REDUCTIONS = 8  # reductions per merged kernel: each is a pass over the row when it is chunked
+MERGE_GATE = 4  # a merge may do at most this many times the work of the kernels it replaces
 
 
 def _row_op(n: Node) -> bool:
@@ -82,8 +84,14 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
                        rows=True, parts=parts)
         merged.inputs = [a for a in dict.fromkeys(a for n in merged.nodes for a in n.args if a is not None)
                          if id(a) not in region]
-        if not row_kernels(lower_group(g, merged)):
+        lowered = lower_group(g, merged)
+        if not row_kernels(lowered):
             continue  # a reduction would depend on a column coordinate (reductions over two axes)
+        merged_work = sum(work(replace(k, kind="rownorm")) for k in lowered)  # as the row template runs it
+        if merged_work > MERGE_GATE * sum(work(k) for p in parts for k in lower_group(g, p)):
+            # a row that is not one (a group norm's group index read through a reshape makes every
+            # element its own row): the merge would recompute the reductions per element
+            continue
         for p in parts:
             groups.remove(p)
         groups.append(merged)
