@@ -84,8 +84,9 @@ def work(k: Kernel) -> int:
     expression, except that a row-fused kernel computes its reductions once per row."""
     if k.kind == "rownorm" and (rs := row_split(k)) is not None:
         rows = math.prod(v.extent for v in rs[0])
+        reds = k.reductions()
+        nested = {id(x) for o in reds for x in walk(o.body) if isinstance(x, Reduce) and x is not o}
         memo: dict[int, int] = {}
-        per_row = sum(_cost(r, memo) for r in k.reductions() if not any(
-            r is not o and r in list(walk(o.body)) for o in k.reductions()))
+        per_row = sum(_cost(r, memo) for r in reds if id(r) not in nested)  # outermost: each costs its nest
         return rows * per_row + k.out.numel * _cost(k.expr, {id(r): 0 for r in k.reductions()})
     return k.out.numel * _cost(k.expr, {})
