@@ -136,7 +136,8 @@ def _binary(op: str, swap: bool = False):
 
 
 _BINARY_ALIASES = {
-    "add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "div": "div", "maximum": "maximum max",
+    "add": "add", "sub": "sub subtract", "mul": "mul multiply", "pow": "pow", "div": "div divide true_divide",
+    "maximum": "maximum max",
     "minimum": "minimum min", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "logical_and": "logical_and __and__ bitwise_and", "logical_or": "logical_or __or__ bitwise_or",
     "remainder": "remainder", "atan2": "atan2",
@@ -155,7 +156,7 @@ def _pow_scalar(cx, a, b):
     return cx.add("pow", [cx.scalar(a, b), b])
 
 
-@converts("aten.div.Tensor_mode", "aten.div.Scalar_mode")
+@converts("aten.div.Tensor_mode", "aten.div.Scalar_mode", "aten.divide.Tensor_mode", "aten.divide.Scalar_mode")
 def _div_mode(cx, a, b, rounding_mode=None):
     b = b if isinstance(b, Node) else cx.scalar(b, a)
     return cx.add("div", [a, b], rounding_mode=rounding_mode)
@@ -546,6 +547,21 @@ def _index(cx, x, indices):
         raise AkgError(f"advanced indexing beyond one integer index vector is not supported (at "
                        f"{cx.fx_node.name})")
     return cx.add("index_select", [x, live[0][1]], dim=live[0][0])
+
+
+@converts("aten.roll.default")
+def _roll(cx, x, shifts, dims=()):
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:  # torch rolls the flattened tensor, then restores its shape
+        flat = cx.add("reshape", [x], shape=[x.type.numel])
+        return cx.add("reshape", [cx.add("roll", [flat], shifts=shifts, dims=[0])], shape=list(x.shape))
+    return cx.add("roll", [x], shifts=shifts, dims=[d % x.type.rank for d in dims])
+
+
+@converts("aten.unfold.default")
+def _unfold(cx, x, dimension, size, step):
+    return cx.add("unfold", [x], dim=dimension % max(x.type.rank, 1), size=size, step=step)
 
 
 @converts("aten.flip.default")

@@ -125,6 +125,8 @@ _def("pad", "movement", 1, pads=R, mode="constant", value=0.0)
 _def("gather", "movement", 2, dim=R)
 _def("index_select", "movement", 2, dim=R)
 _def("flip", "movement", 1, dims=R)
+_def("roll", "movement", 1, shifts=R, dims=R)  # torch.roll along each of dims (a roll of the flat tensor is reshaped)
+_def("unfold", "movement", 1, dim=R, size=R, step=R)  # Tensor.unfold: windows of `size` every `step`, a new last dim
 _def("tril", "movement", 1, diagonal=0)
 _def("triu", "movement", 1, diagonal=0)
 _def("diag", "movement", 1, diagonal=0)

@@ -150,6 +150,12 @@ class _Lowerer:
             for dim in at["dims"]:
                 idx[dim] = iop("-", ic(x.shape[dim] - 1), c[dim])
             return sub(idx)
+        if n.op == "roll":
+            return self.roll(x, list(zip(at["shifts"], at["dims"])), list(c), mask, inline, n.dtype)
+        if n.op == "unfold":  # out[..., i, ..., j] = x[..., i * step + j, ...]
+            idx = list(c[:-1])
+            idx[at["dim"]] = iop("+", iop("*", c[at["dim"]], ic(at["step"])), c[-1])
+            return sub(idx)
         if n.op == "repeat":
             off = len(n.shape) - len(x.shape)
             return sub([iop("%", c[off + i], ic(s)) for i, s in enumerate(x.shape)])
@@ -195,6 +201,27 @@ class _Lowerer:
                 idx[dim] = self.expr(idx_node, [c[dim]], mask, inline)
             return sub(idx)
         raise LoweringError(f"no kernel-IR lowering for {n.op}")
+
+    def roll(self, x: Node, rolls: list[tuple[int, int]], c: list[Expr], mask: Expr | None, inline: set[int],
+             dtype: str) -> Expr:
+        """out[i] = x[(i - s) mod n] along each rolled dim, as two masked pieces (i >= s reads i - s, the
+        rest i - s + n) rather than a remainder: TileLang's simplifier drops a shift added to a
+        coordinate that is itself a remainder."""
+        if not rolls:
+            return self.expr(x, c, mask, inline)
+        (shift, dim), rest = rolls[0], rolls[1:]
+        ext = x.shape[dim]
+        s = shift % ext
+        if s == 0:
+            return self.roll(x, rest, c, mask, inline, dtype)
+        high = iop(">=", c[dim], ic(s))
+        low = iop("<", c[dim], ic(s))
+        a = list(c)
+        a[dim] = iop("-", c[dim], ic(s))
+        b = list(c)
+        b[dim] = iop("+", c[dim], ic(ext - s))
+        return where(high, self.roll(x, rest, a, land(mask, high), inline, dtype),
+                     self.roll(x, rest, b, land(mask, low), inline, dtype), dtype)
 
     def pad(self, n: Node, x: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         pads = list(n.attrs["pads"])
