@@ -10,10 +10,11 @@ from typing import Any
 
 from ir.kernel.analysis import row_split
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
+from ir.types import FLOAT_DTYPES
 
 from .base import UnsupportedKernel
 
-FLOATS = ("f16", "bf16", "f32", "f64")
+FLOATS = FLOAT_DTYPES
 
 
 def py_const(value: Any, dtype: str) -> str:

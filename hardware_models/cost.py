@@ -37,14 +37,17 @@ class Tiling:
 
     @staticmethod
     def of(s: Mapping[str, Any]) -> Tiling | None:
-        """A backend's GEMM schedule in the cost model's terms, None where it names no tile: warps from
-        the thread tile where a backend names threads by their register tile (TM x TN) instead of by
-        warps; a CPU register-blocked GEMM (MR rows, NB columns, KC deep) as one thread's tile."""
+        """A backend's GEMM schedule in the cost model's terms, None where it names no tile. Warps: the
+        schedule's own, else its threads (TileLang), else its thread tile (TM x TN, CUDA-C's SIMT GEMM).
+        A CPU register-blocked GEMM is one thread streaming an MR x KC panel of A and a KC x NR panel
+        of B through its MR x NR register tile."""
         if "BM" in s:
-            warps = s.get("num_warps") or max(1, (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
-            return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=warps, num_stages=s.get("num_stages", 1))
+            warps = s.get("num_warps") or (s["threads"] // 32 if "threads" in s else
+                                           (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
+            return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=max(1, warps),
+                          num_stages=s.get("num_stages", 1))
         if "MR" in s:
-            return Tiling(block=(s["MR"], s.get("NB", s["NR"]), s.get("KC", 256)), num_warps=1, num_stages=1)
+            return Tiling(block=(s["MR"], s["NR"], s.get("KC", 256)), num_warps=1, num_stages=1)
         return None
 
 

@@ -64,19 +64,19 @@ def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
     return tuple(v for v in k.coords if v.name in used), tuple(v for v in k.coords if v.name not in used)
 
 
-def _cost(e: Expr, memo: dict[int, int]) -> int:
+def _cost(e: Expr, seen: set[int]) -> int:
     """Operations to evaluate `e` once: loads and ops count one; a reduction repeats its body over its
-    extent, except inner reductions that do not read its axes (templates compute those once)."""
-    if id(e) in memo:
-        return 0  # a shared value is computed once (templates name it)
-    memo[id(e)] = 1
+    extent, except inner reductions that do not read its axes (templates compute those once). A node
+    in `seen` is already computed (templates name shared values)."""
+    if id(e) in seen:
+        return 0
+    seen.add(id(e))
     if isinstance(e, Reduce):
         mine = {v.name for v in e.axes}
         hoisted = [r for r in walk(e.body) if isinstance(r, Reduce) and r is not e and not free_vars(r) & mine]
-        outside = sum(_cost(r, memo) for r in hoisted)
-        inner: dict[int, int] = {id(r): 0 for r in hoisted} | dict(memo)
-        return outside + math.prod(v.extent for v in e.axes) * (_cost(e.body, inner) + 1)
-    return 1 + sum(_cost(c, memo) for c in children(e) if not isinstance(c, (Var, Const)))
+        outside = sum(_cost(r, seen) for r in hoisted)
+        return outside + math.prod(v.extent for v in e.axes) * (_cost(e.body, set(seen)) + 1)
+    return 1 + sum(_cost(c, seen) for c in children(e) if not isinstance(c, (Var, Const)))
 
 
 def work(k: Kernel) -> int:
@@ -86,7 +86,7 @@ def work(k: Kernel) -> int:
         rows = math.prod(v.extent for v in rs[0])
         reds = k.reductions()
         nested = {id(x) for o in reds for x in walk(o.body) if isinstance(x, Reduce) and x is not o}
-        memo: dict[int, int] = {}
-        per_row = sum(_cost(r, memo) for r in reds if id(r) not in nested)  # outermost: each costs its nest
-        return rows * per_row + k.out.numel * _cost(k.expr, {id(r): 0 for r in k.reductions()})
-    return k.out.numel * _cost(k.expr, {})
+        seen: set[int] = set()
+        per_row = sum(_cost(r, seen) for r in reds if id(r) not in nested)  # outermost: each costs its nest
+        return rows * per_row + k.out.numel * _cost(k.expr, {id(r) for r in reds})
+    return k.out.numel * _cost(k.expr, set())

@@ -12,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..types import FLOAT_DTYPES as FLOATS
 from .build import op
 from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Scan, walk
-
-FLOATS = ("f16", "bf16", "f32", "f64")
 
 # the primitives every DSL's table spells (besides integer index arithmetic, loads and reductions)
 PRIMITIVES = frozenset(

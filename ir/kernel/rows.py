@@ -55,6 +55,13 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
     where = {id(n): grp for grp in groups for n in grp.nodes}
     merges: list[Group] = []
     position = {id(n): i for i, n in enumerate(g.nodes)}
+    works: dict[int, int] = {}  # a group lowered on its own: its kernels' work (asked once per group)
+
+    def part_work(p: Group) -> int:
+        if id(p) not in works:
+            works[id(p)] = sum(map(work, lower_group(g, p)))
+        return works[id(p)]
+
     for consumer in reversed(plan.groups):
         if consumer not in groups or not _eligible(consumer) or len(consumer.outputs) != 1:
             continue
@@ -88,7 +95,7 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
         if not row_kernels(lowered):
             continue  # a reduction would depend on a column coordinate (reductions over two axes)
         merged_work = sum(work(replace(k, kind="rownorm")) for k in lowered)  # as the row template runs it
-        if merged_work > MERGE_GATE * sum(work(k) for p in parts for k in lower_group(g, p)):
+        if merged_work > MERGE_GATE * sum(part_work(p) for p in parts):
             # a row that is not one (a group norm's group index read through a reshape makes every
             # element its own row): the merge would recompute the reductions per element
             continue
