@@ -1,3 +1,6 @@
 """akg: PyTorch programs to fast, verified kernels (agents, CLI and tuner live here)."""
 
-__version__ = "0.1.0"
+from .dynamo import compile
+from .version import __version__
+
+__all__ = ["__version__", "compile"]

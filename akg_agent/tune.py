@@ -22,10 +22,10 @@ from hardware_models.spec import cache_dir
 from ir.errors import AkgError
 from ir.kernel.schedule import Schedule
 
-from . import __version__
 from .ranking import ranked_space
 from .translate import build, render
 from .verifier import verify
+from .version import __version__
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
     hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,

@@ -1,7 +1,17 @@
 """DSL backends: one folder per DSL, each with a small manifest. The core finds them here and
 through the `akg.backends` entry point, and never branches on a DSL name."""
 
-from .base import Backend, BackendBase, Manifest, UnsupportedKernel, available, dsls_for, get_backend, sandbox_env
+from .base import (
+                   Backend,
+                   BackendBase,
+                   Manifest,
+                   UnsupportedKernel,
+                   available,
+                   default_dsl,
+                   dsls_for,
+                   get_backend,
+                   sandbox_env,
+)
 
-__all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "dsls_for", "get_backend",
-           "sandbox_env"]
+__all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "default_dsl", "dsls_for",
+           "get_backend", "sandbox_env"]

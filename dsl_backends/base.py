@@ -47,6 +47,8 @@ class Manifest:
     env_cpu: dict[str, str] = field(default_factory=dict)
     # torch device types a written module accepts inputs on (the CPU where an interpreter runs it)
     devices: tuple[str, ...] = ("cpu",)
+    # order among backends that run natively on the same target when the user names none (lower first)
+    preference: int = 50
 
     @staticmethod
     def load(path: Path) -> Manifest:
@@ -54,7 +56,8 @@ class Manifest:
         return Manifest(d["name"], d["description"], d["entry"], dict(d.get("targets", {})),
                         d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""),
                         tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
-                        dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))))
+                        dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))),
+                        int(d.get("preference", 50)))
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""
@@ -208,6 +211,15 @@ def sandbox_env(run_dir: Path, on_cpu: bool) -> dict[str, str]:
 def dsls_for(target: HardwareModel) -> list[str]:
     """The DSLs whose manifests target this chip (hardware models do not list DSLs)."""
     return sorted(name for name, m in _manifests().items() if m.supports(target))
+
+
+def default_dsl(target: HardwareModel) -> str:
+    """The DSL used where the user names none: of those that run natively on `target`, the manifest's
+    preference, then the name."""
+    native = [(m.preference, name) for name, m in _manifests().items() if m.executor(target, True) == "native"]
+    if not native:
+        raise AkgError(f"no backend runs natively on {target.name}: name a DSL")
+    return min(native)[1]
 
 
 def get_backend(name: str) -> Backend:

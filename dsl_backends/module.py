@@ -109,12 +109,32 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         return f"{y}.flip({d})" if at["reverse"] else y
     if step.op == "dropout":
         return f"F.dropout({a[0]}, {at['p']}, True)"
+    if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it
+        args = ", ".join(_opaque_arg(v, a) for v in at["args"])
+        kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])
+        return f"torch.ops.{at['target']}({args}{kwargs})"
     raise NotImplementedError(f"no library rendering for {step.op}")
+
+
+def _opaque_arg(v: Any, tensors: list[str]) -> str:
+    """Source for an opaque op's argument, encoded as in `ir.lift` ("$3": its fourth tensor)."""
+    if isinstance(v, str) and v.startswith("$") and v[1:].isdigit():
+        return tensors[int(v[1:])]
+    if isinstance(v, str):
+        return repr(v[1:] if v.startswith("$$") else v)
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_opaque_arg(x, tensors) for x in v) + "]"
+    if isinstance(v, torch.dtype):
+        return str(v)
+    return repr(v)
 
 
 def declared_calls(prog: KernelProgram) -> list[str]:
     out: list[str] = []
     for s in prog.library_calls():
+        if s.op == "opaque":  # the op and the ATen ops it was recorded to run as
+            op = ".".join(s.attrs["target"].split(".")[:2])
+            out += [d for d in (op, *s.attrs.get("dispatch", ())) if d not in out]
         for d in LIBRARY_DECLARATIONS.get(s.op, []):
             if d not in out:
                 out.append(d)

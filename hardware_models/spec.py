@@ -131,6 +131,19 @@ def load_target(name: str, calibrated: bool = True) -> HardwareModel:
     return model
 
 
+def target_for_device(device_type: str, device_name: str = "") -> str:
+    """The hardware model for a torch device: the host CPU, or the GPU model whose name appears in the
+    device's name ("NVIDIA H100 80GB HBM3" -> h100)."""
+    if device_type == "cpu":
+        return "cpu"
+    flat = re.sub(r"[^a-z0-9]", "", device_name.lower())
+    found = [n for n in target_names() if n != "cpu" and re.sub(r"[^a-z0-9]", "", n) in flat]
+    if not found:
+        raise AkgError(f"no hardware model matches {device_type} device {device_name!r}: name a target "
+                       f"({', '.join(target_names())})")
+    return max(found, key=len)
+
+
 def apply_calibration(model: HardwareModel, doc: dict[str, Any]) -> HardwareModel:
     """Overlay measured figures (keys like 'memory.dram_bw', 'compute.tensor.bf16')."""
     figures = {s: dict(d) for s, d in model.figures.items()}

@@ -7,6 +7,7 @@ their state_dict names and real values; inputs are fake tensors, so only shapes 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
 import threading
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import aten  # noqa: F401 - fills CONVERTERS
 from .convert import CONVERTERS, LiftCtx, source_line
@@ -170,4 +172,32 @@ def _opaque(cx: LiftCtx, n: torch.fx.Node, name: str, args: Any, kwargs: dict[st
     enc_kwargs = tuple((k, _encode(v, tensors)) for k, v in kwargs.items()
                        if k not in ("device", "pin_memory", "layout"))
     cx.opaque.append(f"{name} at {where}")
-    return cx.add("opaque", tensors, target=name, args=enc_args, kwargs=enc_kwargs)
+    return cx.add("opaque", tensors, target=name, args=enc_args, kwargs=enc_kwargs, dispatch=_dispatched(n))
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        name = ".".join(str(func).split(".")[:2])
+        if name not in self.ops:
+            self.ops.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _dispatched(n: torch.fx.Node) -> tuple[str, ...]:
+    """The ATen ops an opaque op runs as (a composite such as linalg_inv calls helpers of its own), from
+    a run on the fake values torch.export recorded: the module may call these and no others."""
+    def val(a: Any) -> Any:
+        return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+    args, kwargs = torch.utils._pytree.tree_map(val, (n.args, n.kwargs))
+    rec = _Recorder()
+    fake = torch._guards.detect_fake_mode(n.meta.get("val"))
+    try:
+        with fake or contextlib.nullcontext(), rec:
+            n.target(*args, **kwargs)  # type: ignore[operator]
+    except Exception:  # noqa: BLE001 - without the record, only the op itself is declared
+        return (".".join(str(n.target).split(".")[:2]),)
+    return tuple(rec.ops)

@@ -158,7 +158,8 @@ _def("triplet_margin_loss", "composite", 3, "reduction", margin=1.0, p=2.0, eps=
 _def("hinge_embedding_loss", "composite", 2, "reduction", margin=1.0, reduction="mean")
 
 # --- an op akg leaves to torch (lifted with --allow-opaque); later stages report it
-_def("opaque", "opaque", (0, None), target=R, args=R, kwargs=())
+# (`dispatch`: the ATen ops it runs as, recorded at lift time, which the verifier lets the module call)
+_def("opaque", "opaque", (0, None), target=R, args=R, kwargs=(), dispatch=())
 
 
 def opdef(name: str) -> OpDef:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from ir.kernel.analysis import gemm_dims
+from ir.kernel.lower import lower
 from ir.passes import run_passes
 from ir.passes.fusion import SOURCES, fuse, to_dot
+from ir.text import parse_graph
 
 from .conftest import PROBLEMS
 
@@ -89,3 +92,21 @@ def test_weight_only_groups_are_marked(lifted):
     marked = [grp for grp in plan.groups if grp.weights_only]
     assert marked and all(grp.kind == "reduction" for grp in marked)  # sum(W, 0), sum(b): once per load
     assert all(not grp.weights_only for grp in plan.groups if grp.kind == "contraction")
+
+
+def test_a_reshape_merging_heads_back_stays_out_of_the_contraction():
+    """Attention's P @ V, heads moved back and merged: fusing the merge would index the output by one
+    flat coordinate that A and B both read (a GEMM of M = N = 1 per output element)."""
+    g = parse_graph("""graph G {
+      %p: f32[2,4,8,8] = input()
+      %v: f32[2,4,8,16] = input()
+      %o: f32[2,4,8,16] = matmul(%p, %v)
+      %t: f32[2,8,4,16] = permute(%o) {dims=[0,2,1,3]}
+      %r: f32[2,8,64] = reshape(%t) {shape=[2,8,64]}
+      return %r
+    }""")
+    plan = fuse(g)
+    assert _groups(plan)[0] == ("contraction", ["matmul", "permute"])
+    assert any(b.reason.startswith("a reshape merging dimensions") for b in plan.boundaries)
+    (gemm,) = [k for k in lower(g, plan).kernels() if k.reductions()]
+    assert gemm_dims(gemm)[:2] == (8, 16)

@@ -107,10 +107,13 @@ def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, l
     return out
 
 
-def _signed_variant(inputs: list[Any], seed: int) -> list[Any]:
+def _signed_variant(inputs: list[Any], seed: int, fixed: frozenset[int] = frozenset()) -> list[Any]:
+    """Every floating-point input drawn from N(0, 4), except those the problem marks as fixed
+    (`AKG_FIXED_INPUTS`: weights passed as inputs, e.g. a graph captured by torch.compile)."""
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(x.shape, generator=g, dtype=torch.float32).mul_(2).to(x.dtype)
-            if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in fixed else x
+            for i, x in enumerate(inputs)]
 
 
 def check(job: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +146,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     trials: list[tuple[str, list[Any]]] = [(f"seed {s}", problem.make_inputs(s)) for s in job["seeds"]]
     if job.get("variants", True):
         base = problem.make_inputs(job["seeds"][0])
-        trials.append(("signed inputs", _signed_variant(base, 1234)))
+        fixed = frozenset(getattr(problem.module, "AKG_FIXED_INPUTS", ()))
+        trials.append(("signed inputs", _signed_variant(base, 1234, fixed)))
     guard_ops: set[str] = set()
     history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
     details: dict[str, Any] = {"trials": [], "degenerate_outputs": [], "library_calls": declared,

@@ -113,6 +113,10 @@ def fuse(g: Graph) -> FusionPlan:
             n_users = len(users[v]) + (id(v) in outputs)
             return f"%{v.name} is used {n_users} times (materialised once, not recomputed)"
         if kind in ("pointwise", "movement"):
+            if (kind == "movement" and grp.kind == "contraction" and n.type.shape and v.type.shape
+                    and n.type.shape[-1] > v.type.shape[-1]):
+                # e.g. attention's heads merged back: the GEMM's columns would join its batch (M = N = 1)
+                return "a reshape merging dimensions into the contraction's last would leave no GEMM tile"
             if grp.anchor is not None and n.type.numel > grp.anchor.type.numel:
                 return "epilogue would broadcast the anchor's output to a larger shape"
             return None

@@ -1,0 +1,286 @@
+"""`torch.compile(model, backend="akg")` and `akg_agent.compile(model, dsl=..., target=...)`.
+
+Dynamo hands a backend an FX graph of torch calls and example inputs (parameters among them). Each
+graph is saved beside a KernelBench-form problem file that replays it, so it goes through the same
+lift, passes, lowering, rendering and sandboxed verification as `akg translate`; ops akg cannot lower
+stay torch calls inside the written module (`--allow-opaque`), and the report names them. A written
+module is specialised to its input sizes (its guard checks them), so the compiled graph dispatches on
+the sizes of each call: a new size translates once more, up to `max_compiles`, then that graph runs as
+torch with one warning. Written modules are cached on disk by graph, sizes, target, DSL and versions.
+A graph that needs gradients never reaches akg: it goes to the fallback backend with one warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from dsl_backends import default_dsl, get_backend
+from hardware_models.spec import cache_dir, load_target, target_for_device
+from ir.errors import AkgError
+
+from .translate import translate
+from .tune import versions
+
+_PROBLEM = '''"""A graph captured by torch.compile (dynamo) for akg; {gm_file} holds the graph and its inputs."""
+from pathlib import Path
+
+import torch
+
+_SAVED = torch.load(Path(__file__).with_name("{gm_file}"), weights_only=False)
+# parameters and buffers passed as inputs: the verifier's signed-input trial keeps their values
+AKG_FIXED_INPUTS = [i for i, fresh in enumerate(_SAVED["fresh"]) if not fresh]
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gm = _SAVED["gm"]
+
+    def forward(self, {params}):
+        out = self.gm({params})
+        return {ret}
+
+
+def get_inputs():
+    # parameters and buffers keep their values (a batch norm's variance must stay positive); the
+    # user's floating-point inputs are drawn afresh for each seed
+    return [torch.randn_like(v) if fresh else (v.clone() if isinstance(v, torch.Tensor) else v)
+            for v, fresh in zip(_SAVED["inputs"], _SAVED["fresh"])]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `torch.compile(..., backend="akg", options={...})` accepts."""
+
+    dsl: str = ""  # "" is the backend the target's manifests prefer
+    target: str = ""  # "" is the hardware model of the inputs' device
+    max_compiles: int = 8  # translations per graph (one per distinct input size), then torch
+    fallback: str = "inductor"  # where graphs that need gradients go ("eager" keeps them as they are)
+    cache_dir: str = ""  # "" is compiled/ in akg's cache directory ($AKG_CACHE_DIR)
+    seeds: tuple[int, ...] = (0, 1)
+
+    @staticmethod
+    def of(options: dict[str, Any] | None) -> Options:
+        options = dict(options or {})
+        unknown = set(options) - set(Options.__dataclass_fields__)
+        if unknown:
+            raise AkgError(f"unknown akg backend option(s) {', '.join(sorted(unknown))}: "
+                           f"choose from {', '.join(Options.__dataclass_fields__)}")
+        if "seeds" in options:
+            options["seeds"] = tuple(options["seeds"])
+        return Options(**options)
+
+
+@dataclass
+class GraphReport:
+    """What akg did with one dynamo graph."""
+
+    name: str
+    dsl: str
+    target: str
+    translations: int = 0  # written and verified here
+    cache_hits: int = 0  # served from the disk cache
+    torch_sizes: int = 0  # input sizes run as torch (over max_compiles, or not translatable)
+    kept_in_torch: list[str] = field(default_factory=list)  # ops left as torch calls
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        kept = f"; left in torch: {', '.join(self.kept_in_torch)}" if self.kept_in_torch else ""
+        return (f"{self.name}: {self.dsl} on {self.target}: {self.translations} translated, "
+                f"{self.cache_hits} from cache, {self.torch_sizes} size(s) run as torch{kept}")
+
+
+@dataclass
+class Report:
+    graphs: list[GraphReport] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)  # graphs handed to the fallback backend, and why
+
+    def summary(self) -> str:
+        return "\n".join([g.line() for g in self.graphs] + [f"fallback: {f}" for f in self.fallbacks])
+
+
+def _meta(a: Any) -> Any:
+    if isinstance(a, torch.Tensor):
+        return ("t", tuple(a.shape), str(a.dtype), a.device.type)
+    return ("v", type(a).__name__, a)
+
+
+def _cache_root(opts: Options) -> Path:
+    return Path(opts.cache_dir) if opts.cache_dir else cache_dir() / "compiled"
+
+
+def _load(path: Path) -> Any:
+    """The written module's ModelNew class (written and verified by akg's own pipeline)."""
+    name = f"akg_compiled_{path.parent.name}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod.ModelNew
+
+
+def _params(gm: torch.fx.GraphModule) -> list[str]:
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    return [f"a{i}_{n}" if not n.isidentifier() else n for i, n in enumerate(names)]
+
+
+def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path) -> Path:
+    params = _params(gm)
+    outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    single = isinstance(outs, (list, tuple)) and len(outs) == 1
+    fresh = [isinstance(a, torch.Tensor) and a.is_floating_point() and not isinstance(a, torch.nn.Parameter)
+             and "_buffers_" not in p and "_parameters_" not in p for a, p in zip(args, params)]
+    saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    torch.save({"gm": gm, "inputs": saved, "fresh": fresh}, d / "graph.pt")
+    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret="out[0]" if single else "out")
+    path = d / "graph.py"
+    path.write_text(src)
+    return path
+
+
+class CompiledGraph:
+    """One dynamo graph: a verified akg module per input size, torch beyond the limit."""
+
+    def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport):
+        self.gm, self.opts, self.report = gm, opts, report
+        outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        self.single = isinstance(outs, (list, tuple)) and len(outs) == 1
+        self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self.lock = threading.Lock()
+        self.warned = False
+
+    def __call__(self, *args: Any) -> Any:
+        key = tuple(_meta(a) for a in args)
+        fn = self.variants.get(key)
+        if fn is None:
+            with self.lock:
+                fn = self.variants.get(key) or self._variant(key, args)
+                self.variants[key] = fn
+        return fn(*args)
+
+    def _torch(self, why: str) -> Callable[..., Any]:
+        self.report.torch_sizes += 1
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"akg: graph {self.report.name} runs as torch for some input sizes: {why}", stacklevel=3)
+        self.report.notes.append(why)
+        return self.gm.forward
+
+    def _variant(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any]:
+        made = self.report.translations + self.report.cache_hits
+        if made >= self.opts.max_compiles:
+            return self._torch(f"more than max_compiles={self.opts.max_compiles} input sizes "
+                               "(raise it with options={'max_compiles': N})")
+        digest = hashlib.sha256("\n".join([self.gm.code, repr(key), self.report.dsl, self.report.target,
+                                           versions(get_backend(self.report.dsl).manifest)]).encode()).hexdigest()[:24]
+        cached = _cache_root(self.opts) / digest
+        module = cached / "module.py"
+        if module.is_file():
+            self.report.cache_hits += 1
+        else:
+            try:
+                self._translate(args, cached)
+            except AkgError as e:
+                return self._torch(str(e))
+            self.report.translations += 1
+        model = _load(module)()
+        model.load_state_dict(_load_reference(cached).state_dict(), strict=True)
+        model.eval()
+        kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
+        self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
+        if self.single:
+            return lambda *a: (model(*a),)
+        return lambda *a: tuple(model(*a))
+
+    def _translate(self, args: Sequence[Any], cached: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
+            problem = _write_problem(self.gm, args, Path(tmp))
+            t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
+                          seeds=self.opts.seeds)
+            # the problem and its graph are kept beside the module: the module's state comes from them
+            cached.mkdir(parents=True, exist_ok=True)
+            (cached / "graph.pt").write_bytes((Path(tmp) / "graph.pt").read_bytes())
+            (cached / "graph.py").write_text(problem.read_text())
+            (cached / "kept.txt").write_text("\n".join(t.graph.meta.get("opaque", [])))
+            (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
+
+
+def _load_reference(cached: Path) -> torch.nn.Module:
+    name = f"akg_graph_{cached.name}"
+    spec = importlib.util.spec_from_file_location(name, cached / "graph.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Model()
+
+
+def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:
+    """The options' DSL and target, or those of the inputs' device (its hardware model, and the
+    backend its manifest prefers there)."""
+    target = opts.target
+    if not target:
+        dev = next((a.device for a in example_inputs if isinstance(a, torch.Tensor) and a.device.type != "cpu"),
+                   torch.device("cpu"))
+        name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else ""
+        target = target_for_device(dev.type, name)
+    return opts.dsl or default_dsl(load_target(target)), target
+
+
+def _needs_grad(example_inputs: Sequence[Any]) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs)
+
+
+class AkgBackend:
+    """A dynamo backend holding its options and a report of every graph it was given."""
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        self.opts = Options.of(options)
+        self.report = Report()
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
+        if _needs_grad(example_inputs):
+            why = (f"{name} needs gradients and akg compiles inference graphs (run under torch.no_grad() or "
+                   f"torch.inference_mode()): handed to the {self.opts.fallback} backend")
+            warnings.warn(f"akg: {why}", stacklevel=2)
+            self.report.fallbacks.append(why)
+            if self.opts.fallback == "eager":
+                return gm.forward
+            return torch._dynamo.lookup_backend(self.opts.fallback)(gm, example_inputs)
+        dsl, target = _pick(self.opts, example_inputs)
+        rep = GraphReport(name, dsl, target)
+        self.report.graphs.append(rep)
+        return CompiledGraph(gm, self.opts, rep)
+
+
+def akg_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
+                options: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """The `torch_dynamo_backends` entry point: `torch.compile(model, backend="akg", options={...})`."""
+    return AkgBackend(options)(gm, example_inputs)
+
+
+def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynamic: bool | None = None,
+            **options: Any) -> Any:
+    """`torch.compile` with akg's backend; the result's `akg_report` says what became akg kernels."""
+    backend = AkgBackend({"dsl": dsl, "target": target, **options})
+    compiled = torch.compile(model, backend=backend, dynamic=dynamic)
+    compiled.akg_report = backend.report
+    return compiled

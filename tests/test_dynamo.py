@@ -1,0 +1,201 @@
+"""torch.compile(backend="akg") and akg_agent.compile: three models at several batch sizes on the CPU
+(C++ natively, Triton through its interpreter), the disk cache, the recompile limit, ops left in torch,
+and graphs that need gradients."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import akg_agent
+from akg_agent.dynamo import Options
+from dsl_backends import default_dsl, get_backend
+from hardware_models.spec import load_target, target_for_device
+from ir.errors import AkgError
+
+
+class MLP(nn.Module):
+    def __init__(self, d: int = 32):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, 2 * d), nn.GELU(),
+                                 nn.Linear(2 * d, 16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class Encoder(nn.Module):
+    """Pre-norm transformer encoder block: attention, layer norms, MLP, residuals."""
+
+    def __init__(self, d: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.f1, self.f2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for z in self.qkv(self.n1(x)).split(d, dim=-1))
+        a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.o(a)
+        return x + self.f2(F.gelu(self.f1(self.n2(x))))
+
+
+class BasicBlock(nn.Module):
+    """ResNet basic block: conv, batch norm, ReLU, conv, batch norm, residual, ReLU."""
+
+    def __init__(self, c: int = 8):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b1, self.b2 = nn.BatchNorm2d(c), nn.BatchNorm2d(c)
+        for bn in (self.b1, self.b2):  # statistics other than the defaults, so eval mode is checked
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x + self.b2(self.c2(F.relu(self.b1(self.c1(x))))))
+
+
+MODELS = {
+    "mlp": (MLP, lambda b, t: torch.randn(b, 32)),
+    "encoder": (Encoder, lambda b, t: torch.randn(b, t, 32)),
+    "resnet_block": (BasicBlock, lambda b, t: torch.randn(b, 8, 6, 6)),
+}
+SIZES = [(1, 8), (3, 8), (8, 8), (17, 8)]
+
+
+def _run(name: str, dsl: str, target: str, sizes: list[tuple[int, int]], cache: str,
+         dynamic: bool | None = None) -> akg_agent.dynamo.Report:
+    torch.manual_seed(0)
+    cls, make = MODELS[name]
+    model = cls().eval()
+    compiled = akg_agent.compile(model, dsl=dsl, target=target, cache_dir=cache, seeds=(0,), dynamic=dynamic)
+    with torch.no_grad():
+        for b, t in sizes:
+            x = make(b, t)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    report = compiled.akg_report
+    made = sum(g.translations + g.cache_hits for g in report.graphs)
+    assert sum(g.torch_sizes for g in report.graphs) == 0, report.summary()
+    # one translation per distinct size at most (dynamo may hand over a static and a dynamic graph)
+    assert 1 <= made <= len(sizes), report.summary()
+    assert len(report.graphs) <= len(sizes)
+    return report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_cpp_models_at_several_batch_sizes(name, tmp_path):
+    sizes = SIZES + ([(3, 5)] if name == "encoder" else [])  # a second sequence length
+    report = _run(name, "cpp", "cpu", sizes, str(tmp_path))
+    assert all(g.dsl == "cpp" for g in report.graphs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_triton_interpreter_models_at_several_batch_sizes(name, tmp_path):
+    # a process of its own: Triton reads TRITON_INTERPRET once, when it is first used
+    sizes = SIZES + ([(3, 5)] if name == "encoder" else [])
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from test_dynamo import _run; "
+            f"r = _run({name!r}, 'triton', 'h100', {sizes!r}, {str(tmp_path)!r}); "
+            "assert all(g.target == 'h100' for g in r.graphs); print(r.summary())")
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TRITON_INTERPRET="1"),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "triton on h100" in done.stdout
+
+
+def test_second_compile_is_served_from_the_disk_cache(tmp_path):
+    # dynamic=True: dynamo hands over the same (dynamic) graph both times; without it, dynamo's memory
+    # of sizes it has seen turns the second run's first graph dynamic at once
+    sizes = [(2, 8), (5, 8)]
+    first = _run("mlp", "cpp", "cpu", sizes, str(tmp_path), dynamic=True)
+    assert [(g.translations, g.cache_hits) for g in first.graphs] == [(2, 0)]
+    again = _run("mlp", "cpp", "cpu", sizes, str(tmp_path), dynamic=True)
+    assert [(g.translations, g.cache_hits) for g in again.graphs] == [(0, 2)]
+
+
+def test_sizes_beyond_the_limit_run_as_torch_with_one_warning(tmp_path):
+    torch.manual_seed(0)
+    model = MLP().eval()
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path), seeds=(0,),
+                                 max_compiles=1, dynamic=True)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for b in (2, 3, 4):
+            x = torch.randn(b, 32)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (graph,) = compiled.akg_report.graphs
+    assert (graph.translations, graph.torch_sizes) == (1, 2)
+    limit = [w for w in caught if "max_compiles=1" in str(w.message)]
+    assert len(limit) == 1
+
+
+def test_an_op_akg_cannot_lower_stays_in_torch_and_is_reported(tmp_path):
+    class Inverse(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.relu(self.lin(torch.linalg.inv(x)))
+
+    torch.manual_seed(0)
+    model = Inverse().eval()
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path), seeds=(0,))
+    x = torch.randn(2, 8, 8) + 4 * torch.eye(8)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (graph,) = compiled.akg_report.graphs
+    assert graph.translations == 1 and graph.kept_in_torch == ["aten.linalg_inv.default"]
+
+
+@pytest.mark.parametrize("fallback", ["eager", "aot_eager"])
+def test_a_graph_that_needs_gradients_goes_to_the_fallback_with_a_warning(fallback, tmp_path):
+    torch.manual_seed(0)
+    model = MLP()
+    compiled = akg_agent.compile(model, cache_dir=str(tmp_path), fallback=fallback)
+    x = torch.randn(4, 32)
+    with pytest.warns(UserWarning, match="needs gradients"):
+        compiled(x).square().sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).square().sum().backward()
+    for got, want in zip(grads, [p.grad for p in model.parameters()]):
+        torch.testing.assert_close(got, want)
+    assert compiled.akg_report.graphs == [] and len(compiled.akg_report.fallbacks) == 1
+
+
+def test_the_backend_is_registered_by_name_with_options(tmp_path):
+    torch.manual_seed(0)
+    model = MLP().eval()
+    compiled = torch.compile(model, backend="akg", options={"dsl": "cpp", "target": "cpu",
+                                                            "cache_dir": str(tmp_path), "seeds": [0]})
+    x = torch.randn(2, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert list(tmp_path.glob("*/module.py"))
+
+
+def test_unknown_options_are_one_line_errors():
+    with pytest.raises(AkgError, match="unknown akg backend option.*dls"):
+        Options.of({"dls": "cpp"})
+
+
+def test_the_target_and_dsl_follow_the_inputs_device():
+    assert target_for_device("cpu") == "cpu"
+    assert target_for_device("cuda", "NVIDIA H100 80GB HBM3") == "h100"
+    with pytest.raises(AkgError, match="no hardware model matches cuda device 'Tesla T4'"):
+        target_for_device("cuda", "Tesla T4")
+    assert default_dsl(load_target("cpu")) == get_backend("cpp").manifest.name
+    assert get_backend(default_dsl(load_target("h100"))).manifest.targets.get("gpu") == "native"
