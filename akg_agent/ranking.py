@@ -32,7 +32,22 @@ def ranked_space(backend: Backend, k: Kernel, grp: Group | None, target: Hardwar
     if k.kind != "matmul" or grp is None or not space or "BM" not in space[0]:
         return space
     scored = estimated(grp, target, space)
-    return [s for e, s in sorted(scored, key=lambda x: _rank_key(*x)) if math.isfinite(e.time_s)]
+    ranked = [s for e, s in sorted(scored, key=lambda x: _rank_key(*x)) if math.isfinite(e.time_s)]
+    return _interleave(ranked)
+
+
+def _interleave(ranked: list[Schedule]) -> list[Schedule]:
+    """Schedules of different numerics (fp32 as fp32, 3xTF32) alternate, each family in its own order:
+    the model's rates for them are datasheet figures, so a tuning budget measures both."""
+    families: dict[str, list[Schedule]] = {}
+    for s in ranked:
+        families.setdefault(str(s.get("input_precision", "")), []).append(s)
+    if len(families) < 2:
+        return ranked
+    out: list[Schedule] = []
+    for i in range(max(len(f) for f in families.values())):
+        out += [f[i] for f in families.values() if i < len(f)]
+    return out
 
 
 def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:

@@ -24,7 +24,7 @@ from ir.kernel.schedule import Schedule
 
 from .ranking import ranked_space
 from .translate import build, render
-from .verifier import verify
+from .verifier import Verdict, verify
 from .version import __version__
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
@@ -92,6 +92,15 @@ def kernel_signature(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
+def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict) -> dict[str, Any]:
+    """One measured schedule: its time and verdict, and its error against float64 beside torch's own
+    (how a split-precision GEMM earns its place)."""
+    rows = [r for r in v.details.get("trials", []) if r.get("vs_float64")]
+    return {"kernel": kernel, "schedule": dict(sched), "median_s": median_s if math.isfinite(median_s) else None,
+            "verdict": v.line(), "max_err_vs_float64": max((r["max_abs_err"] for r in rows), default=None),
+            "torch_err_vs_float64": max((r["ref_max_abs_err"] for r in rows), default=None)}
+
+
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None], None] | None = None) -> dict[str, Any]:
@@ -106,7 +115,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     groups = {g.id: g for g in t.plan.groups}
     start = time.perf_counter()
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
-                              "from_db": 0}
+                              "from_db": 0, "candidates": []}
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         for k in t.program.kernels():
             space = ranked_space(backend, k, groups.get(k.group), t.target)
@@ -128,6 +137,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                     known = med if med is not None else math.inf
                     db.put(hw, dsl, sig, ver, sched, known, v.line())
                     report["measured"] += 1
+                    report["candidates"].append(_candidate(k.name, sched, known, v))
                 else:
                     report["from_db"] += 1
                 if best is None or known < best[0]:

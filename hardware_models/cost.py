@@ -16,7 +16,10 @@ from ir.passes.fusion import Group, fuse
 from .counting import SOURCES, Key, compulsory_bytes, flops, program_bytes
 from .spec import HardwareModel
 
-NUMERICS = ("reference", "strict", "tf32")
+NUMERICS = ("reference", "strict", "tf32", "tf32x3")
+# tensor-core products per fp32 multiply-add where a contraction splits its operands (3xTF32: hi*hi,
+# hi*lo, lo*hi), which the verifier shows fp32-accurate against float64
+SPLIT_PRODUCTS = {"tf32x3": 3}
 MEM_PARALLELISM = 4.0  # a single unit can pull about this many times its fair share of DRAM bandwidth
 ACC_REG_OVERHEAD = 32  # registers a GEMM thread needs beyond its accumulators (addresses, operands)
 MIN_ELEMS_PER_WARP = 512  # output elements per warp below which tensor-core issue slots go idle
@@ -31,9 +34,11 @@ class Tiling:
     num_warps: int = 4
     num_stages: int = 3
     vector_width: int = 4
+    precision: str = ""  # a split-precision contraction ("tf32x3"); "" is the numerics policy's
 
     def describe(self) -> str:
-        return f"block={'x'.join(map(str, self.block))} warps={self.num_warps} stages={self.num_stages}"
+        extra = f" {self.precision}" if self.precision else ""
+        return f"block={'x'.join(map(str, self.block))} warps={self.num_warps} stages={self.num_stages}{extra}"
 
     @staticmethod
     def of(s: Mapping[str, Any]) -> Tiling | None:
@@ -44,8 +49,9 @@ class Tiling:
         if "BM" in s:
             warps = s.get("num_warps") or (s["threads"] // 32 if "threads" in s else
                                            (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
+            prec = s.get("input_precision", "")
             return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=max(1, warps),
-                          num_stages=s.get("num_stages", 1))
+                          num_stages=s.get("num_stages", 1), precision=prec if prec in SPLIT_PRODUCTS else "")
         if "MR" in s:
             return Tiling(block=(s["MR"], s["NR"], s.get("KC", 256)), num_warps=1, num_stages=1)
         return None
@@ -64,7 +70,7 @@ def resolve_unit(target: HardwareModel, kind: str, dtype: str, op_hint: str, num
         dt = dtype if target.peak("vector", dtype) else "f32"
         return "vector", dt
     if dtype == "f32":
-        mode = {"strict": "f32", "tf32": "tf32"}.get(numerics) or target.numerics.get(
+        mode = {"strict": "f32", "tf32": "tf32", "tf32x3": "tf32"}.get(numerics) or target.numerics.get(
             "conv_f32" if op_hint == "conv" else "matmul_f32", "f32")
         if mode == "tf32" and target.peak("tensor", "tf32"):
             return "tensor", "tf32"
@@ -80,7 +86,8 @@ def unit_work(nodes: list[Node], target: HardwareModel, numerics: str) -> Counte
     for n in nodes:
         hint = "conv" if n.op in ("conv", "conv_transpose") else "matmul"
         for (kind, dt), f in flops([n]).items():
-            work[resolve_unit(target, kind, dt, hint, numerics)] += f
+            unit = resolve_unit(target, kind, dt, hint, numerics)
+            work[unit] += f * (SPLIT_PRODUCTS.get(numerics, 1) if unit == ("tensor", "tf32") else 1)
     return work
 
 
@@ -138,6 +145,8 @@ def estimate_group(group: Group, target: HardwareModel, schedule: Tiling | None 
     stretched by the tail of the last wave, plus launch overhead."""
     sched = schedule or default_schedule(target)
     nodes = [n for n in group.nodes if n.op not in SOURCES]
+    if sched.precision and target.peak("tensor", "tf32"):
+        numerics = sched.precision
     work = unit_work(nodes, target, numerics)
     times = compute_time(work, target)
     read, written = compulsory_bytes(nodes, group.outputs)

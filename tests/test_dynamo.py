@@ -199,3 +199,19 @@ def test_the_target_and_dsl_follow_the_inputs_device():
         target_for_device("cuda", "Tesla T4")
     assert default_dsl(load_target("cpu")) == get_backend("cpp").manifest.name
     assert get_backend(default_dsl(load_target("h100"))).manifest.targets.get("gpu") == "native"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_models_on_the_gpu_with_the_default_dsl(name, tmp_path):
+    torch.manual_seed(0)
+    cls, make = MODELS[name]
+    model = cls().eval().cuda()
+    compiled = akg_agent.compile(model, cache_dir=str(tmp_path), seeds=(0,))
+    with torch.no_grad():
+        for b, t in SIZES:
+            x = make(b, t).cuda()
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    graphs = compiled.akg_report.graphs
+    summary = compiled.akg_report.summary()
+    assert graphs and all(g.torch_sizes == 0 and g.target.startswith("h") for g in graphs), summary

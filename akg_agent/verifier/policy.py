@@ -40,6 +40,7 @@ class Comparison:
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     degenerate: bool = False
+    ref_max_abs_err: float = 0.0  # the default-numerics reference's own error against float64
 
 
 def _finite_mask_problem(cand: torch.Tensor, ref: torch.Tensor) -> str:
@@ -99,10 +100,10 @@ def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
         ok = rel_l2 <= rtol + float(own_err.norm()) / norm and max_abs <= rtol * peak + own_max
         reason = "" if ok else (f"degenerate reference (a constant passes {atol:g}); relative error "
                                 f"{rel_l2:.3g} > {rtol:g}")
-        return Comparison(ok, reason, max_abs, max_rel, True)
+        return Comparison(ok, reason, max_abs, max_rel, True, float(own_err.max()) if own_err.numel() else 0.0)
     bad = err > atol + rtol * r64.abs() + own_err
     if bool(bad.any()):
         n = int(bad.sum())
         return Comparison(False, f"{n} of {bad.numel()} values off by up to {max_abs:.3g} "
                                  f"(atol {atol:g}, rtol {rtol:g})", max_abs, max_rel)
-    return Comparison(True, "", max_abs, max_rel)
+    return Comparison(True, "", max_abs, max_rel, ref_max_abs_err=float(own_err.max()) if own_err.numel() else 0.0)

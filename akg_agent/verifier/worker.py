@@ -189,7 +189,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             res = compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
             if res.degenerate and i not in details["degenerate_outputs"]:
                 details["degenerate_outputs"].append(i)
-            details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err})
+            details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err,
+                                      "ref_max_abs_err": res.ref_max_abs_err, "vs_float64": r64 is not None})
             if res.ok:
                 continue
             for prev_c, prev_r in history:  # an earlier answer returned for new inputs

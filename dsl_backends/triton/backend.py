@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.analysis import gemm_dims
+from ir.kernel.analysis import gemm_dims, split_gemm
 from ir.kernel.ir import Kernel, KernelProgram, Reduce, walk
 from ir.kernel.schedule import Schedule, Schedules
 
@@ -137,7 +137,16 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
              for w in (4, 8) for s in (2, 3, 4)]
     if _hopper(target) and tma.tunable(k):  # each schedule also with TMA descriptors
         space += [s.replace(TMA=True) for s in space]
+    if _split_precision(k, target):  # 3xTF32: tensor cores at fp32 accuracy, which the verifier checks
+        space += [s.replace(input_precision="tf32x3") for s in space]
     return space
+
+
+def _split_precision(k: Kernel, target: HardwareModel) -> bool:
+    """fp32 operands on an NVIDIA chip with TF32 tensor cores."""
+    parts = split_gemm(k)
+    return (target.vendor == "nvidia" and bool(target.peak("tensor", "tf32"))
+            and parts.a.dtype == "f32" and parts.b.dtype == "f32")
 
 
 def _matmul_launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:

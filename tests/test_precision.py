@@ -1,0 +1,87 @@
+"""Split-precision (3xTF32) GEMMs: in Triton's space only for fp32 operands on NVIDIA chips with TF32
+tensor cores, priced by the cost model at three TF32 products, tried beside plain fp32 by a tuning
+budget, declared in the header with the error against float64, and dropped when it does not verify."""
+
+from __future__ import annotations
+
+import pytest
+
+import akg_agent.translate as tr
+from akg_agent.ranking import ranked_space
+from akg_agent.verifier import Verdict
+from dsl_backends import get_backend
+from hardware_models.cost import Tiling, estimate_group
+from hardware_models.spec import load_target
+
+from .conftest import ROOT
+
+GEMM_FP32 = ROOT / "benchmarks" / "problems" / "gemm_fp32.py"
+GEMM_BF16 = ROOT / "benchmarks" / "problems" / "gemm_bf16.py"
+
+
+def _gemm(path, target="h100"):
+    t = tr.build(path, "triton", target)
+    (k,) = [k for k in t.program.kernels() if k.kind == "matmul"]
+    grp = {g.id: g for g in t.plan.groups}[k.group]
+    return t, k, grp
+
+
+@pytest.mark.parametrize(("path", "target", "expected"), [(GEMM_FP32, "h100", True), (GEMM_FP32, "a100", True),
+                                                          (GEMM_BF16, "h100", False), (GEMM_FP32, "mi300x", False)])
+def test_split_precision_is_offered_for_fp32_on_nvidia_tensor_cores_only(path, target, expected):
+    t, k, _ = _gemm(path, target)
+    space = get_backend("triton").tuning_space(k, load_target(target))
+    assert any(s.get("input_precision") == "tf32x3" for s in space) == expected
+
+
+def test_the_cost_model_prices_three_tf32_products():
+    t, _, grp = _gemm(GEMM_FP32)
+    fp32 = estimate_group(grp, t.target, Tiling(block=(128, 128, 64)))
+    split = estimate_group(grp, t.target, Tiling(block=(128, 128, 64), precision="tf32x3"))
+    flops = 2 * 4096**3
+    assert split.flops["tensor.tf32"] == pytest.approx(3 * flops)
+    assert "tensor.tf32" not in fp32.flops
+    assert split.time_s < fp32.time_s  # H100: 3 x 2 x 4096^3 / 494 TFLOP/s < 2 x 4096^3 / 67
+
+
+def test_a_tuning_budget_measures_both_numerics():
+    t, k, grp = _gemm(GEMM_FP32)
+    ranked = ranked_space(get_backend("triton"), k, grp, t.target)
+    first = [s.get("input_precision", "ieee") for s in ranked[:4]]
+    assert first == ["tf32x3", "ieee", "tf32x3", "ieee"]
+
+
+def _force_split(monkeypatch):
+    real = tr.choose_schedule
+
+    def split(backend, k, grp, target, executor):
+        s = real(backend, k, grp, target, executor)
+        return s.replace(input_precision="tf32x3") if k.kind == "matmul" else s
+    monkeypatch.setattr(tr, "choose_schedule", split)
+
+
+def test_a_verified_split_precision_module_says_so_with_its_error(monkeypatch):
+    _force_split(monkeypatch)
+    t = tr.translate(ROOT / "tests" / "problems" / "mm_batched.py", "triton", "h100", timing=False, seeds=(0,))
+    head = t.source.split("\nimport", 1)[0]
+    assert 'input_precision="tf32x3"' in t.source
+    assert "fp32 contractions as tf32x3" in head and "allowed because the verifier" in head
+    assert "max error vs float64:" in head and "torch's own:" in head
+
+
+def test_split_precision_that_fails_verification_falls_back_to_fp32(monkeypatch):
+    _force_split(monkeypatch)
+    real = tr._verify
+    seen: list[bool] = []
+
+    def verify(t, *args):
+        split = any(s.get("input_precision") == "tf32x3" for s in t.schedules.values())
+        seen.append(split)
+        if split:  # what a chip whose TF32 path loses accuracy would give
+            return Verdict(False, "wrong", "output 0 wrong: 12 of 4096 values off by up to 0.003")
+        return real(t, *args)
+    monkeypatch.setattr(tr, "_verify", verify)
+    t = tr.translate(ROOT / "tests" / "problems" / "mm_batched.py", "triton", "h100", timing=False, seeds=(0,))
+    assert seen == [True, False] and t.verdict.accepted
+    assert "tf32x3" not in t.source and "fp32 kept in fp32" in t.source
+    assert any("split-precision GEMMs failed verification" in n for n in t.notes)
