@@ -1,0 +1,77 @@
+"""fp32 GEMM at 4096^3 on the GPU: akg's Triton modules in plain fp32 and 3xTF32 against cuBLAS fp32
+and cuBLAS TF32: time (CUDA events, L2 flushed, median of 30, contenders interleaved) and error
+against float64 (max, and how many elements the verifier's fp32 rule would reject, on N(0,1) and on
+N(0,4) inputs). python benchmarks/gpu/precision_gemm.py OUT.json"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+N = 4096
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ModelNew().cuda()
+
+
+def cublas(tf32: bool):
+    def f(a, b):
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        try:
+            return a @ b
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    return f
+
+
+def main(out: str) -> None:
+    fns = {"cublas_fp32": cublas(False), "cublas_tf32": cublas(True)}
+    for p in sorted((HERE / "precision_modules").glob("*.py")):
+        fns[p.stem] = load(p)
+    torch.manual_seed(0)
+    rows: dict[str, dict] = {k: {} for k in fns}
+    for label, scale in (("normal", 1.0), ("signed_x2", 2.0)):
+        a, b = torch.randn(N, N, device="cuda") * scale, torch.randn(N, N, device="cuda") * scale
+        r64 = a.double() @ b.double()
+        ref = cublas(False)(a, b).double()
+        own = (ref - r64).abs()
+        for name, f in fns.items():
+            err = (f(a, b).double() - r64).abs()
+            rows[name][label] = {"max_abs_err": float(err.max()),
+                                 "rejected_elements": int((err > 1e-4 + 1e-4 * r64.abs() + own).sum())}
+    a, b = torch.randn(N, N, device="cuda"), torch.randn(N, N, device="cuda")
+    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for f in fns.values():
+        for _ in range(3):
+            f(a, b)
+    for _ in range(30):
+        for name, f in fns.items():
+            flush.zero_()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            f(a, b)
+            e.record()
+            torch.cuda.synchronize()
+            times[name].append(s.elapsed_time(e) / 1e3)
+    for name in fns:
+        med = statistics.median(times[name])
+        rows[name]["median_s"] = med
+        rows[name]["tflops"] = 2 * N**3 / med / 1e12
+        print(name, json.dumps(rows[name]), flush=True)
+    Path(out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "n": N, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
