@@ -5,13 +5,13 @@
 #   k0_matmul: generated matmul kernel (group 0) [BK=32, BM=128, BN=128, GROUP_M=8, input_precision=tf32x3, num_stages=3, num_warps=8]
 # measured: not timed (no h100 here)
 import importlib.util
-
 if importlib.util.find_spec('triton') is None:
     raise ImportError('this module runs its kernels with triton, which is not installed here: pip install triton, or translate it for another DSL')
 import base64
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import triton
 import triton.language as tl
 
