@@ -23,6 +23,7 @@ LIBRARY_DECLARATIONS = {
     "adaptive_max_pool": ["aten.adaptive_max_pool*"],
     "cumsum": ["aten.cumsum", "aten.flip", "aten.cat"], "cumprod": ["aten.cumprod", "aten.flip", "aten.cat"],
     "dropout": ["aten.dropout", "aten.native_dropout", "aten.bernoulli*", "aten.rand*", "aten.div", "aten.mul"],
+    "random": ["aten.randn", "aten.rand", "aten.normal*", "aten.uniform*"],
 }
 
 REGISTER = '''
@@ -109,6 +110,9 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         return f"{y}.flip({d})" if at["reverse"] else y
     if step.op == "dropout":
         return f"F.dropout({a[0]}, {at['p']}, True)"
+    if step.op == "random":  # the global generator, as the reference draws (same seed, same numbers)
+        fn = "torch.randn" if at["dist"] == "normal" else "torch.rand"
+        return f"{fn}({list(at['shape'])}, dtype={torch_dtype(at['dtype'])}, device=_akg_dev)"
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it
         args = ", ".join(_opaque_arg(v, a) for v in at["args"])
         kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])
@@ -206,6 +210,8 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         if b is not None:
             body.append(f"{b.name} = {name}.contiguous()")
     dev = ins[0] if ins else "None"
+    if any(isinstance(s, LibraryCall) and s.op == "random" for s in prog.steps):
+        body.append(f"_akg_dev = {dev}.device" if ins else "_akg_dev = 'cpu'")
     for b in prog.params:
         body.append(f"{b.name} = _akg_get(self, {b.key!r}).contiguous()")
         names[b.name] = b.name
@@ -223,6 +229,10 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
             body += launch(step, schedules[step.name], ref)
         names[step.out.name] = step.out.name
     outs = [ref(b) for b in prog.outputs]
+    mutations = meta.get("mutations", [])
+    if mutations:  # buffers forward writes in place: the module keeps its own state the same way
+        body += [f"_akg_get(self, {key!r}).copy_({o})" for key, o in zip(mutations, outs[len(outs) - len(mutations):])]
+        outs = outs[:len(outs) - len(mutations)]
     single = meta.get("single_output", len(outs) == 1)
     body.append(f"return {outs[0]}" if single and len(outs) == 1 else f"return ({', '.join(outs)},)")
     lines += ["        " + ln for ln in body]

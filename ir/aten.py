@@ -414,6 +414,14 @@ def _expand(cx, x, *a, **k):
     return x if list(x.shape) == shape else cx.add("expand", [x], shape=shape)
 
 
+@converts("aten.copy_.default", "aten.copy.default")
+def _copy(cx, dst, src, non_blocking=False):
+    """dst's new value: src broadcast to dst's shape in dst's dtype (a buffer written in place)."""
+    if list(src.shape) != list(dst.shape):
+        src = cx.add("expand", [src], shape=list(dst.shape))
+    return src if src.type.torch_dtype == dst.type.torch_dtype else cx.add("cast", [src], dtype=dst.type.torch_dtype)
+
+
 @converts("aten.broadcast_tensors.default")
 def _broadcast_tensors(cx, tensors):
     shape = list(torch.broadcast_shapes(*[t.shape for t in tensors]))
@@ -615,6 +623,15 @@ def _full(cx, *args, **kw):
     if not shape:
         return cx.add("scalar", [], value=fill, dtype=val.dtype)
     return cx.add("full", [], shape=shape, value=fill, dtype=val.dtype)
+
+
+@converts("aten.randn.default", "aten.rand.default", "aten.randn_like.default", "aten.rand_like.default")
+def _random(cx, *args, **kw):
+    """Random tensors made inside forward: the same draws as torch's under the same seed (the written
+    module calls torch's generator in the same order)."""
+    val = cx.fx_node.meta["val"]
+    dist = "normal" if "randn" in str(cx.fx_node.target) else "uniform"
+    return cx.add("random", [], dist=dist, shape=[int(d) for d in val.shape], dtype=val.dtype)
 
 
 @converts("aten.arange.default", "aten.arange.start", "aten.arange.start_step")

@@ -216,6 +216,9 @@ def print_node(n: Node) -> str:
 def print_graph(g: Graph) -> str:
     lines = [f"graph {g.name} {{"]
     lines += ["  " + print_node(n) for n in g.nodes]
-    lines.append("  return " + ", ".join(f"%{o.name}" for o in g.outputs))
+    state = g.meta.get("mutations", [])
+    user = g.outputs[:len(g.outputs) - len(state)]
+    updates = "".join(f' update "{k}" = %{o.name}' for k, o in zip(state, g.outputs[len(user):]))
+    lines.append("  return " + ", ".join(f"%{o.name}" for o in user) + updates)
     lines.append("}")
     return "\n".join(lines) + "\n"

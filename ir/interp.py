@@ -258,6 +258,12 @@ def _dropout(a, at, ctx):
     return torch.where(keep, x / (1.0 - p), torch.zeros((), dtype=x.dtype, device=x.device))
 
 
+@impl("random")
+def _random(a, at, ctx):
+    fn = torch.randn if at["dist"] == "normal" else torch.rand
+    return fn(tuple(at["shape"]), dtype=DTYPES[at["dtype"]], generator=ctx.generator, device=ctx.device)
+
+
 # --- opaque: an ATen op akg does not model, called as-is
 def resolve_target(target: str) -> Callable[..., Any]:
     obj: Any = torch.ops

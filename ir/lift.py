@@ -66,6 +66,8 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
             return type(a)(value(x) for x in a)
         return a
 
+    buffers: dict[torch.fx.Node, str] = {}  # placeholder -> the buffer's state_dict key
+    mutated: dict[str, Node] = {}  # buffer key -> its value after forward, where forward writes it
     inputs: list[tuple[str, Any]] = []  # user inputs in order: (graph input name, None) or (name, number)
     for n in ep.graph.nodes:
         cx.fx_node = n
@@ -83,6 +85,8 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                     inputs.append((n.name, val))
             else:
                 key = spec.target
+                if kind == "BUFFER":
+                    buffers[n] = key
                 t = state.get(key)
                 if t is None:
                     t = consts.get(key)
@@ -111,11 +115,15 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
             except Exception as e:  # noqa: BLE001 - a converter bug must still be one line
                 raise AkgError(f"could not lift {name} at {source_line(n, path)}: {_first_line(e)}") from None
             env[n] = out
-            if name.endswith("_.default") and args and isinstance(args[0], Node):
-                # an in-place op: later reads of its operand see the new value
+            base = name.split(".")[1] if "." in name else name
+            if base.endswith("_") and not base.endswith("__") and args and isinstance(args[0], Node):
+                # an in-place op: later reads of its operand see the new value, and a module buffer
+                # written in place is state the written module must update the same way
                 for k, v in list(env.items()):
                     if v is args[0]:
                         env[k] = out
+                if n.args and n.args[0] in buffers:
+                    mutated[buffers[n.args[0]]] = out
         elif n.op == "output":
             outs = n.args[0]
             g.meta["single_output"] = ep.call_spec.out_spec is not None and ep.call_spec.out_spec.is_leaf()
@@ -128,6 +136,12 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                                    "akg needs tensor outputs")
                 if v.op == "input" or v in g.outputs:  # an output must be a value of its own
                     v = g.add("reshape", [v], {"shape": list(v.shape)}, name=f"{v.name}_out")
+                g.outputs.append(v)
+            # buffers written in place: their new values follow the user's outputs
+            g.meta["mutations"] = list(mutated)
+            for v in mutated.values():
+                if v.op in ("input", "param") or v in g.outputs:
+                    v = g.add("reshape", [v], {"shape": list(v.shape)}, name=f"{v.name}_state")
                 g.outputs.append(v)
     g.cleanup()
     g.meta["opaque"] = cx.opaque

@@ -71,8 +71,12 @@ class _ToPython(Transformer):
         args = [r for r in rest if r is not None and not isinstance(r, dict)]
         return (str(var)[1:], ty, str(op), args, attrs)
 
-    def ret(self, *vars_):
-        return [str(v)[1:] for v in vars_ if v is not None]
+    def ret(self, *items):
+        outs = [str(v)[1:] for v in items if v is not None and not isinstance(v, tuple)]
+        return outs, [v for v in items if isinstance(v, tuple)]
+
+    def update(self, key, var):
+        return (json.loads(key), str(var)[1:])
 
     def start(self, name, *rest):
         return (str(name), list(rest[:-1]), rest[-1])
@@ -109,8 +113,11 @@ def parse_graph(text: str, weights: dict[str, torch.Tensor] | None = None) -> Gr
         if node.name != var:
             raise IRParseError(f"bad value name %{var}")
         env[var] = node
+    outs, updates = ret
     try:
-        g.outputs = [env[v] for v in ret]
+        g.outputs = [env[v] for v in outs] + [env[v] for _, v in updates]
+        if updates:
+            g.meta["mutations"] = [k for k, _ in updates]
     except KeyError as e:
         raise IRParseError(f"return uses undefined value %{e.args[0]}") from None
     if weights is not None:

@@ -8,18 +8,25 @@ from ir import run
 from ir.graph import Graph
 from ir.problem import Problem
 
+RNG_SEED = 4242
 
-def module_outputs(problem: Problem, inputs: list, seed: int = 0) -> list[torch.Tensor]:
+
+def module_outputs(problem: Problem, inputs: list, seed: int = 0, state: list[str] = ()) -> list[torch.Tensor]:
+    """forward's outputs, then the buffers named in `state` after the call (a graph returns the new
+    values of the buffers forward writes after its own outputs)."""
     model = problem.build_model(seed).eval()
+    torch.manual_seed(RNG_SEED)  # random ops inside forward: the graph is run after the same seed
     with torch.no_grad():
         out = model(*inputs)
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return outs + [model.get_buffer(k) for k in state]
 
 
 def assert_matches_module(problem: Problem, g: Graph, seeds=(1, 2), atol=1e-5, rtol=1e-5) -> None:
     for s in seeds:
         inputs = problem.make_inputs(s)
-        ref = module_outputs(problem, inputs)
+        ref = module_outputs(problem, inputs, state=g.meta.get("mutations", []))
+        torch.manual_seed(RNG_SEED)
         got = run(g, [x for x in inputs if isinstance(x, torch.Tensor)])
         assert len(ref) == len(got), f"{len(ref)} module outputs, {len(got)} graph outputs"
         for i, (a, b) in enumerate(zip(ref, got)):
@@ -30,7 +37,10 @@ def assert_matches_module(problem: Problem, g: Graph, seeds=(1, 2), atol=1e-5, r
 
 
 def assert_same_values(before: Graph, after: Graph, inputs: list, atol=1e-5, rtol=1e-5) -> None:
-    a, b = run(before, inputs), run(after, inputs)
+    torch.manual_seed(RNG_SEED)
+    a = run(before, inputs)
+    torch.manual_seed(RNG_SEED)
+    b = run(after, inputs)
     for i, (x, y) in enumerate(zip(a, b)):
         assert x.shape == y.shape and x.dtype == y.dtype, f"output {i} changed type"
         torch.testing.assert_close(y, x, atol=atol, rtol=rtol, equal_nan=True)

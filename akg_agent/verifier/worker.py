@@ -155,13 +155,19 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                             "matmul_tf32": torch.backends.cuda.matmul.allow_tf32},
                                "mode": "train" if train else "eval"}
     passed_first = False
-    for label, raw in trials:
+    # random ops inside forward draw from torch's global generator: the reference, its float64 copy and
+    # the candidate are seeded alike before each call, so they draw the same numbers
+    details["rng"] = "torch.manual_seed(10007 + trial) before each call of the reference and the candidate"
+    for trial, (label, raw) in enumerate(trials):
+        rng = 10007 + trial
         inputs = [_to(x, device) for x in raw]
         with torch.no_grad():
+            torch.manual_seed(rng)
             ref_out = _outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             r64 = None
             if ref64 is not None:
                 try:
+                    torch.manual_seed(rng)
                     r64 = _outputs(ref64(*[_to(x, device, double=True) for x in raw]))
                 except Exception:  # noqa: BLE001
                     r64 = None
@@ -177,6 +183,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         guard = AtenGuard()
         _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
+        torch.manual_seed(rng)
         out = _run(cand, inputs, guard, device, label)
         guard_ops |= set(guard.compute_ops())
         for i, (b, x) in enumerate(zip(before, inputs)):
@@ -203,6 +210,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             # was never (fully) written by the candidate
             args = [b.clone() if isinstance(b, torch.Tensor) else b for b in before]
             _poison_allocator(sizes, device, value=-7.7e30)  # after the clones: the candidate gets these blocks
+            torch.manual_seed(rng)
             again = _run(cand, args, AtenGuard(), device, label)
             if i < len(again) and isinstance(c, torch.Tensor) and not compare(again[i].detach().cpu(), c, policy).ok:
                 raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
@@ -212,6 +220,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             raise Reject(code, f"output {i} wrong on {label}: {res.reason}{hint}")
         passed_first = True
         history.append((out_cpu, [k.cpu() for k in keep]))
+    _check_state(ref, cand, policy, len(history))
     bad_ops = undeclared(sorted(guard_ops), declared)
     if bad_ops:
         raise Reject("torch_compute", f"ModelNew.forward computes with torch ops it did not declare: "
@@ -224,6 +233,19 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
+
+
+def _check_state(ref: torch.nn.Module, cand: torch.nn.Module, policy: TolerancePolicy, calls: int) -> None:
+    """Buffers forward writes (a recurrent state, a running count) must hold what the reference's hold
+    after the same calls: a stateful module stays drop-in across calls."""
+    mine = dict(cand.named_buffers())
+    for key, want in ref.named_buffers():
+        got = mine.get(key)
+        if got is None:
+            raise Reject("state", f"ModelNew has no buffer {key!r}, which Model keeps")
+        res = compare(got.detach().cpu(), want.detach().cpu(), policy)
+        if not res.ok:
+            raise Reject("state", f"buffer {key!r} after {calls} calls differs from the reference's: {res.reason}")
 
 
 def _guard_cost(guard: Any, inputs: list[Any], calls: int = 2000) -> float:

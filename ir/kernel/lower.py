@@ -37,7 +37,7 @@ from .ir import (
 )
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
-               "cumsum", "cumprod", "opaque")
+               "cumsum", "cumprod", "opaque", "random")
 SCAN_OPS = ("cumsum", "cumprod")
 REDUCE_OPS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "prod"}
 

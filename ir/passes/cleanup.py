@@ -10,7 +10,7 @@ from ..interp import EvalCtx, eval_op
 from ..ops import opdef
 from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
 
-IMPURE = ("dropout", "opaque")  # random or unknown: never merged or folded
+IMPURE = ("dropout", "random", "opaque")  # random or unknown: never merged or folded
 
 
 @register
