@@ -15,6 +15,15 @@ from ir.types import FLOAT_DTYPES
 from .base import UnsupportedKernel
 
 FLOATS = FLOAT_DTYPES
+# CUDA's limit on a grid's y and z extents (x allows 2^31 - 1): a GEMM's batch or row tiles beyond it
+# fold into x, each block decoding its (column tile, row tile, batch) from its x index
+MAX_GRID_YZ = 65535
+
+
+def fold_grid(s: Mapping[str, Any], *extents: int) -> bool:
+    """Whether a launch whose y/z extents are `extents` folds them into x (the schedule's MAX_GRID_YZ,
+    which a test lowers to run the folded path at small sizes)."""
+    return max(extents, default=1) > int(s.get("MAX_GRID_YZ", MAX_GRID_YZ))
 
 
 def py_const(value: Any, dtype: str) -> str:

@@ -14,7 +14,7 @@ from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
 from .cstyle import CPrinter, CStyle, decode, row_sweep
-from .exprs import row_coords, strided_reduction
+from .exprs import fold_grid, row_coords, strided_reduction
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 
@@ -62,7 +62,7 @@ def launch_dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
         g = split_gemm(k)
         rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
         bm, bn, _, tm, tn = _mm_tile(s)
-        return (-(-n // bn), -(-rows // bm), math.prod(e for _, e in g.batch)), (bm // tm) * (bn // tn)
+        return gemm_grid(s, -(-n // bn), -(-rows // bm), math.prod(e for _, e in g.batch)), (bm // tm) * (bn // tn)
     if k.kind in ("reduce", "rownorm"):
         threads = int(s.get("THREADS", 256))
         row_c = k.coords if k.kind == "reduce" else row_coords(k)[0]
@@ -163,8 +163,7 @@ def matmul_lines(k: Kernel, s: Schedule, style: Any, d: Dialect) -> list[str]:
     bm, bn, bk, tm, tn = _mm_tile(s)
     nthreads = (bm // tm) * (bn // tn)
     out = [f"    {d.shared} float akg_As[{bk}][{bm} + 1];", f"    {d.shared} float akg_Bs[{bk}][{bn} + 1];",
-           f"    const int64_t akg_row0 = (int64_t){d.block}.y * {bm}, akg_col0 = (int64_t){d.block}.x * {bn};",
-           f"    const int64_t akg_batch = {d.block}.z;",
+           *tile_origin(s, d.block, (bm, bn), (rows, n), math.prod(e for _, e in g.batch)),
            f"    const int akg_tx = {d.thread}.x % {bn // tn}, akg_ty = {d.thread}.x / {bn // tn};",
            f"    float akg_acc[{tm}][{tn}] = {{}};",
            f"    for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {bk}) {{"]
@@ -178,6 +177,27 @@ def matmul_lines(k: Kernel, s: Schedule, style: Any, d: Dialect) -> list[str]:
             f"            if (akg_row >= {rows} || akg_col >= {n}) continue;"]
     out += epilogue(style, k, g, "akg_acc[akg_x][akg_y]", "            ") + ["        }", "    }"]
     return out
+
+
+def gemm_grid(s: Schedule, col_tiles: int, row_tiles: int, batch: int) -> tuple[int, int, int]:
+    """A GEMM's launch grid: (column tiles, row tiles, batch), or all three along x where y or z would
+    pass the launch limit."""
+    if fold_grid(s, row_tiles, batch):
+        return col_tiles * row_tiles * batch, 1, 1
+    return col_tiles, row_tiles, batch
+
+
+def tile_origin(s: Schedule, block: str, tile: tuple[int, int], bounds: tuple[int, int], batch: int) -> list[str]:
+    """The block's first row and column of C and its batch, from `block` (blockIdx or its dialect's name)
+    as `gemm_grid` launched it."""
+    (bm, bn), (rows, n) = tile, bounds
+    nt_n, nt_m = -(-n // bn), -(-rows // bm)
+    if fold_grid(s, nt_m, batch):
+        return [f"    const int64_t akg_t = (int64_t){block}.x;",
+                f"    const int64_t akg_row0 = (akg_t / {nt_n}) % {nt_m} * {bm}, akg_col0 = akg_t % {nt_n} * {bn};",
+                f"    const int64_t akg_batch = akg_t / {nt_n * nt_m};"]
+    return [f"    const int64_t akg_row0 = (int64_t){block}.y * {bm}, akg_col0 = (int64_t){block}.x * {bn};",
+            f"    const int64_t akg_batch = {block}.z;"]
 
 
 def stage_operands(style: CStyle, g: GemmParts, tiles: tuple[int, int, int], bounds: tuple[int, int], thread: str,

@@ -53,7 +53,7 @@ def _params(k: Kernel) -> list[str]:
 def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
     """The launch of `k`'s layout: groups and threads (an analysis; nothing is rendered)."""
     if wmma.eligible(k):
-        return wmma.dims(k)
+        return wmma.dims(k, s)
     (gx, gy, gz), threads = launch_dims(k, s)
     if vector.eligible(k):  # four elements per thread
         gx = max(1, -(-gx // vector.VEC))
@@ -62,7 +62,7 @@ def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
 
 def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -> str:
     # tensor cores for 16-bit operands (fp32 accumulation, as cuBLAS); the SIMT layouts otherwise
-    body = wmma_lines(k, STYLE) if wmma.eligible(k) else body_lines(k, s, STYLE, CUDA)
+    body = wmma_lines(k, STYLE, s) if wmma.eligible(k) else body_lines(k, s, STYLE, CUDA)
     if vector.eligible(k):  # float4 loads and stores; the scalar loop stays for unaligned pointers
         body = vector_lines(k, STYLE, body)
     (gx, gy, gz), threads = dims(k, s)

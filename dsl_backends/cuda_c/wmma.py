@@ -11,7 +11,7 @@ from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
 from ..cstyle import CStyle
-from ..simt import epilogue, stage_operands
+from ..simt import epilogue, gemm_grid, stage_operands, tile_origin
 
 SCHEDULE = Schedule({"MMA": "wmma", "BM": 64, "BN": 64, "BK": 32, "num_warps": 4})
 TYPES = {"bf16": "__nv_bfloat16", "f16": "__half"}
@@ -49,14 +49,14 @@ def eligible(k: Kernel) -> bool:
     return g.a.dtype == g.b.dtype and g.a.dtype in TYPES
 
 
-def dims(k: Kernel) -> tuple[tuple[int, int, int], int]:
+def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
     """Groups and threads of the wmma layout: 64 x 64 C tiles, four warps."""
     g = split_gemm(k)
     rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
-    return (-(-n // 64), -(-rows // 64), math.prod(e for _, e in g.batch)), 128
+    return gemm_grid(s, -(-n // 64), -(-rows // 64), math.prod(e for _, e in g.batch)), 128
 
 
-def wmma_lines(k: Kernel, style: CStyle) -> list[str]:
+def wmma_lines(k: Kernel, style: CStyle, s: Schedule) -> list[str]:
     g = split_gemm(k)
     kk = g.k.extent
     rows, n = math.prod(e for _, e in g.rows), math.prod(e for _, e in g.cols)
@@ -66,8 +66,7 @@ def wmma_lines(k: Kernel, style: CStyle) -> list[str]:
     out = [f"    __shared__ __align__(32) {t} akg_As[{bm}][{bk} + 8];",
            f"    __shared__ __align__(32) {t} akg_Bs[{bk}][{bn} + 8];",
            f"    __shared__ __align__(32) float akg_Cs[{bm}][{bn} + 4];",
-           f"    const int64_t akg_row0 = (int64_t)blockIdx.y * {bm}, akg_col0 = (int64_t)blockIdx.x * {bn};",
-           "    const int64_t akg_batch = blockIdx.z;",
+           *tile_origin(s, "blockIdx", (bm, bn), (rows, n), math.prod(e for _, e in g.batch)),
            "    const int akg_warp = threadIdx.x / 32, akg_wm = akg_warp / 2, akg_wn = akg_warp % 2;",
            "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> akg_fc[2][2];",
            "    for (int akg_x = 0; akg_x < 2; ++akg_x) for (int akg_y = 0; akg_y < 2; ++akg_y)",

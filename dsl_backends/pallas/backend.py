@@ -12,6 +12,7 @@ from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref
+from ..exprs import fold_grid
 from ..triton.backend import TEMPLATES as TRITON
 from ..triton.backend import TritonBackend
 from . import render
@@ -65,7 +66,8 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
         opts += f", block=({s['BM']}, 1)"
     else:
         M, N, _, B = gemm_dims(k)
-        grid = f"({-(-M // s['BM']) * -(-N // s['BN'])}, {B})"
+        tiles = -(-M // s["BM"]) * -(-N // s["BN"])
+        grid = f"({tiles * B},)" if fold_grid(s, B) else f"({tiles}, {B})"
     o = k.out.name
     return [f"{o} = _akg_launch({k.name}, {grid}, {o}, {args}, {opts})"]
 

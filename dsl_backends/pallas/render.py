@@ -12,7 +12,7 @@ from ir.kernel.ir import Expr, Kernel, Load, Reduce
 from ir.kernel.schedule import Schedule
 
 from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer, comp, free_vars, py_const, py_decode, row_reduction
+from ..exprs import FLOATS, Printer, comp, fold_grid, free_vars, py_const, py_decode, row_reduction
 from ..triton.ops import MAX_SINGLE_PASS, Ctx
 
 JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.float32", "float64": "jnp.float64",
@@ -205,8 +205,10 @@ def matmul(k: Kernel, sched: Schedule) -> str:
     if not hasattr(g.dot.body, "op") or g.dot.body.op != "mul":  # type: ignore[attr-defined]
         raise UnsupportedKernel("not a single GEMM")
     M, N, K, B = gemm_dims(k)
-    head = ["pid = pl.program_id(0)", "bid = pl.program_id(1)",
-            f"num_m = {-(-M // sched['BM'])}", f"num_n = {-(-N // sched['BN'])}",
+    tiles = -(-M // sched["BM"]) * -(-N // sched["BN"])
+    grid = (["pid = pl.program_id(0)", f"bid = pid // {tiles}", f"pid = pid % {tiles}"] if fold_grid(sched, B) else
+            ["pid = pl.program_id(0)", "bid = pl.program_id(1)"])
+    head = [*grid, f"num_m = {-(-M // sched['BM'])}", f"num_n = {-(-N // sched['BN'])}",
             "group = GROUP_M * num_n", "first_m = (pid // group) * GROUP_M",
             "gsz = jnp.minimum(num_m - first_m, GROUP_M)",
             "pm = first_m + (pid % group) % gsz", "pn = (pid % group) // gsz",

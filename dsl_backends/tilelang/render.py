@@ -18,7 +18,7 @@ from ir.kernel.schedule import Schedule
 
 from ..base import UnsupportedKernel
 from ..cstyle import View, views
-from ..exprs import Printer, comp, py_decode, row_reduction
+from ..exprs import Printer, comp, fold_grid, py_decode, row_reduction
 from .exprs import BF16_HELPERS, TIR, Scope, const, store
 
 MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loop over chunks
@@ -221,6 +221,10 @@ def matmul(k: Kernel, sched: Schedule) -> str:
               "STAGES": f"{sched.get('num_stages', 2)} if gpu else 1",
               "THREADS": f"{sched.get('threads', 128)} if gpu else 1", "TENSOR_CORES": tc, "IN_T": in_t}
     kl = f"with T.Kernel(T.ceildiv({N}, BN), T.ceildiv({M}, BM), {B}, threads=THREADS) as (bx, by, bz):"
+    nt_n, nt_m = -(-N // sched["BN"]), -(-M // sched["BM"])
+    if fold_grid(sched, nt_m, B):  # past the grid's y/z limit: one axis, each block decoding its tile
+        kl = f"with T.Kernel({nt_n * nt_m * B}, threads=THREADS) as bt:"
+        lines = [f"bx = bt % {nt_n}", f"by = bt // {nt_n} % {nt_m}", f"bz = bt // {nt_n * nt_m}"] + lines
     return _factory(k, sched, consts, kl, lines)
 
 

@@ -12,7 +12,7 @@ from ir.kernel.ir import Kernel, KernelProgram, Reduce, walk
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
-from ..exprs import pow2, row_coords, strided_reduction
+from ..exprs import fold_grid, pow2, row_coords, strided_reduction
 from . import ops, render, scan, tma
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -151,7 +151,8 @@ def _split_precision(k: Kernel, target: HardwareModel) -> bool:
 
 def _matmul_launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
     M, N, _, B = gemm_dims(k)
-    grid = f"(triton.cdiv({M}, {s['BM']}) * triton.cdiv({N}, {s['BN']}), {B})"
+    tiles = f"triton.cdiv({M}, {s['BM']}) * triton.cdiv({N}, {s['BN']})"
+    grid = f"({tiles} * {B},)" if fold_grid(s, B) else f"({tiles}, {B})"
     return [f"{k.name}[{grid}]({_args(k, s, ref)}, BM={s['BM']}, BN={s['BN']}, BK={s['BK']}, "
             f"GROUP_M={s['GROUP_M']}, {_opts(s)}, num_stages={s.get('num_stages', 3)})"]
 

@@ -9,7 +9,7 @@ from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Kernel, Var
 from ir.kernel.schedule import Schedule
 
-from ..exprs import Printer, pow2, py_decode, row_coords, row_reduction
+from ..exprs import Printer, fold_grid, pow2, py_decode, row_coords, row_reduction
 from . import tma
 from .ops import MAX_SINGLE_PASS, TL, Ctx, signature, store_value
 
@@ -164,8 +164,12 @@ def matmul(k: Kernel, sched: Schedule) -> str:
     dot, a_e, b_e, kname = g.dot, g.a, g.b, g.k.name
     m_vars, n_vars, b_vars_ = g.rows, g.cols, g.batch
     M, N, K = math.prod(e for _, e in m_vars), math.prod(e for _, e in n_vars), g.k.extent
-    head = ["pid = tl.program_id(0)", "bid = tl.program_id(1)",
-            f"num_m = tl.cdiv({M}, BM)", f"num_n = tl.cdiv({N}, BN)",
+    B = math.prod(e for _, e in b_vars_)
+    # a batch past the grid's y limit folds into axis 0 (batch-major)
+    grid = (["pid = tl.program_id(0)", f"bid = pid // (tl.cdiv({M}, BM) * tl.cdiv({N}, BN))",
+             f"pid = pid % (tl.cdiv({M}, BM) * tl.cdiv({N}, BN))"] if fold_grid(sched, B) else
+            ["pid = tl.program_id(0)", "bid = tl.program_id(1)"])
+    head = [*grid, f"num_m = tl.cdiv({M}, BM)", f"num_n = tl.cdiv({N}, BN)",
             "group = GROUP_M * num_n", "first_m = (pid // group) * GROUP_M",
             "gsz = tl.minimum(num_m - first_m, GROUP_M)",
             "pm = first_m + (pid % group) % gsz", "pn = (pid % group) // gsz",
