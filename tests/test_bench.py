@@ -53,7 +53,14 @@ def test_bench_needs_solutions_or_a_dsl(capsys):
     assert "pass --solutions DIR" in capsys.readouterr().err
 
 
-def test_bench_translates_when_given_a_dsl(tmp_path):
+def test_bench_translates_when_given_a_dsl(tmp_path, monkeypatch):
+    import akg_agent.bench.runner as runner
+    import akg_agent.translate as tr
+
+    calls: list[str] = []
+    for mod, name in ((runner, "verify"), (tr, "verify")):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _real=real, _n=mod.__name__, **k: calls.append(_n) or _real(*a, **k))
     out = tmp_path / "out"
     assert main(["bench", str(problem_path("mm_scalar_mul")), "--dsl", "cpp", "--out", str(out),
                  "--baselines", "eager", "--trials", "3"]) == 0
@@ -62,6 +69,31 @@ def test_bench_translates_when_given_a_dsl(tmp_path):
     # the written module's input guard, timed on its own: microseconds per call, far below a launch
     guard = doc["records"][0]["guard_us"]
     assert 0 < guard < 50 and doc["summary"]["guard_us_median"] == guard
+    assert calls == ["akg_agent.bench.runner"]  # verified once, by the bench's own timed run
+
+
+def test_time_waiting_for_the_timing_lock_does_not_count_against_the_limit(tmp_path):
+    """A run that notes 3 s spent waiting for the lock finishes under a 2 s limit; one that does not
+    note them times out."""
+    import subprocess
+    import sys
+
+    from akg_agent.verifier.sandbox import communicate
+
+    wait = tmp_path / "lock_wait"
+    script = ("import sys, time; from pathlib import Path; p = Path(sys.argv[1]); note = sys.argv[2] == '1'\n"
+              "if note: p.write_text(f'0 {time.time()}')\n"
+              "t0 = time.time(); time.sleep(3)\n"
+              "if note: p.write_text(f'{time.time() - t0} 0')\n"
+              "time.sleep(0.3); print('done')")
+    for note, finishes in (("1", True), ("0", False)):
+        wait.unlink(missing_ok=True)
+        proc = subprocess.Popen([sys.executable, "-c", script, str(wait), note], stdout=subprocess.PIPE)
+        out = communicate(proc, 2.0, wait)
+        if out is None:
+            proc.kill()
+            proc.communicate()
+        assert (out is not None and b"done" in out) == finishes
 
 
 def _timed_intervals(lock: str | None) -> list[tuple[float, float]]:
@@ -114,7 +146,7 @@ def test_timing_waits_for_runs_that_hold_the_gpu(tmp_path):
               "timing.hold_shared(); print('held', flush=True); time.sleep(1.5)")
     proc = subprocess.Popen([sys.executable, "-c", holder, lock], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout.readline().strip() == "held"
-    timing.LOCK_PATH = lock
+    timing.LOCK_PATH, timing.WAIT_PATH = lock, str(tmp_path / "lock_wait")
     try:
         t0 = time.perf_counter()
         with timing.exclusive():
@@ -122,9 +154,11 @@ def test_timing_waits_for_runs_that_hold_the_gpu(tmp_path):
             with timing.exclusive():  # re-entrant
                 pass
     finally:
-        timing.LOCK_PATH = None
+        timing.LOCK_PATH = timing.WAIT_PATH = None
     proc.wait()
     assert waited > 0.8
+    noted, since = map(float, (tmp_path / "lock_wait").read_text().split())  # what the sandbox credits
+    assert since == 0 and noted == pytest.approx(waited, abs=0.2)
 
 
 def test_spearman():

@@ -13,11 +13,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dsl_backends import sandbox_env
+
+from .timing import LOCK_WAIT_FILE
 
 CLONE_NEWNET = 0x40000000
 
@@ -52,6 +55,29 @@ def _env(run_dir: Path, device: str) -> dict[str, str]:
     return env
 
 
+def lock_wait(path: Path) -> float:
+    """Seconds a run has spent waiting for the shared timing lock, as it notes them (timing.WAIT_PATH)."""
+    try:
+        waited, since = map(float, path.read_text().split())
+    except (OSError, ValueError):
+        return 0.0
+    return waited + (time.time() - since if since else 0.0)
+
+
+def communicate(proc: subprocess.Popen, timeout_s: float, wait_file: Path) -> bytes | None:
+    """The process's output, or None once it has run `timeout_s` of its own time: what it spends
+    waiting for another run's timing (`akg bench --jobs`) does not count."""
+    start = time.monotonic()
+    while True:
+        left = start + timeout_s + lock_wait(wait_file) - time.monotonic()
+        if left <= 0:
+            return None
+        try:
+            return proc.communicate(timeout=min(left, 1.0))[0]
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="akg-verify-"))
     try:
@@ -66,9 +92,8 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
                                 cwd=run_dir, env=_env(run_dir, job["device"]), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 preexec_fn=lambda: _preexec(mem))
-        try:
-            output, _ = proc.communicate(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
+        output = communicate(proc, limits.timeout_s, run_dir / LOCK_WAIT_FILE)
+        if output is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             return {"status": "rejected", "code": "timeout",

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,14 +27,35 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024
 # builds and checks, and exclusively while it times, so a timed loop never overlaps another run's GPU
 # work (flock converts shared -> exclusive by dropping and waiting: no deadlock).
 LOCK_PATH: str | None = None
+# where this run notes the time it waits for that lock ("<seconds waited> <waiting since, or 0>"): the
+# sandbox does not count it against the run's time limit
+WAIT_PATH: str | None = None
+LOCK_WAIT_FILE = "lock_wait"  # its name in the run directory
 _local = threading.local()
+
+
+def _flock(f: Any, op: int) -> None:
+    """flock, noting in WAIT_PATH how long it blocks."""
+    if WAIT_PATH is None:
+        fcntl.flock(f, op)
+        return
+    try:
+        fcntl.flock(f, op | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    waited = float(Path(WAIT_PATH).read_text().split()[0]) if Path(WAIT_PATH).is_file() else 0.0
+    since = time.time()
+    Path(WAIT_PATH).write_text(f"{waited} {since}")
+    fcntl.flock(f, op)
+    Path(WAIT_PATH).write_text(f"{waited + time.time() - since} 0")
 
 
 def hold_shared() -> None:
     """Marks this process as using the GPU until it exits (or times, which takes the lock exclusively)."""
     if LOCK_PATH is not None and getattr(_local, "shared", None) is None:
         f = open(LOCK_PATH, "a")  # noqa: SIM115 - held for the life of the process
-        fcntl.flock(f, fcntl.LOCK_SH)
+        _flock(f, fcntl.LOCK_SH)
         _local.shared = f
 
 
@@ -49,7 +71,7 @@ def exclusive() -> Iterator[None]:
         return
     shared = getattr(_local, "shared", None)
     f = shared or open(LOCK_PATH, "a")  # noqa: SIM115
-    fcntl.flock(f, fcntl.LOCK_EX)
+    _flock(f, fcntl.LOCK_EX)
     _local.depth = 1
     try:
         yield
@@ -59,7 +81,7 @@ def exclusive() -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
         else:
-            fcntl.flock(f, fcntl.LOCK_SH)
+            _flock(f, fcntl.LOCK_SH)
 
 
 @dataclass

@@ -376,6 +376,7 @@ def main(argv: list[str]) -> int:
     result_path = Path(job["result"])
     if (job.get("timing") or {}).get("lock"):  # `akg bench --jobs`: runs share the GPU, one times at once
         timing.LOCK_PATH = job["timing"]["lock"]
+        timing.WAIT_PATH = str(result_path.parent / timing.LOCK_WAIT_FILE)
         timing.hold_shared()
     try:
         result = profile_run(job) if job.get("profile") else check(job)
