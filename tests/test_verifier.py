@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from akg_agent.cli import main
-from akg_agent.verifier import verify
+from akg_agent.verifier import verify, worker
 from akg_agent.verifier.guard import AtenGuard, undeclared
 from akg_agent.verifier.policy import TolerancePolicy, compare, is_degenerate
 from akg_agent.verifier.sandbox import Limits
 from akg_agent.verifier.timing import Timing, side_stream_suspected, time_callable
+from akg_agent.verifier.worker import _compare, _fingerprint
 
 from .conftest import ROOT, problem_path
 
@@ -178,3 +179,46 @@ def test_speed_of_light_bound_follows_the_algebraic_rewrites():
     written = speed_of_light(lift(problem), load_target("h100")).sol_s
     # linear then a row sum is a GEMV after simplification: memory-bound, far below the GEMM's bound
     assert sol_bound(problem, "h100") < written / 10
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(worker, "CHUNK", 1000)  # the chunked paths at a test's size
+    return 1000
+
+
+def test_fingerprints_see_any_one_element_change(small_chunks):
+    CHUNK = small_chunks
+    x = torch.randn(3 * CHUNK + 17)
+    fp = _fingerprint(x)
+    assert _fingerprint(x.clone()) == fp
+    for i in (0, CHUNK + 5, x.numel() - 1):
+        y = x.clone()
+        y[i] += 1e-3
+        assert _fingerprint(y) != fp
+    z = x.clone()
+    z[7] = math.nan
+    assert _fingerprint(z) != fp and _fingerprint(z.clone()) == _fingerprint(z)
+    w = x.clone()
+    w[[3, 4]] = w[[4, 3]]  # the same values elsewhere
+    assert _fingerprint(w) != fp
+
+
+def test_large_outputs_are_compared_in_chunks_with_the_same_verdict(small_chunks):
+    CHUNK = small_chunks
+    ref = torch.randn(2 * CHUNK + 100)
+    ref64 = ref.double()
+    good = ref.clone()
+    assert _compare(good, ref, TolerancePolicy(), ref64).ok
+    bad = ref.clone()
+    bad[-3] += 0.5  # in the last chunk
+    res = _compare(bad, ref, TolerancePolicy(), ref64)
+    assert not res.ok and res.reason.startswith("1 of")
+    assert res.reason == compare(bad[2 * CHUNK:], ref[2 * CHUNK:], TolerancePolicy(), ref64[2 * CHUNK:]).reason
+
+
+def test_the_verifier_reports_its_peak_against_the_footprint():
+    v = verify(SCALE, CASES / "genuine_cpp_scale.py", seeds=(0, 1))
+    d = v.details
+    assert v.accepted and d["footprint_bytes"] == 2 * 64 * 64 * 4  # A and A * 3.5
+    assert d["peak_bytes"] >= 0 and d["peak_over_footprint"] is not None

@@ -11,9 +11,11 @@ import importlib.util
 import ipaddress
 import json
 import math
+import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from ir.problem import load_problem
 
 from . import timing
 from .guard import AtenGuard, undeclared
-from .policy import TolerancePolicy, compare
+from .policy import TolerancePolicy, compare, is_degenerate
 from .timing import side_stream_suspected, time_callable
 
 
@@ -92,6 +94,50 @@ def _poison_allocator(sizes: list[int], device: torch.device, value: float = mat
     del blocks
 
 
+CHUNK = 1 << 22  # elements compared at once: the float64 copies a comparison makes stay this size
+
+
+def _fingerprint(x: Any) -> Any:
+    """A tensor's identity for the replay and input-mutation checks without keeping a copy: its type,
+    its sum and a position-weighted sum in float64 (NaNs as a value of their own), in chunks."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    flat = x.detach().reshape(-1)
+    s1 = s2 = 0.0
+    for lo in range(0, flat.numel(), CHUNK):
+        v = torch.nan_to_num(flat[lo:lo + CHUNK].double(), nan=1.2345e300)
+        w = ((torch.arange(lo, lo + v.numel(), device=v.device, dtype=torch.float64) * 2654435761) % 1000003) / 1000003
+        s1 += float(v.sum())
+        s2 += float((v * (w + 0.5)).sum())
+    return (str(x.dtype), tuple(x.shape), s1, s2)
+
+
+def _compare(c: torch.Tensor, r: torch.Tensor, policy: TolerancePolicy, r64: torch.Tensor | None) -> Any:
+    """`compare`, over flat chunks where an output is large (each chunk copied to the host in float64
+    on its own); a degenerate reference is judged whole."""
+    if not isinstance(c, torch.Tensor) or c.shape != r.shape or c.numel() <= CHUNK or c.dtype != r.dtype \
+            or is_degenerate(r.detach(), *policy.for_dtype(r.dtype)):
+        return compare(c, r, policy, r64)
+    fc, fr = c.detach().reshape(-1), r.detach().reshape(-1)
+    f64 = r64.detach().reshape(-1) if r64 is not None else None
+    worst = None
+    for lo in range(0, fc.numel(), CHUNK):
+        res = compare(fc[lo:lo + CHUNK], fr[lo:lo + CHUNK], policy, f64[lo:lo + CHUNK] if f64 is not None else None)
+        if not res.ok:
+            return res
+        if worst is None or res.max_abs_err > worst.max_abs_err:
+            worst = res
+    return worst
+
+
+def _nbytes(x: Any) -> int:
+    return x.numel() * x.element_size() if isinstance(x, torch.Tensor) else 0
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, label: str) -> list[Any]:
     try:
         with torch.no_grad(), guard:
@@ -143,32 +189,47 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - some references cannot run in float64
         ref64 = None
 
-    trials: list[tuple[str, list[Any]]] = [(f"seed {s}", problem.make_inputs(s)) for s in job["seeds"]]
+    # each trial's inputs are made when it runs: one trial's tensors alive at a time
+    trials: list[tuple[str, Callable[[], list[Any]]]] = [
+        (f"seed {sd}", lambda sd=sd: problem.make_inputs(sd)) for sd in job["seeds"]]
     if job.get("variants", True):
-        base = problem.make_inputs(job["seeds"][0])
         fixed = frozenset(getattr(problem.module, "AKG_FIXED_INPUTS", ()))
-        trials.append(("signed inputs", _signed_variant(base, 1234, fixed)))
+        trials.append(("signed inputs",
+                       lambda: _signed_variant(problem.make_inputs(job["seeds"][0]), 1234, fixed)))
     guard_ops: set[str] = set()
-    history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
+    history: list[tuple[list[Any], list[Any]]] = []  # fingerprints of each trial's outputs
     details: dict[str, Any] = {"trials": [], "degenerate_outputs": [], "library_calls": declared,
                                "numerics": {"cudnn_tf32": torch.backends.cudnn.allow_tf32,
                                             "matmul_tf32": torch.backends.cuda.matmul.allow_tf32},
                                "mode": "train" if train else "eval"}
     passed_first = False
+    footprint = 0
+    base_rss = _peak_rss()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        base_gpu = torch.cuda.memory_allocated(device)
     # random ops inside forward draw from torch's global generator: the reference, its float64 copy and
     # the candidate are seeded alike before each call, so they draw the same numbers
     details["rng"] = "torch.manual_seed(10007 + trial) before each call of the reference and the candidate"
-    for trial, (label, raw) in enumerate(trials):
+    for trial, (label, make) in enumerate(trials):
         rng = 10007 + trial
+        raw = make()
         inputs = [_to(x, device) for x in raw]
         with torch.no_grad():
             torch.manual_seed(rng)
             ref_out = _outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             r64 = None
+            if ref64 is not None and device.type == "cuda" and not details.get("float64_reference_on"):
+                # a float64 copy of a large problem does not fit beside the candidate: run it on the host
+                big = sum(_nbytes(x) for x in raw) + sum(_nbytes(o) for o in ref_out)
+                if 4 * big > torch.cuda.mem_get_info(device)[0]:
+                    ref64 = ref64.cpu()
+                    details["float64_reference_on"] = "cpu"
             if ref64 is not None:
+                dev64 = torch.device("cpu") if details.get("float64_reference_on") == "cpu" else device
                 try:
                     torch.manual_seed(rng)
-                    r64 = _outputs(ref64(*[_to(x, device, double=True) for x in raw]))
+                    r64 = _outputs(ref64(*[_to(x, dev64, double=True) for x in raw]))
                 except Exception:  # noqa: BLE001
                     r64 = None
         if label == "signed inputs" and any(o.is_floating_point() and not bool(torch.isfinite(o).all())
@@ -176,24 +237,25 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             continue  # the reference itself is not defined on this distribution
         keep = [o.detach().clone() for o in ref_out]
         sizes = [o.numel() * o.element_size() for o in ref_out]
+        footprint = max(footprint, sum(sizes) + sum(_nbytes(x) for x in inputs))
         for o in ref_out:  # the reference's own buffers now hold NaN: reading them is caught
             if o.is_floating_point():
                 o.fill_(math.nan)
         del ref_out
-        before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        before = [_fingerprint(x) for x in inputs]
         guard = AtenGuard()
         _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
         torch.manual_seed(rng)
         out = _run(cand, inputs, guard, device, label)
         guard_ops |= set(guard.compute_ops())
         for i, (b, x) in enumerate(zip(before, inputs)):
-            if isinstance(b, torch.Tensor) and not torch.equal(torch.nan_to_num(b), torch.nan_to_num(x)):
+            if isinstance(x, torch.Tensor) and _fingerprint(x) != b:
                 raise Reject("input_mutated", f"ModelNew.forward writes into input {i} ({label})")
         if len(out) != len(keep):
             raise Reject("wrong_outputs", f"{len(out)} outputs, the reference has {len(keep)}")
-        out_cpu = [o.detach().cpu().clone() if isinstance(o, torch.Tensor) else o for o in out]
-        for i, (c, r) in enumerate(zip(out_cpu, keep)):
-            res = compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
+        out_fp = [_fingerprint(o) for o in out]
+        for i, (c, r) in enumerate(zip(out, keep)):
+            res = _compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
             if res.degenerate and i not in details["degenerate_outputs"]:
                 details["degenerate_outputs"].append(i)
             details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err,
@@ -201,25 +263,32 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             if res.ok:
                 continue
             for prev_c, prev_r in history:  # an earlier answer returned for new inputs
-                if i < len(prev_c) and isinstance(c, torch.Tensor) and prev_c[i].shape == c.shape \
-                        and torch.equal(torch.nan_to_num(prev_c[i]), torch.nan_to_num(c)) \
-                        and not torch.equal(torch.nan_to_num(prev_r[i]), torch.nan_to_num(r.cpu())):
+                if i < len(prev_c) and isinstance(c, torch.Tensor) and prev_c[i] == out_fp[i] \
+                        and prev_r[i] != _fingerprint(r):
                     raise Reject("replayed", f"output {i} repeats an earlier answer for different inputs "
                                              f"(cached or replayed; {label})")
             # run again on the same inputs over differently poisoned memory: an output that changes
             # was never (fully) written by the candidate
-            args = [b.clone() if isinstance(b, torch.Tensor) else b for b in before]
-            _poison_allocator(sizes, device, value=-7.7e30)  # after the clones: the candidate gets these blocks
+            args = [_to(x, device) for x in raw]
+            _poison_allocator(sizes, device, value=-7.7e30)  # after the copies: the candidate gets these blocks
             torch.manual_seed(rng)
             again = _run(cand, args, AtenGuard(), device, label)
-            if i < len(again) and isinstance(c, torch.Tensor) and not compare(again[i].detach().cpu(), c, policy).ok:
+            if i < len(again) and isinstance(c, torch.Tensor) and not _compare(again[i], c, policy, None).ok:
                 raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
                                              f"uninitialised or stale memory ({label})")
             hint = " (correct on the first seed only: special-cased?)" if passed_first else ""
             code = "degenerate" if res.degenerate else "wrong_values"
             raise Reject(code, f"output {i} wrong on {label}: {res.reason}{hint}")
         passed_first = True
-        history.append((out_cpu, [k.cpu() for k in keep]))
+        history.append((out_fp, [_fingerprint(k) for k in keep]))
+        del inputs, raw, out, keep, r64  # one trial's tensors at a time
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    # the verifier's own peak, as a multiple of one trial's inputs and outputs (the problem's footprint)
+    peak = (torch.cuda.max_memory_allocated(device) - base_gpu if device.type == "cuda"
+            else max(0, _peak_rss() - base_rss))
+    details.update(footprint_bytes=footprint, peak_bytes=peak,
+                   peak_over_footprint=round(peak / footprint, 2) if footprint else None)
     _check_state(ref, cand, policy, len(history))
     bad_ops = undeclared(sorted(guard_ops), declared)
     if bad_ops:
