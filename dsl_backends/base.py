@@ -127,10 +127,19 @@ def available() -> dict[str, Manifest]:
     return dict(_manifests())
 
 
+class Requires(NamedTuple):
+    """The GPU a module's kernels need: compute capability at least `capability` (of the same major
+    where `same_major`: a cubin built for sm_90a runs on 9.0 only), and why."""
+    capability: tuple[int, int]
+    why: str
+    same_major: bool = False
+
+
 class Frame(NamedTuple):
     imports: list[str]
     prelude: str
     sources: dict[str, str]
+    requires: Requires | None = None  # checked on the inputs' GPU before any launch
 
 
 Ref = Callable[[Buf | None], str]  # a buffer's name in the written module's forward
@@ -187,7 +196,7 @@ class BackendBase:
         sources = {k.name: self.render_kernel(k, schedules[k.name], target) for k in prog.kernels()}
         f = self.frame(prog, schedules, target, sources)
         return write_module(prog, schedules, meta, f.imports, f.prelude, f.sources, self.launch, weights,
-                            self.manifest.devices, self.manifest.runtime)
+                            self.manifest.devices, self.manifest.runtime, f.requires)
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

@@ -70,6 +70,24 @@ def _akg_guard(args):
 '''
 
 
+REQUIRE = '''_AKG_CAPABLE = {}
+
+
+def _akg_require(x):
+    """The GPU holding the inputs has what the kernels were built for (checked once per device)."""
+    if x.device.type != "cuda":
+        return
+    ok = _AKG_CAPABLE.get(x.device)
+    if ok is None:
+        (need, why, same), cap = _AKG_REQUIRES, torch.cuda.get_device_capability(x.device)
+        ok = _AKG_CAPABLE[x.device] = cap >= need and (not same or cap[0] == need[0])
+        if not ok:
+            raise RuntimeError(f"this module's kernels need a GPU of compute capability {need[0]}.{need[1]}"
+                               f"{' exactly' if same else ' or newer'} ({why}); {torch.cuda.get_device_name(x.device)} "
+                               f"is {cap[0]}.{cap[1]}: translate it again with --target for this GPU")
+'''
+
+
 def torch_dtype(dt: str) -> str:
     return str(DTYPES[dt])
 
@@ -162,7 +180,7 @@ def envelope(prog: KernelProgram, meta: dict[str, Any]) -> list[tuple[str, Buf |
 def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], imports: list[str], prelude: str,
                  sources: dict[str, str], launch: Callable[[Kernel, Schedule, Callable[[Buf], str]], list[str]],
                  weights: dict[str, torch.Tensor], devices: tuple[str, ...] = ("cpu",),
-                 runtime: tuple[str, ...] = ()) -> str:
+                 runtime: tuple[str, ...] = (), requires: Any = None) -> str:
     """The module's text (without its header). `devices`: the device types its launches accept;
     `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix)."""
     state = meta.get("state_dict", [])
@@ -195,6 +213,9 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
     lines += [f"    ({name!r}, {tuple(b.shape)!r}, {torch_dtype(b.dtype)}, None)," if b is not None else
               f"    ({name!r}, None, None, {value!r})," for name, b, value in env]
     lines += ["]", f"_AKG_DEVICES = {tuple(devices)!r}"]
+    if requires is not None:
+        lines += [f"_AKG_REQUIRES = {tuple(requires.capability)!r}, {requires.why!r}, {requires.same_major!r}",
+                  REQUIRE]
     ins = [b.name for b in prog.inputs]
     params = [name for name, _, _ in env]
     lines += ["", "", "class ModelNew(nn.Module):", "    def __init__(self, *args, **kwargs):",
@@ -205,6 +226,9 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
               "            _akg_register(self, key, _akg_const(data, dtype, shape), kind)", "",
               f"    def forward(self, {', '.join(params)}):"]
     body: list[str] = [f"_akg_guard(({''.join(p + ', ' for p in params)}))"]
+    if requires is not None and ins:
+        first = next(name for name, b, _ in env if b is not None)
+        body.append(f"_akg_require({first})")
     names: dict[str, str] = {b.name: b.name for b in prog.inputs}
     for name, b, _ in env:
         if b is not None:

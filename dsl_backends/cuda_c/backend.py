@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +21,7 @@ from ir.errors import AkgError
 from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import BackendBase, Frame, Manifest, Ref, Template
+from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
 from ..cstyle import CStyle
 from ..simt import Dialect, body_lines, launch_dims
 from . import vector, wmma
@@ -82,6 +83,14 @@ def program_source(kernels: Iterable[str]) -> str:
     return PRELUDE_CU + "\n\n".join(kernels) + "\n"
 
 
+def built_for(arch: str) -> Requires | None:
+    """What a cubin built for `arch` runs on: sm_XY on X.Y and newer of major X (sm_90a on 9.0 only)."""
+    m = re.fullmatch(r"sm_(\d+)(\d)(a?)", arch)
+    if m is None:
+        return None
+    return Requires((int(m.group(1)), int(m.group(2))), f"kernels compiled for {arch}", same_major=True)
+
+
 def nvcc_flags(arch: str) -> list[str]:
     return [*NVCC_FLAGS, f"-arch={arch}"]
 
@@ -137,7 +146,7 @@ class CudaBackend(BackendBase):
         src = program_source(sources.values())
         names = {k.name: len(k.inputs()) + 2 for k in prog.kernels()}  # pointers, then the stream
         return Frame([], f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n"
-                     f"_AKG_KERNELS = {names!r}\n" + BUILD, {})
+                     f"_AKG_KERNELS = {names!r}\n" + BUILD, {}, built_for(target.arch))
 
     def compile_only(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel) -> str:
         """Compiles every kernel with the local nvcc for the target's arch (no GPU needed); the line the

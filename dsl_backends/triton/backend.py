@@ -11,7 +11,7 @@ from ir.kernel.analysis import gemm_dims, split_gemm
 from ir.kernel.ir import Kernel, KernelProgram, Reduce, walk
 from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import BackendBase, Frame, Manifest, Ref, Template
+from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
 from ..exprs import fold_grid, pow2, row_coords, strided_reduction
 from . import ops, render, scan, tma
 
@@ -183,8 +183,11 @@ class TritonBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         tma_used = any(tma.wanted(schedules[k.name]) for k in prog.kernels())
+        split = any(schedules[k.name].get("input_precision") == "tf32x3" for k in prog.kernels())
+        requires = (Requires((9, 0), "TMA descriptors") if tma_used else
+                    Requires((8, 0), "TF32 tensor cores for 3xTF32") if split else None)
         return Frame(["import triton", "import triton.language as tl"],
-                     ops.PRELUDE + (tma.ALLOCATOR if tma_used else ""), sources)
+                     ops.PRELUDE + (tma.ALLOCATOR if tma_used else ""), sources, requires)
 
 
 BACKEND = TritonBackend()
