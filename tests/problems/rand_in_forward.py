@@ -10,7 +10,7 @@ class Model(nn.Module):
         self.linear = nn.Linear(32, 16)
 
     def forward(self, x):
-        h0 = torch.randn(x.shape[0], 16)
+        h0 = torch.randn(x.shape[0], 16, device=x.device)
         keep = torch.rand_like(h0) > 0.25
         return torch.where(keep, torch.tanh(self.linear(x) + h0), torch.zeros_like(h0))
 
