@@ -177,7 +177,8 @@ def _opaque(cx: LiftCtx, n: torch.fx.Node, name: str, args: Any, kwargs: dict[st
             path: str) -> Node:
     where = source_line(n, path)
     if not cx.allow_opaque:
-        raise AkgError(f"unsupported op {name} at {where}; rerun with --allow-opaque to leave it in torch")
+        raise AkgError(f"unsupported op {name} at {where}; rerun with --llm MODEL to have a model write it, "
+                       "or --allow-opaque to leave it in torch")
     if not isinstance(n.meta.get("val"), torch.Tensor):
         raise AkgError(f"unsupported op {name} at {where} returns several values; --allow-opaque keeps "
                        "only single-tensor ops")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from akg_agent.agents import RunConfig, run
+from akg_agent.agents.designer import rules_plan
 from akg_agent.agents.human import ScriptedHuman
 from akg_agent.agents.llm import ReplayModel
 from akg_agent.agents.scripted import ScriptedModel
@@ -248,3 +249,39 @@ def test_cli_translate_with_the_rules_engine_times_on_the_cpu(tmp_path):
                  "-o", str(out)]) == 0
     head = out.read_text().split("import base64")[0]
     assert "# measured: " in head and "speedup eager" in head, head
+
+
+OPAQUE = str(ROOT / "fixtures" / "opaque_inverse.py")
+
+
+def _opaque_cfg(tmp_path: Path, **kw) -> RunConfig:
+    return RunConfig(OPAQUE, "cpp", "cpu", budget=1, out=str(tmp_path / "out.py"), run_dir=str(tmp_path / "run"),
+                     seeds=(0, 1), use_ncu=False, **kw)
+
+
+def test_an_op_the_rules_engine_cannot_lower_goes_to_the_model(tmp_path):
+    # the scripted model's module: what a model would write (here the inverse stays a declared torch call)
+    t = build(OPAQUE, "cpp", "cpu", allow_opaque=True)
+    written = render(t)
+    base = rules_plan(t, 0.5, model=True)
+    assert [g.strategy for g in base.groups if "opaque" in g.ops] == ["model"]
+    assert any("cannot lower aten.linalg_inv.default: the model writes it" in g.why for g in base.groups)
+    keep = [{"group": g.group, "strategy": g.strategy} for g in base.groups]
+    model = ScriptedModel([fenced(json.dumps({"groups": keep, "notes": "keep the plan"}), "json"), fenced(written)])
+    st = run(_opaque_cfg(tmp_path), model=model)
+    (grp,) = [g for g in st.plan.groups if "opaque" in g.ops]
+    assert grp.strategy == "model"
+    (att,) = st.attempts
+    assert att.accepted and att.by != "rules" and st.result["verified"]
+
+
+def test_without_a_model_the_error_names_the_op_and_both_ways_on(tmp_path):
+    with pytest.raises(AkgError, match=r"unsupported op aten\.linalg_inv\.default at .*--llm MODEL.*--allow-opaque"):
+        run(_opaque_cfg(tmp_path), model=None)
+
+
+def test_allow_opaque_without_a_model_leaves_the_op_a_torch_call(tmp_path):
+    st = run(_opaque_cfg(tmp_path, allow_opaque=True), model=None)
+    (grp,) = [g for g in st.plan.groups if "opaque" in g.ops]
+    assert grp.strategy == "library" and "--allow-opaque" in grp.why
+    assert st.result["verified"] and st.attempts[0].by == "rules"

@@ -29,7 +29,9 @@ def hardware_notes(t: Translation) -> str:
     return prompts.render("hardware.j2", hw=t.target, dsls=dsls_for(t.target)).strip()
 
 
-def rules_plan(t: Translation, goal_frac: float) -> Plan:
+def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
+    """`model`: a model is at hand, and writes the groups the rules engine cannot lower (ops left
+    opaque); without one they stay torch calls (`--allow-opaque`)."""
     sol_ms = speed_of_light(t.graph, t.target).sol_s * 1e3
     libs = {s.group: s.op for s in t.program.library_calls()}
     kinds = get_backend(t.dsl).manifest.kinds
@@ -39,11 +41,14 @@ def rules_plan(t: Translation, goal_frac: float) -> Plan:
     groups = []
     for grp in t.plan.groups:
         est = estimate_group(grp, t.target).time_s * 1e3
-        strat = "library" if grp.id in libs else "generated"
-        why = "" if strat == "generated" else (
+        opaque = [str(n.attrs["target"]) for n in grp.nodes if n.op == "opaque"]
+        strat = "model" if opaque and model else "library" if grp.id in libs else "generated"
+        why = (f"the rules engine cannot lower {', '.join(opaque)}: the model writes it" if strat == "model" else
+               f"the rules engine cannot lower {', '.join(opaque)}: left a torch call (--allow-opaque)" if opaque else
+               "" if strat == "generated" else (
             "torch library call (cuDNN: faster than akg's fp32 implicit GEMM) + fused epilogue; --conv generated "
             "asks for the implicit GEMM" if libs[grp.id] == "conv" and "conv" in kinds else
-            "no generated kernel for this op yet: torch library call + fused epilogue")
+            "no generated kernel for this op yet: torch library call + fused epilogue"))
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))
     measurable = t.executor == "native"
@@ -61,7 +66,7 @@ class Designer:
     goal_frac: float = 0.5  # the goal: this fraction of speed-of-light
 
     def plan(self, t: Translation, state: RunState) -> Plan:
-        base = rules_plan(t, self.goal_frac)
+        base = rules_plan(t, self.goal_frac, model=self.model is not None)
         state.event("designer", "plan", by="rules", why="the rules engine's plan from the cost model")
         if self.model is None:
             return base

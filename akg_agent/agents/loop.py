@@ -116,8 +116,9 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
     if model is not None and not isinstance(model, ReplayModel):
         model = Recorder(model, st.run_dir / "transcript.json")  # replayable with --llm replay:PATH
     budget = cfg.budget or (5 if model is not None else 1)
-    t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"], allow_opaque=conf["allow_opaque"],
-              conv=conf.get("conv", "library"))
+    # with a model, ops the rules engine cannot lower stay in the graph for the model to write
+    t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"],
+              allow_opaque=conf["allow_opaque"] or model is not None, conv=conf.get("conv", "library"))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:
