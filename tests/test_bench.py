@@ -201,3 +201,39 @@ def test_bench_times_several_solution_folders_side_by_side(tmp_path, capsys):
 def test_bench_rejects_a_malformed_solutions_list(tmp_path, capsys):
     assert main(["bench", str(problem_path("mm_scalar_mul")), "--solutions", f"cpp={tmp_path},={tmp_path}"]) == 2
     assert "label=DIR" in capsys.readouterr().err
+
+
+def test_jobs_are_admitted_while_their_memory_fits():
+    """Three jobs of 6, 6 and 12 units on a device of 13: the two small ones overlap, the large one
+    (more than the whole device) runs alone."""
+    import threading
+    import time
+
+    from akg_agent.bench.admission import MemoryGate
+
+    gate, spans, lock = MemoryGate(13), {}, threading.Lock()
+
+    def job(name: str, need: int) -> None:
+        with gate.hold(need):
+            t0 = time.perf_counter()
+            time.sleep(0.2)
+            with lock:
+                spans[name] = (t0, time.perf_counter())
+
+    ts = [threading.Thread(target=job, args=a) for a in (("a", 6), ("b", 6), ("big", 20))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+    def overlap(x: str, y: str) -> bool:
+        return spans[x][0] < spans[y][1] and spans[y][0] < spans[x][1]
+
+    assert overlap("a", "b") and not overlap("a", "big") and not overlap("b", "big")
+
+
+def test_a_problems_verification_memory_is_estimated_from_its_sizes():
+    from akg_agent.bench.admission import PEAK_FACTOR, verification_bytes
+
+    assert verification_bytes(problem_path("mm_square")) == PEAK_FACTOR * 3 * 64 * 64 * 4
+    assert verification_bytes(ROOT / "no_such_problem.py") == 0

@@ -13,8 +13,10 @@ from typing import Any
 from akg_agent.translate import translate
 from akg_agent.verifier import verify
 from akg_agent.verifier.sandbox import Limits
+from hardware_models.spec import load_target
 from ir.errors import AkgError
 
+from .admission import MemoryGate, device_capacity, verification_bytes
 from .metrics import summarize
 from .report import render
 
@@ -132,11 +134,12 @@ def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path, j
 
 def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
               trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
-              on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1
-              ) -> dict[str, Any]:
-    """`jobs` > 1 runs that many problems' verifications at once: builds, checks and torch.compile
-    overlap, but a run times only while no other run uses the GPU (a lock file held shared while
-    building and checking, exclusively while timing)."""
+              on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1,
+              memory_bytes: int | None = None) -> dict[str, Any]:
+    """`jobs` > 1 runs that many problems' verifications at once, while their estimated memory fits the
+    device (`memory_bytes`, default its free memory): builds, checks and torch.compile overlap, but a
+    run times only while no other run uses the GPU (a lock file held shared while building and
+    checking, exclusively while timing)."""
     problems = collect(paths)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -152,13 +155,18 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
             raise AkgError(f"no such solutions folder: {d}")
     labels = list(dirs)
     lock = str((out / "timing.lock").resolve()) if jobs > 1 else None
+    gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(load_target(target).kind))
 
     def one(p: Path) -> dict[str, Any]:
         have = [lb for lb in labels if (dirs[lb] / p.name).is_file()]
         main = have[0] if have else labels[0]
         peers = {lb: dirs[lb] / p.name for lb in have[1:]}
-        rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None, lock)
+        need = verification_bytes(p) if jobs > 1 else 0
+        with gate.hold(need):  # several at once only while their memory fits the device
+            rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None, lock)
         rec["main_label"] = main
+        if need:
+            rec["admitted_bytes"] = need
         return rec
 
     records: list[dict[str, Any]] = []

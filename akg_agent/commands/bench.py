@@ -66,7 +66,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             live.update(_table(rows, baselines, done, total))
 
         doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
-                        timeout_s=args.timeout, dsl=args.dsl, on_record=on_record, jobs=args.jobs)
+                        timeout_s=args.timeout, dsl=args.dsl, on_record=on_record, jobs=args.jobs,
+                        memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None)
     groups = {lb: g["summary"] for lb, g in doc.get("by_label", {}).items()} or {"": doc["summary"]}
     if "by_label" in doc:
         console.print(_side_by_side(doc, baselines))
@@ -92,5 +93,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--jobs", type=int, default=1, help="problems verified at once; a run times only while no "
-                   "other uses the GPU (a lock file), so timings stay clean")
+                   "other uses the GPU (a lock file), so timings stay clean, and only while their estimated "
+                   "memory fits the device")
+    p.add_argument("--memory-gb", type=float, default=None,
+                   help="memory --jobs may fill (default: the device's free memory)")
     p.set_defaults(fn=cmd_bench)
