@@ -189,8 +189,11 @@ class CompiledGraph:
         if made >= self.opts.max_compiles:
             return self._torch(f"more than max_compiles={self.opts.max_compiles} input sizes "
                                "(raise it with options={'max_compiles': N})")
-        digest = hashlib.sha256("\n".join([self.gm.code, repr(key), self.report.dsl, self.report.target,
-                                           versions(get_backend(self.report.dsl).manifest)]).encode()).hexdigest()[:24]
+        h = hashlib.sha256("\n".join([self.gm.code, repr(key), self.report.dsl, self.report.target,
+                                     versions(get_backend(self.report.dsl).manifest)]).encode())
+        for k, v in sorted(self.gm.state_dict().items()):  # constants the graph holds: part of its meaning
+            h.update(k.encode() + v.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        digest = h.hexdigest()[:24]
         cached = _cache_root(self.opts) / digest
         module = cached / "module.py"
         if module.is_file():
@@ -203,7 +206,8 @@ class CompiledGraph:
             self.report.translations += 1
         model = _load(module)()
         model.load_state_dict(_load_reference(cached).state_dict(), strict=True)
-        model.eval()
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+        model.to(device).eval()
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
         if self.single:
