@@ -9,16 +9,37 @@ import importlib.util
 import json
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
+from akg_agent.translate import build, render
+from ir.kernel.schedule import Schedule
+
 N = 4096
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gemm_fp32.py"
+# akg's Triton GEMM with the tuned fp32 tile, and 3xTF32 with four tiles
+SCHEDULES = {
+    "ieee_128x256x32": Schedule(BM=128, BN=256, BK=32, GROUP_M=8, num_stages=2, num_warps=8),
+    "tf32x3_128x128x32": Schedule(BM=128, BN=128, BK=32, GROUP_M=8, num_stages=3, num_warps=8,
+                                  input_precision="tf32x3"),
+    "tf32x3_128x256x32": Schedule(BM=128, BN=256, BK=32, GROUP_M=8, num_stages=3, num_warps=8,
+                                  input_precision="tf32x3"),
+    "tf32x3_128x128x64": Schedule(BM=128, BN=128, BK=64, GROUP_M=8, num_stages=3, num_warps=8,
+                                  input_precision="tf32x3"),
+    "tf32x3_64x128x64": Schedule(BM=64, BN=128, BK=64, GROUP_M=8, num_stages=4, num_warps=4,
+                                 input_precision="tf32x3"),
+}
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+def load(name: str, sched: Schedule, d: Path):
+    """The module akg writes for the GEMM with this schedule, loaded."""
+    t = build(PROBLEM, "triton", "h100")
+    t.schedules = {k: sched for k in t.schedules}
+    path = d / f"{name}.py"
+    path.write_text(render(t))
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.ModelNew().cuda()
@@ -37,8 +58,9 @@ def cublas(tf32: bool):
 
 def main(out: str) -> None:
     fns = {"cublas_fp32": cublas(False), "cublas_tf32": cublas(True)}
-    for p in sorted((HERE / "precision_modules").glob("*.py")):
-        fns[p.stem] = load(p)
+    tmp = Path(tempfile.mkdtemp(prefix="akg-precision-"))
+    for name, sched in SCHEDULES.items():
+        fns[name] = load(name, sched, tmp)
     torch.manual_seed(0)
     rows: dict[str, dict] = {k: {} for k in fns}
     for label, scale in (("normal", 1.0), ("signed_x2", 2.0)):
