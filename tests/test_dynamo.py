@@ -158,6 +158,12 @@ def test_an_op_akg_cannot_lower_stays_in_torch_and_is_reported(tmp_path):
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     (graph,) = compiled.akg_report.graphs
     assert graph.translations == 1 and graph.kept_in_torch == ["aten.linalg_inv.default"]
+    # the same through torch.compile's registry (the torch_dynamo_backends entry point), from the cache
+    by_name = torch.compile(model, backend="akg", options={"dsl": "cpp", "target": "cpu",
+                                                           "cache_dir": str(tmp_path), "seeds": [0]})
+    with torch.no_grad():
+        torch.testing.assert_close(by_name(x), model(x), rtol=1e-4, atol=1e-4)
+    assert len(list(tmp_path.glob("*/module.py"))) == 1
 
 
 @pytest.mark.parametrize("fallback", ["eager", "aot_eager"])
@@ -174,17 +180,6 @@ def test_a_graph_that_needs_gradients_goes_to_the_fallback_with_a_warning(fallba
     for got, want in zip(grads, [p.grad for p in model.parameters()]):
         torch.testing.assert_close(got, want)
     assert compiled.akg_report.graphs == [] and len(compiled.akg_report.fallbacks) == 1
-
-
-def test_the_backend_is_registered_by_name_with_options(tmp_path):
-    torch.manual_seed(0)
-    model = MLP().eval()
-    compiled = torch.compile(model, backend="akg", options={"dsl": "cpp", "target": "cpu",
-                                                            "cache_dir": str(tmp_path), "seeds": [0]})
-    x = torch.randn(2, 32)
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-    assert list(tmp_path.glob("*/module.py"))
 
 
 def test_unknown_options_are_one_line_errors():

@@ -74,9 +74,10 @@ def _lower_limit(monkeypatch):
     monkeypatch.setattr(tr, "choose_schedule", low)
 
 
-@pytest.mark.parametrize("dsl", ["triton", "pallas", "tilelang", "cuda-c"])
+@pytest.mark.parametrize("dsl", ["triton", "pallas", "cuda-c"])
 def test_the_folded_grid_computes_the_same_values(dsl, monkeypatch):
-    """mm_batched (4 GEMMs of 32 x 48 x 16) with the limit at 1: every batch and row tile folds into x."""
+    """mm_batched (4 GEMMs of 32 x 48 x 16) with the limit at 1: every batch and row tile folds into x.
+    (TileLang's folded kernel runs on the GPU test below; its C target here takes long to build.)"""
     _lower_limit(monkeypatch)
     t = tr.translate(problem_path("mm_batched"), dsl, "h100", timing=False, seeds=(0,))
     assert "MAX_GRID_YZ=1" in t.source
