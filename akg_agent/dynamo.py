@@ -126,15 +126,14 @@ def _cache_root(opts: Options) -> Path:
     return Path(opts.cache_dir) if opts.cache_dir else cache_dir() / "compiled"
 
 
-def _load(path: Path) -> Any:
-    """The written module's ModelNew class (written and verified by akg's own pipeline)."""
-    name = f"akg_compiled_{path.parent.name}"
+def _import(path: Path, name: str) -> Any:
+    """A module akg wrote (and verified) or the problem it wrote for a graph, imported from its file."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
-    return mod.ModelNew
+    return mod
 
 
 def _params(gm: torch.fx.GraphModule) -> list[str]:
@@ -204,8 +203,9 @@ class CompiledGraph:
             except AkgError as e:
                 return self._torch(str(e))
             self.report.translations += 1
-        model = _load(module)()
-        model.load_state_dict(_load_reference(cached).state_dict(), strict=True)
+        model = _import(module, f"akg_compiled_{digest}").ModelNew()
+        reference = _import(cached / "graph.py", f"akg_graph_{digest}").Model()  # holds the graph's constants
+        model.load_state_dict(reference.state_dict(), strict=True)
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
         model.to(device).eval()
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
@@ -225,15 +225,6 @@ class CompiledGraph:
             (cached / "graph.py").write_text(problem.read_text())
             (cached / "kept.txt").write_text("\n".join(t.graph.meta.get("opaque", [])))
             (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
-
-
-def _load_reference(cached: Path) -> torch.nn.Module:
-    name = f"akg_graph_{cached.name}"
-    spec = importlib.util.spec_from_file_location(name, cached / "graph.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.Model()
 
 
 def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:

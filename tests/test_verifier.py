@@ -222,3 +222,15 @@ def test_the_verifier_reports_its_peak_against_the_footprint():
     d = v.details
     assert v.accepted and d["footprint_bytes"] == 2 * 64 * 64 * 4  # A and A * 3.5
     assert d["peak_bytes"] >= 0 and d["peak_over_footprint"] is not None
+
+
+def test_a_chunk_is_judged_by_the_whole_outputs_rule(small_chunks):
+    """A chunk of zeros inside an output that is not degenerate: errors within atol pass there, as they
+    would if the output were compared whole (judged alone, the chunk would be held to a relative rule)."""
+    CHUNK = small_chunks
+    ref = torch.randn(3 * CHUNK)
+    ref[CHUNK:2 * CHUNK] = 0.0
+    cand = ref.clone()
+    cand[CHUNK:2 * CHUNK] = 5e-5
+    assert compare(cand, ref, TolerancePolicy(), ref.double()).ok  # whole
+    assert _compare(cand, ref, TolerancePolicy(), ref.double()).ok  # in chunks, the same verdict
