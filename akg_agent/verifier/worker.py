@@ -245,8 +245,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         del ref_out
         before = [_fingerprint(x) for x in inputs]
         guard = AtenGuard()
-        _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
         torch.manual_seed(rng)
+        _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
         out = _run(cand, inputs, guard, device, label)
         guard_ops |= set(guard.compute_ops())
         for i, (b, x) in enumerate(zip(before, inputs)):
@@ -271,8 +271,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             # run again on the same inputs over differently poisoned memory: an output that changes
             # was never (fully) written by the candidate
             args = [_to(x, device) for x in raw]
-            _poison_allocator(sizes, device, value=-7.7e30)  # after the copies: the candidate gets these blocks
             torch.manual_seed(rng)
+            _poison_allocator(sizes, device, value=-7.7e30)  # last: the candidate gets these blocks
             again = _run(cand, args, AtenGuard(), device, label)
             if i < len(again) and isinstance(c, torch.Tensor) and not _compare(again[i], c, policy, None).ok:
                 raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
