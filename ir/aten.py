@@ -745,3 +745,34 @@ def _triplet(cx, a, p, n, margin=1.0, pnorm=2.0, eps=1e-6, swap=False, reduction
     return cx.add("triplet_margin_loss", [a, p, n], margin=float(margin), p=float(pnorm), eps=float(eps),
                   swap=bool(swap), reduction=_REDUCTION[reduction])
 
+
+
+# --- recurrent layers: one `recurrence` node per result torch returns (unused ones are dead code)
+def _recurrent(cell: str):
+    def conv(cx, x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        dirs = 2 if bidirectional else 1
+        per = 4 if has_biases else 2
+        if len(params) != num_layers * dirs * per:
+            raise AkgError(f"{cell} with proj_size is not supported yet (at {cx.fx_node.name}); "
+                           "use proj_size=0 or --allow-opaque")
+        if train and dropout > 0 and num_layers > 1:
+            raise AkgError(f"{cell} dropout between layers in training mode is not supported (at "
+                           f"{cx.fx_node.name}); lift in eval mode")
+        h0, c0 = (hx[0], hx[1]) if cell == "lstm" else (hx, None)
+        attrs = dict(cell=cell, hidden=int(params[1].shape[1]), layers=int(num_layers),
+                     bidirectional=bool(bidirectional), batch_first=bool(batch_first),
+                     has_biases=bool(has_biases))
+        results = ("output", "h_n", "c_n") if cell == "lstm" else ("output", "h_n")
+        return tuple(cx.add("recurrence", [x, h0, c0, *params], result=r, **attrs) for r in results)
+    return conv
+
+
+@converts("akg.rnn.default")  # the same layers as traced by ir.rnn_trace
+def _rnn(cx, cell, x, hx, *rest):
+    return _recurrent(cell)(cx, x, hx if cell == "lstm" else hx[0], *rest)
+
+
+converts("aten.lstm.input")(_recurrent("lstm"))
+converts("aten.gru.input")(_recurrent("gru"))
+converts("aten.rnn_tanh.input")(_recurrent("rnn_tanh"))
+converts("aten.rnn_relu.input")(_recurrent("rnn_relu"))

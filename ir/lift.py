@@ -22,6 +22,7 @@ from .convert import CONVERTERS, LiftCtx, source_line
 from .errors import AkgError
 from .graph import Graph, Node
 from .problem import Problem, _first_line
+from .rnn_trace import traced_as_one_op
 from .types import TensorType, dtype_of
 
 # torch.export and fake tensor modes keep global state: one export at a time in a process (the
@@ -33,7 +34,8 @@ def _export(problem: Problem, model: torch.nn.Module) -> torch.export.ExportedPr
     try:
         with _EXPORT_LOCK:
             mode, fake = problem.fake_inputs()
-            return torch.export.export(model, tuple(fake), strict=False)
+            with traced_as_one_op():
+                return torch.export.export(model, tuple(fake), strict=False)
     except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
         raise AkgError(f"torch.export could not trace {problem.path.name}: {_first_line(e)}; "
                        "forward must run on get_inputs() without data-dependent Python control flow") from None

@@ -157,6 +157,9 @@ _def("smooth_l1_loss", "composite", 2, "reduction", reduction="mean", beta=1.0)
 _def("kl_div", "composite", 2, "reduction", reduction="mean", log_target=False)
 _def("triplet_margin_loss", "composite", 3, "reduction", margin=1.0, p=2.0, eps=1e-6, swap=False,
      reduction="mean")
+# nn.RNN / nn.LSTM / nn.GRU (ir.recurrence): x, h0, c0 (LSTM, else None), then torch's flat weights
+_def("recurrence", "composite", (4, None), "contraction", cell=R, hidden=R, layers=R, bidirectional=False,
+     batch_first=False, has_biases=True, result="output")
 _def("hinge_embedding_loss", "composite", 2, "reduction", margin=1.0, reduction="mean")
 
 # --- an op akg leaves to torch (lifted with --allow-opaque); later stages report it

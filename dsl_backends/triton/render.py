@@ -159,6 +159,15 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
     return src + "\n".join("    " + ln for ln in head + body) + "\n"
 
 
+def _tile(code: str, ty: str, shape: str) -> str:
+    """An operand tile; a constant operand (a zero initial state, say) is a Python number, not a tensor."""
+    try:
+        float(code)
+    except ValueError:
+        return f"tl.broadcast_to(({code}).to({ty}), {shape})"
+    return f"tl.full({shape}, {code}, {ty})"
+
+
 def matmul(k: Kernel, sched: Schedule) -> str:
     g = split_gemm(k)
     dot, a_e, b_e, kname = g.dot, g.a, g.b, g.k.name
@@ -204,8 +213,7 @@ def matmul(k: Kernel, sched: Schedule) -> str:
     inner = ["ka = k0 + tl.arange(0, BK)[None, :]", "kb = k0 + tl.arange(0, BK)[:, None]",
              f"kamask = ka < {K}", f"kbmask = kb < {K}"] + pa.lines + pb.lines
     # an operand may not depend on every tile axis (a GEMV's vector): broadcast it to the tile
-    a_tile = f"tl.broadcast_to(({a_code}).to({TL[in_ty]}), (BM, BK))"
-    b_tile = f"tl.broadcast_to(({b_code}).to({TL[in_ty]}), (BK, BN))"
+    a_tile, b_tile = _tile(a_code, TL[in_ty], "(BM, BK)"), _tile(b_code, TL[in_ty], "(BK, BN)")
     inner.append(f"acc += tl.dot({a_tile}, {b_tile}, input_precision=\"{prec}\")" if in_ty == "f32" else
                  f"acc += tl.dot({a_tile}, {b_tile})")
     loop += ["    " + ln for ln in inner]
