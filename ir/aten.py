@@ -776,3 +776,12 @@ converts("aten.lstm.input")(_recurrent("lstm"))
 converts("aten.gru.input")(_recurrent("gru"))
 converts("aten.rnn_tanh.input")(_recurrent("rnn_tanh"))
 converts("aten.rnn_relu.input")(_recurrent("rnn_relu"))
+
+
+@converts("aten.bitwise_not.default")
+def _bitwise_not(cx, x):
+    if x.dtype == "bool":
+        return cx.add("logical_not", [x])
+    if x.dtype in ("f16", "bf16", "f32", "f64"):
+        raise AkgError(f"bitwise_not of a floating tensor (at {cx.fx_node.name}) is not defined")
+    return cx.add("sub", [cx.add("neg", [x]), cx.scalar(1, x)])  # two's complement: ~x = -x - 1

@@ -22,6 +22,7 @@ from .interp import COMPOSITES
 
 CELLS = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}  # gates per cell (rows of w_ih / H)
 RESULTS = ("output", "h_n", "c_n")
+STACK_FANIN = 8
 
 
 def _rows(e: Emitter, v: Any, start: int, end: int, dim: int = 0) -> Any:
@@ -52,9 +53,14 @@ def _state(e: Emitter, s: Any, k: int, b: int, hid: int) -> Any:
 
 
 def _stack(e: Emitter, vs: list[Any], b: int, hid: int) -> Any:
-    """[B, H] values -> [len(vs), B, H]."""
+    """[B, H] values -> [len(vs), B, H], as a tree of concats of at most STACK_FANIN operands: a concat's
+    kernel reads each output element through a choice among its operands, so one concat of every
+    step would cost as many loads per element as there are steps."""
     parts = [e.emit("reshape", [v], shape=[1, b, hid]) for v in vs]
-    return parts[0] if len(parts) == 1 else e.emit("concat", parts, dim=0)
+    while len(parts) > 1:
+        parts = [p[0] if len(p) == 1 else e.emit("concat", p, dim=0)
+                 for p in (parts[i:i + STACK_FANIN] for i in range(0, len(parts), STACK_FANIN))]
+    return parts[0]
 
 
 @decomposition("recurrence")

@@ -11,7 +11,9 @@ from ir import run
 from ir.decompose import DECOMPOSITIONS
 from ir.graph import Graph, print_graph
 from ir.interp import IMPLS, EvalCtx
+from ir.lift import lift
 from ir.ops import OPS
+from ir.problem import load_problem
 from ir.text import IRParseError, parse_graph
 from ir.types import TensorType
 from ir.verify import IRVerifyError, verify_graph
@@ -149,3 +151,19 @@ def test_interpreter_frees_intermediates_but_keeps_outputs():
     out = run(g, [torch.zeros(8)])
     torch.testing.assert_close(out[0], torch.ones(8))
     torch.testing.assert_close(out[1], torch.ones(8))
+
+
+def test_bitwise_not_lifts_for_masks_and_integers(tmp_path):
+    """Mamba-2's segment sum masks with `~mask` on a bool tensor."""
+    path = tmp_path / "bitnot.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x, k):\n"
+        "        mask = torch.tril(torch.ones(4, 4, dtype=torch.bool))\n"
+        "        return x.masked_fill(~mask, -1.0), ~k\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 4), torch.randint(-5, 5, (4,))]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    p = load_problem(path)
+    inputs = p.make_inputs(0)
+    for got, want in zip(run(lift(p), inputs), p.build_model(0)(*inputs)):
+        torch.testing.assert_close(got, want)

@@ -113,6 +113,8 @@ def fuse(g: Graph) -> FusionPlan:
             n_users = len(users[v]) + (id(v) in outputs)
             return f"%{v.name} is used {n_users} times (materialised once, not recomputed)"
         if kind in ("pointwise", "movement"):
+            if n.op == "concat" and v.op == "concat":  # each element would choose among every operand of both
+                return "a concat of concats stays a kernel per level"
             if (kind == "movement" and grp.kind == "contraction" and n.type.shape and v.type.shape
                     and n.type.shape[-1] > v.type.shape[-1]):
                 # e.g. attention's heads merged back: the GEMM's columns would join its batch (M = N = 1)

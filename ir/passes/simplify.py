@@ -212,6 +212,37 @@ def _scalar_chain(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return y if y.dtype == r.root.dtype else None
 
 
+# --- slices move toward what they read: through a permute, into one operand of a concat
+def _slice_of_permute(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    sl, perm = r.root, b["perm"]
+    a = sl.attrs
+    dims = perm.attrs["dims"]
+    inner = r.op("slice", [perm.args[0]], dim=dims[a["dim"] % len(dims)], start=a["start"], end=a["end"],
+                 step=a["step"])
+    return r.op("permute", [inner], dims=list(dims))
+
+
+def _slice_of_concat(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    sl, cat = r.root, b["cat"]
+    a = sl.attrs
+    rank = cat.type.rank
+    if a["step"] != 1 or a["dim"] % rank != cat.attrs["dim"] % rank:
+        return None
+    d = a["dim"] % rank
+    size = cat.shape[d]
+    start, end = (max(0, min(size, v + size if v < 0 else v)) for v in (a["start"], a["end"]))
+    off = 0
+    for x in cat.args:
+        assert x is not None
+        n = x.shape[d]
+        if off <= start and end <= off + n:
+            if start == off and end == off + n:
+                return x
+            return r.op("slice", [x], dim=d, start=start - off, end=end - off, step=1)
+        off += n
+    return None  # the slice spans operands
+
+
 def _annotate_users(g: Graph) -> None:
     for n, us in g.users().items():
         n.meta["_users"] = len(us) + sum(o is n for o in g.outputs)
@@ -240,6 +271,9 @@ SIMPLIFY_RULES = (
     Rule("dropout-off", P("dropout", X("x")), _dropout_off),
     Rule("clamp-of-clamp", P(("clamp", "relu"), P(("clamp", "relu"), X("x"), bind="inner")), _clamp_clamp),
     Rule("clamp-of-bounded", P(("clamp", "relu"), P(tuple(_RANGE), bind="f")), _clamp_of_bounded),
+    Rule("slice-through-permute", P("slice", P("permute", bind="perm", where=lambda n: _users(n) == 1)),
+         _slice_of_permute),
+    Rule("slice-of-concat", P("slice", P("concat", bind="cat")), _slice_of_concat),
     Rule("scalar-chain", P(("add", "sub", "mul", "div"), P(("add", "sub", "mul", "div"), bind="inner"),
                             X("c", lambda n: n.op == "scalar")), _scalar_chain),
 )

@@ -1,0 +1,116 @@
+"""KernelBench shrunk to CPU size, translated to C++ (or another DSL) and verified, one problem at a
+time in its own process with a time limit; records verdicts, times and one-line errors.
+
+python benchmarks/kernelbench_cpu.py KERNELBENCH_DIR OUT.json [--dsl cpp --target cpu] [--every N]
+    [--only level3/35_LSTM.py,...]
+
+How a problem is shrunk (its module-level test configuration, nothing else): every integer constant
+assigned at module level (alone or inside a tuple or list) named like a batch size becomes 2; other
+integers above 32 are divided by 8 (at least 8), those up to 32 are kept (kernel sizes, strides, layer
+and head counts, small channel counts). Floats, code and `get_init_inputs` stay as written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LIMIT_S = 600
+
+
+def shrink_value(name: str, v: int) -> int:
+    if "batch" in name.lower():
+        return min(v, 2)
+    return v if v <= 32 else max(v // 8, 8)
+
+
+def shrink_source(src: str) -> str:
+    tree = ast.parse(src)
+    edits: list[tuple[int, int, int, int, str]] = []
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        name = node.targets[0].id
+        for c in ast.walk(node.value):
+            if isinstance(c, ast.Constant) and type(c.value) is int:
+                edits.append((c.lineno, c.col_offset, c.end_lineno, c.end_col_offset,
+                              str(shrink_value(name, c.value))))
+    lines = src.splitlines(keepends=True)
+    for ln, col, eln, ecol, text in sorted(edits, reverse=True):
+        if ln != eln:
+            continue
+        s = lines[ln - 1]
+        lines[ln - 1] = s[:col] + text + s[ecol:]
+    return "".join(lines)
+
+
+RUN = """
+import json, sys, time
+from akg_agent.translate import translate
+t0 = time.perf_counter()
+try:
+    t = translate(sys.argv[1], sys.argv[2], sys.argv[3], timing=False, seeds=(0, 1))
+    row = {"ok": bool(t.verdict.accepted), "kernels": len(t.schedules)}
+except Exception as e:
+    row = {"ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
+row["translate_s"] = round(time.perf_counter() - t0, 2)
+print("ROW " + json.dumps(row))
+"""
+
+
+def run_one(path: Path, dsl: str, target: str) -> dict:
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, "-c", RUN, str(path), dsl, target], capture_output=True, text=True,
+                           timeout=LIMIT_S)
+        rows = [ln[4:] for ln in p.stdout.splitlines() if ln.startswith("ROW ")]
+        row = json.loads(rows[-1]) if rows else {
+            "ok": False, "error": f"crash (exit {p.returncode}): {(p.stderr.strip().splitlines() or [''])[-1][:250]}"}
+    except subprocess.TimeoutExpired:
+        row = {"ok": False, "error": f"over {LIMIT_S} s"}
+    row["wall_s"] = round(time.perf_counter() - t0, 2)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root")
+    ap.add_argument("out")
+    ap.add_argument("--dsl", default="cpp")
+    ap.add_argument("--target", default="cpu")
+    ap.add_argument("--every", type=int, default=1, help="every Nth problem of each level")
+    ap.add_argument("--only", default="", help="comma-separated level/name.py")
+    a = ap.parse_args()
+    out = Path(a.out)
+    shrunk = out.with_suffix("")  # the shrunk problems, beside the results
+    only = {s for s in a.only.split(",") if s}
+    done = {}
+    if out.exists():  # resume: keep finished rows
+        done = {(r["level"], r["problem"]): r for r in json.loads(out.read_text())["rows"]}
+    rows = []
+    for level in ("level1", "level2", "level3"):
+        for i, path in enumerate(sorted((Path(a.root) / level).glob("*.py"))):
+            if i % a.every or (only and f"{level}/{path.name}" not in only):
+                continue
+            row = done.get((level, path.name))
+            if row is None:
+                dst = shrunk / level / path.name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_text(shrink_source(path.read_text()))
+                row = dict(run_one(dst, a.dsl, a.target), level=level, problem=path.name)
+                print(json.dumps(row), flush=True)
+            rows.append(row)
+            summary = {lv: f"{sum(r['ok'] for r in rows if r['level'] == lv)}/{sum(r['level'] == lv for r in rows)}"
+                       for lv in ("level1", "level2", "level3")}
+            out.write_text(json.dumps({"dsl": a.dsl, "target": a.target, "summary": summary, "rows": rows},
+                                      indent=1))
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
