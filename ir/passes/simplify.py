@@ -222,6 +222,20 @@ def _slice_of_permute(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return r.op("permute", [inner], dims=list(dims))
 
 
+def _slice_of_slice(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    outer, inner = r.root.attrs, b["inner"].attrs
+    rank = r.root.type.rank
+    if outer["step"] != 1 or inner["step"] != 1 or outer["dim"] % rank != inner["dim"] % rank:
+        return None
+    x = b["inner"].args[0]
+    assert x is not None
+    d = outer["dim"] % rank
+    size, mid = x.shape[d], b["inner"].shape[d]
+    start = max(0, min(size, inner["start"] + size if inner["start"] < 0 else inner["start"]))
+    lo, hi = (max(0, min(mid, v + mid if v < 0 else v)) for v in (outer["start"], outer["end"]))
+    return r.op("slice", [x], dim=d, start=start + lo, end=start + max(lo, hi), step=1)
+
+
 def _slice_of_concat(r: Rewriter, b: dict[str, Node]) -> Node | None:
     sl, cat = r.root, b["cat"]
     a = sl.attrs
@@ -274,6 +288,7 @@ SIMPLIFY_RULES = (
     Rule("slice-through-permute", P("slice", P("permute", bind="perm", where=lambda n: _users(n) == 1)),
          _slice_of_permute),
     Rule("slice-of-concat", P("slice", P("concat", bind="cat")), _slice_of_concat),
+    Rule("slice-of-slice", P("slice", P("slice", bind="inner")), _slice_of_slice),
     Rule("scalar-chain", P(("add", "sub", "mul", "div"), P(("add", "sub", "mul", "div"), bind="inner"),
                             X("c", lambda n: n.op == "scalar")), _scalar_chain),
 )

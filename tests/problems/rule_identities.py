@@ -1,4 +1,5 @@
-"""Multiply by one, add zero, divide by one, pow one, dropout p=0, double transposes and reshapes."""
+"""Multiply by one, add zero, divide by one, pow one, dropout p=0, double transposes and reshapes, a
+slice of a transpose and a slice of a concatenation that reads one operand."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -14,7 +15,8 @@ class Model(nn.Module):
         y = (y / 1.0) ** 1.0 - 0.0
         z = y.t().t().reshape(4, 2, 8).reshape(8, 8)
         w = torch.ones(1, device=x.device) * (torch.zeros(1, device=x.device) + y)
-        return z, -(-y), w
+        s = torch.cat([x.t()[2:6], y], dim=0)[1:3]  # rows 3:5 of x.t(): x's columns, not the concat
+        return z, -(-y), w, s
 
 
 def get_inputs():
