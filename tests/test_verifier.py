@@ -212,9 +212,19 @@ def test_large_outputs_are_compared_in_chunks_with_the_same_verdict(small_chunks
     assert _compare(good, ref, TolerancePolicy(), ref64).ok
     bad = ref.clone()
     bad[-3] += 0.5  # in the last chunk
+    bad[5] -= 0.25  # and in the first
     res = _compare(bad, ref, TolerancePolicy(), ref64)
-    assert not res.ok and res.reason.startswith("1 of")
-    assert res.reason == compare(bad[2 * CHUNK:], ref[2 * CHUNK:], TolerancePolicy(), ref64[2 * CHUNK:]).reason
+    assert not res.ok and res.reason.startswith(f"2 of {ref.numel()}")
+    whole = compare(bad, ref, TolerancePolicy(), ref64, chunk=ref.numel())  # one chunk: the same verdict
+    assert (res.reason, res.max_abs_err) == (whole.reason, whole.max_abs_err)
+    # a degenerate output (a softmax over many columns, say) is judged by its norms across chunks
+    tiny = torch.rand(2 * CHUNK + 100) * 1e-6
+    noisy = tiny * (1 + 1e-3 * torch.randn_like(tiny))
+    for cand in (tiny.clone(), noisy):
+        chunked, one = _compare(cand, tiny, TolerancePolicy(), tiny.double()), \
+            compare(cand, tiny, TolerancePolicy(), tiny.double(), chunk=tiny.numel())
+        assert chunked.degenerate and (chunked.ok, chunked.reason) == (one.ok, one.reason)
+        assert chunked.ok == (cand is not noisy)
 
 
 def test_the_verifier_reports_its_peak_against_the_footprint():

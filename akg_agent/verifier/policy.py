@@ -73,46 +73,58 @@ def is_degenerate(ref: torch.Tensor, atol: float, rtol: float, chunk: int = 1 <<
 
 
 def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
-            ref64: torch.Tensor | None = None, degenerate: bool | None = None) -> Comparison:
+            ref64: torch.Tensor | None = None, degenerate: bool | None = None, chunk: int = 1 << 22) -> Comparison:
     """Compare one output. `ref` is the reference in its default numerics; `ref64` the float64
-    evaluation when available. `degenerate`: already judged on the whole output (a chunk of it is
-    compared by the whole's rule, never by its own)."""
+    evaluation when available. `degenerate`: already judged (None: judged here, on the whole output).
+    Swept in chunks of `chunk` elements on the outputs' device, so the float64 copies stay that size
+    and a large GPU output is not compared on the host; the verdict is the whole output's."""
     if not isinstance(cand, torch.Tensor):
         return Comparison(False, f"output is a {type(cand).__name__}, not a tensor")
     if tuple(cand.shape) != tuple(ref.shape):
         return Comparison(False, f"shape {tuple(cand.shape)}, expected {tuple(ref.shape)}")
     if cand.dtype != ref.dtype:
         return Comparison(False, f"dtype {cand.dtype}, expected {ref.dtype}")
-    cand, ref = cand.detach().cpu(), ref.detach().cpu()
+    dev = cand.device if cand.device == ref.device else torch.device("cpu")
     atol, rtol = policy.for_dtype(ref.dtype)
     if not (ref.is_floating_point() or ref.is_complex()):
-        ok = torch.equal(cand, ref)
-        return Comparison(ok, "" if ok else f"{int((cand != ref).sum())} integer elements differ")
-    problem = _finite_mask_problem(cand, ref)
-    if problem:
-        return Comparison(False, problem)
-    fin = torch.isfinite(ref)
-    c, r = cand[fin].double(), ref[fin].double()
-    r64 = ref64.detach().cpu()[fin].double() if ref64 is not None else r
-    own_err = (r - r64).abs()  # the default reference's own error (TF32 convolutions, say)
-    err = (c - r64).abs()
-    max_abs = float(err.max()) if err.numel() else 0.0
-    max_rel = float((err / r64.abs().clamp_min(1e-30)).max()) if err.numel() else 0.0
+        ok = torch.equal(cand.detach().to(dev), ref.detach().to(dev))
+        return Comparison(ok, "" if ok else f"{int((cand.to(dev) != ref.to(dev)).sum())} integer elements differ")
     if degenerate is None:
-        degenerate = is_degenerate(ref, atol, rtol)
+        degenerate = is_degenerate(ref, atol, rtol, chunk)
+    fc, fr = cand.detach().reshape(-1), ref.detach().reshape(-1)
+    f64 = ref64.detach().reshape(-1) if ref64 is not None else None
+    max_abs = max_rel = peak = own_max = 0.0
+    err2 = ref2 = own2 = 0.0
+    n_bad = 0
+    for lo in range(0, fc.numel(), chunk):
+        c, r = fc[lo:lo + chunk].to(dev), fr[lo:lo + chunk].to(dev)
+        problem = _finite_mask_problem(c, r)
+        if problem:
+            return Comparison(False, problem)
+        fin = torch.isfinite(r)
+        cd, rd = c[fin].double(), r[fin].double()
+        r64 = f64[lo:lo + chunk].to(dev)[fin].double() if f64 is not None else rd
+        own = (rd - r64).abs()  # the default reference's own error (TF32 convolutions, say)
+        err = (cd - r64).abs()
+        if not err.numel():
+            continue
+        max_abs, own_max = max(max_abs, float(err.max())), max(own_max, float(own.max()))
+        max_rel = max(max_rel, float((err / r64.abs().clamp_min(1e-30)).max()))
+        if degenerate:
+            peak = max(peak, float(r64.abs().max()))
+            err2, ref2, own2 = err2 + float(err.square().sum()), ref2 + float(r64.square().sum()), \
+                own2 + float(own.square().sum())
+        else:
+            n_bad += int((err > atol + rtol * r64.abs() + own).sum())
     if degenerate:
         # relative check: the error must be small against the values themselves
-        norm = float(r64.norm()) or 1.0
-        rel_l2 = float((c - r64).norm()) / norm
-        peak = float(r64.abs().max()) if r64.numel() else 0.0
-        own_max = float(own_err.max()) if own_err.numel() else 0.0
-        ok = rel_l2 <= rtol + float(own_err.norm()) / norm and max_abs <= rtol * peak + own_max
+        norm = ref2 ** 0.5 or 1.0
+        rel_l2 = err2 ** 0.5 / norm
+        ok = rel_l2 <= rtol + own2 ** 0.5 / norm and max_abs <= rtol * peak + own_max
         reason = "" if ok else (f"degenerate reference (a constant passes {atol:g}); relative error "
                                 f"{rel_l2:.3g} > {rtol:g}")
-        return Comparison(ok, reason, max_abs, max_rel, True, float(own_err.max()) if own_err.numel() else 0.0)
-    bad = err > atol + rtol * r64.abs() + own_err
-    if bool(bad.any()):
-        n = int(bad.sum())
-        return Comparison(False, f"{n} of {bad.numel()} values off by up to {max_abs:.3g} "
+        return Comparison(ok, reason, max_abs, max_rel, True, own_max)
+    if n_bad:
+        return Comparison(False, f"{n_bad} of {fc.numel()} values off by up to {max_abs:.3g} "
                                  f"(atol {atol:g}, rtol {rtol:g})", max_abs, max_rel)
-    return Comparison(True, "", max_abs, max_rel, ref_max_abs_err=float(own_err.max()) if own_err.numel() else 0.0)
+    return Comparison(True, "", max_abs, max_rel, ref_max_abs_err=own_max)

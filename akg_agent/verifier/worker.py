@@ -25,7 +25,7 @@ from ir.problem import load_problem
 
 from . import timing
 from .guard import AtenGuard, undeclared
-from .policy import TolerancePolicy, compare, is_degenerate
+from .policy import TolerancePolicy, compare
 from .timing import side_stream_suspected, time_callable
 
 
@@ -113,22 +113,7 @@ def _fingerprint(x: Any) -> Any:
 
 
 def _compare(c: torch.Tensor, r: torch.Tensor, policy: TolerancePolicy, r64: torch.Tensor | None) -> Any:
-    """`compare`, over flat chunks where an output is large (each chunk copied to the host in float64
-    on its own); a degenerate reference is judged whole."""
-    if not isinstance(c, torch.Tensor) or c.shape != r.shape or c.numel() <= CHUNK or c.dtype != r.dtype \
-            or is_degenerate(r.detach(), *policy.for_dtype(r.dtype)):
-        return compare(c, r, policy, r64)
-    fc, fr = c.detach().reshape(-1), r.detach().reshape(-1)
-    f64 = r64.detach().reshape(-1) if r64 is not None else None
-    worst = None
-    for lo in range(0, fc.numel(), CHUNK):
-        res = compare(fc[lo:lo + CHUNK], fr[lo:lo + CHUNK], policy, f64[lo:lo + CHUNK] if f64 is not None else None,
-                      degenerate=False)  # the whole is not degenerate: every chunk gets the element-wise rule
-        if not res.ok:
-            return res
-        if worst is None or res.max_abs_err > worst.max_abs_err:
-            worst = res
-    return worst
+    return compare(c, r, policy, r64, chunk=CHUNK)
 
 
 def _nbytes(x: Any) -> int:
