@@ -99,6 +99,33 @@ def test_tolerance_includes_the_references_own_error():
     assert not compare(exact, ref, TolerancePolicy()).ok  # without the float64 reference it would fail
 
 
+def test_the_rounding_floor_is_the_references_largest_own_error():
+    """A GEMM summed in another order: torch's rounding cancels at one element, ours does not."""
+    r64 = torch.randn(4096, dtype=torch.float64) * 100
+    noise = torch.randn(4096, dtype=torch.float64) * 3e-4
+    noise[7] = 0.0
+    ref = (r64 + noise).float()
+    r64[7] = 0.0  # a value near zero: atol + rtol|x| is 1e-4 there
+    ref[7] = 0.0
+    cand = ref.clone()
+    cand[7] = 5e-4  # within torch's own error elsewhere, outside atol + rtol|x| + its error at 7
+    assert compare(cand, ref, TolerancePolicy(), ref64=r64).ok
+    cand[7] = 5e-3  # ten times torch's worst: a bug, not rounding
+    assert not compare(cand, ref, TolerancePolicy(), ref64=r64).ok
+    # an exact reference leaves no floor: a TF32-like candidate is still rejected
+    tf32 = (r64 * (1 + 1e-3 * torch.randn_like(r64))).float()
+    assert not compare(tf32, r64.float(), TolerancePolicy(), ref64=r64).ok
+
+
+def test_a_degenerate_output_may_carry_rounding_noise_like_the_references():
+    """The mean of a group norm's output is zero; torch returns noise near 1e-9, and so may we."""
+    r64 = torch.full((8,), 1e-17, dtype=torch.float64)
+    ref = (r64 + torch.randn(8, dtype=torch.float64) * 1e-9).float()
+    ours = (r64 + torch.randn(8, dtype=torch.float64) * 3e-9).float()
+    assert compare(ours, ref, TolerancePolicy(), ref64=r64).ok
+    assert not compare(ours * 1e3, ref, TolerancePolicy(), ref64=r64).ok
+
+
 def test_degenerate_detection():
     assert is_degenerate(torch.full((1000,), 6e-5), 1e-4, 1e-4)
     assert not is_degenerate(torch.randn(1000), 1e-4, 1e-4)

@@ -1,9 +1,11 @@
 """Tolerance policy and output comparison: the rules that decide "correct".
 
-A candidate is compared with a float64 evaluation of the reference where one exists, and may
-differ from it by the tolerance plus the default-precision reference's own error (so a TF32 cuDNN
-reference does not fail an exact FP32 kernel). Outputs a constant would pass are degenerate and get
-a relative check instead (a softmax over 16k columns is ~6e-5 everywhere: zeros pass atol=1e-4).
+A candidate is compared with a float64 evaluation of the reference where one exists, and each
+element may differ from it by atol + rtol|x| plus the default-precision reference's largest own
+error on that output (so a TF32 cuDNN reference does not fail an exact FP32 kernel, and a GEMM
+summed in another order is not failed at the one element where torch's rounding happened to cancel).
+Outputs a constant would pass are degenerate and get a relative check instead (a softmax over 16k
+columns is ~6e-5 everywhere: zeros pass atol=1e-4).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ DEFAULT_TOLERANCES = {
     torch.bfloat16: (1e-2, 1e-2),
     torch.float64: (1e-7, 1e-7),
 }
+
+
+NOISE_SLACK = 8  # a degenerate output may carry this many times the reference's own rounding noise
 
 
 @dataclass(frozen=True)
@@ -93,34 +98,44 @@ def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
         degenerate = is_degenerate(ref, atol, rtol, chunk)
     fc, fr = cand.detach().reshape(-1), ref.detach().reshape(-1)
     f64 = ref64.detach().reshape(-1) if ref64 is not None else None
-    max_abs = max_rel = peak = own_max = 0.0
-    err2 = ref2 = own2 = 0.0
-    n_bad = 0
-    for lo in range(0, fc.numel(), chunk):
-        c, r = fc[lo:lo + chunk].to(dev), fr[lo:lo + chunk].to(dev)
+
+    def chunks():
+        for lo in range(0, fc.numel(), chunk):
+            c, r = fc[lo:lo + chunk].to(dev), fr[lo:lo + chunk].to(dev)
+            fin = torch.isfinite(r)
+            rd = r[fin].double()
+            yield c, r, c[fin].double(), rd, f64[lo:lo + chunk].to(dev)[fin].double() if f64 is not None else rd
+
+    # the reference's own rounding error (TF32 convolutions, a summation order) over the whole output:
+    # the floor below which a difference is numerics, not a bug
+    own_max = own2 = 0.0
+    for c, r, _, rd, r64 in chunks():
         problem = _finite_mask_problem(c, r)
         if problem:
             return Comparison(False, problem)
-        fin = torch.isfinite(r)
-        cd, rd = c[fin].double(), r[fin].double()
-        r64 = f64[lo:lo + chunk].to(dev)[fin].double() if f64 is not None else rd
-        own = (rd - r64).abs()  # the default reference's own error (TF32 convolutions, say)
+        if rd.numel():
+            own = (rd - r64).abs()
+            own_max, own2 = max(own_max, float(own.max())), own2 + float(own.square().sum())
+    max_abs = max_rel = peak = err2 = ref2 = 0.0
+    n_bad = 0
+    for _, _, cd, _, r64 in chunks():
         err = (cd - r64).abs()
         if not err.numel():
             continue
-        max_abs, own_max = max(max_abs, float(err.max())), max(own_max, float(own.max()))
+        max_abs = max(max_abs, float(err.max()))
         max_rel = max(max_rel, float((err / r64.abs().clamp_min(1e-30)).max()))
         if degenerate:
             peak = max(peak, float(r64.abs().max()))
-            err2, ref2, own2 = err2 + float(err.square().sum()), ref2 + float(r64.square().sum()), \
-                own2 + float(own.square().sum())
+            err2, ref2 = err2 + float(err.square().sum()), ref2 + float(r64.square().sum())
         else:
-            n_bad += int((err > atol + rtol * r64.abs() + own).sum())
+            n_bad += int((err > atol + rtol * r64.abs() + own_max).sum())
     if degenerate:
-        # relative check: the error must be small against the values themselves
+        # relative check: the error must be small against the values themselves, or rounding noise of
+        # the size the reference's own makes (an output near zero is all noise, and another valid
+        # summation order makes noise a few times larger)
         norm = ref2 ** 0.5 or 1.0
         rel_l2 = err2 ** 0.5 / norm
-        ok = rel_l2 <= rtol + own2 ** 0.5 / norm and max_abs <= rtol * peak + own_max
+        ok = rel_l2 <= rtol + NOISE_SLACK * own2 ** 0.5 / norm and max_abs <= rtol * peak + NOISE_SLACK * own_max
         reason = "" if ok else (f"degenerate reference (a constant passes {atol:g}); relative error "
                                 f"{rel_l2:.3g} > {rtol:g}")
         return Comparison(ok, reason, max_abs, max_rel, True, own_max)
