@@ -5,9 +5,12 @@ python benchmarks/kernelbench_cpu.py KERNELBENCH_DIR OUT.json [--dsl cpp --targe
     [--only level3/35_LSTM.py,...]
 
 How a problem is shrunk (its module-level test configuration, nothing else): every integer constant
-assigned at module level (alone or inside a tuple or list) named like a batch size becomes 2; other
-integers above 32 are divided by 8 (at least 8), those up to 32 are kept (kernel sizes, strides, layer
-and head counts, small channel counts). Floats, code and `get_init_inputs` stay as written.
+assigned at module level (alone or inside a tuple or list) named like a batch size becomes 2, unless
+another constant holds the same value (a program may rely on the two being equal); other integers
+above 32 are divided by 8 (at least 8), those up to 32 are kept (kernel sizes, strides, layer and head
+counts, small channel counts). Floats, code and `get_init_inputs` stay as written. Where the shrunk
+program no longer runs (a size it derives stops matching one it states), the batch alone is shrunk
+(`"shrink": "batch"` in its row).
 """
 
 from __future__ import annotations
@@ -23,29 +26,33 @@ from pathlib import Path
 LIMIT_S = 600
 
 
-def shrink_value(name: str, v: int) -> int:
-    if "batch" in name.lower():
-        return min(v, 2)
-    return v if v <= 32 else max(v // 8, 8)
-
-
-def shrink_source(src: str) -> str:
-    tree = ast.parse(src)
-    edits: list[tuple[int, int, int, int, str]] = []
+def _int_constants(tree: ast.Module) -> list[tuple[str, ast.Constant]]:
+    out = []
     for node in tree.body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out += [(node.targets[0].id, c) for c in ast.walk(node.value)
+                    if isinstance(c, ast.Constant) and type(c.value) is int]
+    return out
+
+
+def shrink_source(src: str, mode: str = "sizes") -> str:
+    """`mode`: "sizes" (the rule above) or "batch" (batch sizes only)."""
+    consts = _int_constants(ast.parse(src))
+    shared = {v for v in (c.value for n, c in consts if "batch" not in n.lower())}
+    edits = []
+    for name, c in consts:
+        v = c.value
+        if "batch" in name.lower() and v not in shared:
+            new = min(v, 2)
+        elif mode == "sizes":
+            new = v if v <= 32 else max(v // 8, 8)
+        else:
             continue
-        name = node.targets[0].id
-        for c in ast.walk(node.value):
-            if isinstance(c, ast.Constant) and type(c.value) is int:
-                edits.append((c.lineno, c.col_offset, c.end_lineno, c.end_col_offset,
-                              str(shrink_value(name, c.value))))
+        edits.append((c.lineno, c.col_offset, c.end_lineno, c.end_col_offset, str(new)))
     lines = src.splitlines(keepends=True)
     for ln, col, eln, ecol, text in sorted(edits, reverse=True):
-        if ln != eln:
-            continue
-        s = lines[ln - 1]
-        lines[ln - 1] = s[:col] + text + s[ecol:]
+        if ln == eln:
+            lines[ln - 1] = lines[ln - 1][:col] + text + lines[ln - 1][ecol:]
     return "".join(lines)
 
 
@@ -101,8 +108,11 @@ def main() -> None:
             if row is None:
                 dst = shrunk / level / path.name
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_text(shrink_source(path.read_text()))
-                row = dict(run_one(dst, a.dsl, a.target), level=level, problem=path.name)
+                for mode in ("sizes", "batch"):
+                    dst.write_text(shrink_source(path.read_text(), mode))
+                    row = dict(run_one(dst, a.dsl, a.target), level=level, problem=path.name, shrink=mode)
+                    if "could not trace" not in row.get("error", ""):
+                        break
                 print(json.dumps(row), flush=True)
             rows.append(row)
             summary = {lv: f"{sum(r['ok'] for r in rows if r['level'] == lv)}/{sum(r['level'] == lv for r in rows)}"
