@@ -15,7 +15,7 @@ from ir.passes.fusion import to_dot
 from ir.problem import load_problem
 from ir.verify import verify_graph
 
-from .commands import bench, hw, translate, tune, verify
+from .commands import bench, hw, testgen, translate, tune, verify
 from .examples import DEFAULT_PROBLEM
 
 
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     translate.add_parser(sub)
     tune.add_parser(sub)
+    testgen.add_parser(sub)
     return p
 
 

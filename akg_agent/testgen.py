@@ -1,0 +1,66 @@
+"""`akg testgen PROBLEM MODULE`: a standalone pytest file for a written module. It needs torch and the
+module's DSL runtime only (not akg): the problem and the module travel inside it as text. It checks the
+module against the reference (and its float64 evaluation) on several seeds, on signed, large and zero
+inputs, that NaN propagates where the reference propagates it, and that the guard refuses inputs
+outside the module's envelope; a benchmark runs with AKG_BENCHMARK=1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ir.errors import AkgError
+from ir.problem import load_problem
+
+from .verifier.policy import DEFAULT_TOLERANCES
+from .version import __version__
+
+BODY = Path(__file__).with_name("testgen_body.py.txt")
+
+HEADER = '''"""Tests of {module} against {problem}, written by `akg testgen` (akg {version}).
+Needs torch and the module's DSL runtime. Run: pytest {out}; time it: AKG_BENCHMARK=1 pytest {out}
+"""
+
+import copy
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import warnings
+
+import pytest
+import torch
+
+with warnings.catch_warnings():  # the mark is pytest-benchmark's, registered only where it is installed
+    warnings.simplefilter("ignore")
+    _BENCHMARK = pytest.mark.benchmark
+
+PROBLEM_SOURCE = {problem_source}
+MODULE_SOURCE = {module_source}
+TOLERANCES = {tolerances}  # dtype -> (atol, rtol), as akg's verifier
+SEEDS = {seeds}
+RANDOM_SEED = 10007  # seeds torch before each call of either model (random ops inside forward)
+TRIALS = 20
+_DIR = Path(tempfile.mkdtemp(prefix="akg-testgen-"))
+'''
+
+
+def generate(problem_path: str | Path, module_path: str | Path, out: str | Path,
+             seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> Path:
+    problem_path, module_path, out = Path(problem_path), Path(module_path), Path(out)
+    load_problem(problem_path)  # a problem that does not load is a one-line error here, not in the test
+    try:
+        module_source = module_path.read_text()
+    except OSError as e:
+        raise AkgError(f"cannot read the module {module_path}: {e.strerror}") from None
+    if "class ModelNew" not in module_source:
+        raise AkgError(f"{module_path} defines no ModelNew: pass a module written by akg translate (or one of "
+                       "the same form)")
+    tolerances = {str(dt).replace("torch.", ""): tol for dt, tol in DEFAULT_TOLERANCES.items()}
+    text = HEADER.format(module=module_path.name, problem=problem_path.name, version=__version__, out=out.name,
+                         problem_source=repr(problem_path.read_text()), module_source=repr(module_source),
+                         tolerances=repr(tolerances), seeds=repr(tuple(seeds)))
+    out.write_text(text + BODY.read_text())
+    return out

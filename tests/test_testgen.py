@@ -1,0 +1,58 @@
+"""`akg testgen`: the standalone test file passes on the written module and fails on broken copies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from akg_agent.cli import main
+from akg_agent.translate import translate
+
+from .conftest import problem_path
+
+
+def _pytest(path, tmp_path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    d = tmp_path_factory.mktemp("testgen")
+    t = translate(problem_path("state_rnn_cell"), "cpp", "cpu", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted
+    (d / "rnn_cpp.py").write_text(t.source)
+    return d, t.source
+
+
+def test_the_generated_tests_pass_on_the_module_and_fail_on_broken_copies(written, tmp_path):
+    d, source = written
+    assert main(["testgen", str(problem_path("state_rnn_cell")), str(d / "rnn_cpp.py"), "-o",
+                 str(tmp_path / "test_rnn.py")]) == 0
+    ok = _pytest(tmp_path / "test_rnn.py", tmp_path)
+    assert ok.returncode == 0 and "10 passed, 1 skipped" in ok.stdout, ok.stdout[-2000:]
+
+    broken = {  # off by 1e-3 in its output; forgets its state; no guard
+        "off": source + "\n_f = ModelNew.forward\nModelNew.forward = lambda self, *a: _f(self, *a) + 1e-3\n",
+        "stateless": source.replace("        _akg_get(self, 'hidden').copy_(tanh)\n", ""),
+        "unguarded": source.replace("        _akg_guard(", "        (lambda a: None)("),
+    }
+    failing = {"off": "test_matches_the_reference", "stateless": "test_matches_the_reference",
+               "unguarded": "test_the_guard_refuses"}
+    for name, src in broken.items():
+        assert src != source
+        (tmp_path / f"{name}.py").write_text(src)
+        main(["testgen", str(problem_path("state_rnn_cell")), str(tmp_path / f"{name}.py"), "-o",
+              str(tmp_path / f"test_{name}.py")])
+        res = _pytest(tmp_path / f"test_{name}.py", tmp_path)
+        assert res.returncode == 1 and f"FAILED test_{name}.py::{failing[name]}" in res.stdout, \
+            (name, res.stdout[-1500:])
+
+
+def test_a_file_without_model_new_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "m.py").write_text("x = 1\n")
+    assert main(["testgen", str(problem_path("state_rnn_cell")), str(tmp_path / "m.py")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("akg: error:") and "defines no ModelNew" in err and len(err.splitlines()) == 1
