@@ -100,10 +100,12 @@ def choose_schedule(backend: Backend, k: Kernel, grp: Group | None, target: Hard
 
 
 def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
-          allow_opaque: bool = False, conv: str = "library") -> Translation:
+          allow_opaque: bool = False, conv: str = "library", pure: bool = False) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
-    backend can (manifest kind "conv")."""
+    backend can (manifest kind "conv"). `pure`: every group generated (convolutions too, where the
+    backend can), no library call but torch's random draws; a group the backend cannot generate is an
+    error naming it."""
     backend = get_backend(dsl)
     if conv not in ("library", "generated"):
         raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
@@ -123,10 +125,17 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     run_passes(g, pipeline_for(backend))
     plan = g.plan
     try:
-        generated = ({"conv"} if conv == "generated" else set()) | ({"window", "scan"} & set(backend.manifest.kinds))
+        gen_conv = conv == "generated" or (pure and "conv" in backend.manifest.kinds)
+        generated = ({"conv"} if gen_conv else set()) | ({"window", "scan"} & set(backend.manifest.kinds))
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None
+    # random draws stay torch's generator, so the numbers match the reference's
+    libs = [s for s in prog.library_calls() if s.op != "random"] if pure else []
+    if libs:
+        what = ", ".join(f"{s.op} (group {s.group})" for s in libs[:4]) + (" ..." if len(libs) > 4 else "")
+        raise AkgError(f"--pure: the {dsl} backend generates no kernel for {what} in {problem.path.name}; "
+                       "drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
@@ -207,8 +216,8 @@ def _verify(t: Translation, target_name: str, seeds: tuple[int, ...], timed: boo
 def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | Path | None = None,
               verify_result: bool = True, timing: bool = True, baselines: tuple[str, ...] = ("eager",),
               train: bool = False, allow_opaque: bool = False,
-              seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library") -> Translation:
-    t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv)
+              seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library", pure: bool = False) -> Translation:
+    t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv, pure=pure)
     t.source = render(t)
     if t.executor == "none":
         t.notes.append(f"no executor for {dsl} on {target_name} here: written, not run")

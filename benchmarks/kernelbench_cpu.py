@@ -9,7 +9,8 @@ assigned at module level (alone or inside a tuple or list) named like a batch si
 another constant holds the same value (a program may rely on the two being equal); other integers
 above 32 are divided by 8 (at least 8), those up to 32 are kept (kernel sizes, strides, layer and head
 counts, small channel counts). Floats, code and `get_init_inputs` stay as written. Where the shrunk
-program no longer runs (a size it derives stops matching one it states), the batch alone is shrunk
+program no longer builds or runs (a size it derives stops matching one it states, channels stop dividing
+into groups), the batch alone is shrunk
 (`"shrink": "batch"` in its row).
 """
 
@@ -111,7 +112,8 @@ def main() -> None:
                 for mode in ("sizes", "batch"):
                     dst.write_text(shrink_source(path.read_text(), mode))
                     row = dict(run_one(dst, a.dsl, a.target), level=level, problem=path.name, shrink=mode)
-                    if "could not trace" not in row.get("error", ""):
+                    err = row.get("error", "")
+                    if "could not trace" not in err and "Model(*get_init_inputs())" not in err:
                         break
                 print(json.dumps(row), flush=True)
             rows.append(row)

@@ -48,6 +48,13 @@ def test_conv_with_epilogue_is_one_generated_gemm_when_asked(tmp_path):
     assert t.verdict.accepted and not t.program.library_calls(), t.verdict.line()
     with pytest.raises(AkgError, match="does not generate convolutions"):
         build(problem_path("l2_conv_relu_biasadd"), "cuda-c", "h100", conv="generated")
+    # --pure: every group generated where the backend can, else an error naming what it cannot
+    t = build(problem_path("l2_conv_relu_biasadd"), "triton", "h100", pure=True)
+    assert not t.program.library_calls() and [k.kind for k in t.program.kernels()] == ["matmul"]
+    with pytest.raises(AkgError, match=r"--pure: the cpp backend generates no kernel for conv \(group 0\)"):
+        build(problem_path("l2_conv_relu_biasadd"), "cpp", "cpu", pure=True)
+    t = build(problem_path("rand_in_forward"), "cpp", "cpu", pure=True)  # random draws stay torch's generator
+    assert {s.op for s in t.program.library_calls()} == {"random"} and t.program.kernels()
 
 
 POOLS = ["pool_max_1d_2d_3d", "pool_avg_1d_2d_3d", "l2_conv3d_softmax_pool", "l2_convT_bn_tanh_pool_gn",

@@ -39,6 +39,7 @@ class RunConfig:
     allow_opaque: bool = False
     use_ncu: bool = True
     conv: str = "library"  # convolutions: torch calls with fused epilogues, or "generated" implicit GEMMs
+    pure: bool = False  # every group generated: no library calls (random draws aside)
 
 
 def _new_run_dir(cfg: RunConfig) -> Path:
@@ -62,6 +63,8 @@ def _open_state(cfg: RunConfig, resume: Path | None) -> RunState:
             "dsl": cfg.dsl, "target": cfg.target, "train": cfg.train, "allow_opaque": cfg.allow_opaque}
     if cfg.conv != "library":
         conf["conv"] = cfg.conv
+    if cfg.pure:
+        conf["pure"] = True
     return RunState(run_dir, conf)
 
 
@@ -118,7 +121,8 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
     budget = cfg.budget or (5 if model is not None else 1)
     # with a model, ops the rules engine cannot lower stay in the graph for the model to write
     t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"],
-              allow_opaque=conf["allow_opaque"] or model is not None, conv=conf.get("conv", "library"))
+              allow_opaque=conf["allow_opaque"] or model is not None, conv=conf.get("conv", "library"),
+              pure=conf.get("pure", False))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:

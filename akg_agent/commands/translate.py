@@ -30,7 +30,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     cfg = RunConfig(args.file, args.dsl, args.target, llm=args.llm, budget=args.budget, goal_frac=args.goal,
                     out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
                     timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu,
-                    conv=args.conv)
+                    conv=args.conv, pure=args.pure)
     st = run(cfg, human=ConsoleHuman() if args.interactive else None, resume=resume, db=TuningDB())
     best = next(a for a in st.attempts if a.n == st.result["attempt"])
     if args.json:
@@ -69,6 +69,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-ncu", action="store_true", help="no Nsight Compute profile in optimise feedback")
     p.add_argument("--conv", default="library", choices=("library", "generated"),
                    help="convolutions as torch calls with fused epilogues (default) or generated implicit GEMMs")
+    p.add_argument("--pure", action="store_true", help="every group generated, no library calls (hybrid: the "
+                   "default, convolutions and what a backend does not generate stay declared torch calls)")
     p.add_argument("--train", action="store_true")
     p.add_argument("--allow-opaque", action="store_true")
     p.add_argument("--json", action="store_true")
