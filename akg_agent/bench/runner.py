@@ -114,29 +114,32 @@ def flatten(records: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[st
     return by
 
 
-def _translate_one(p: Path, dsl: str, target: str, sol_dir: Path) -> None:
+def _translate_one(p: Path, dsl: str, target: str, sol_dir: Path, pure: bool = False) -> None:
     """Written, not verified: the bench's own run verifies and times it once (at real sizes a
     verification is most of a problem's time)."""
     try:
-        translate(p, dsl, target, sol_dir / p.name, verify_result=False)
+        translate(p, dsl, target, sol_dir / p.name, verify_result=False, pure=pure)
     except AkgError as e:
         (sol_dir / f"{p.stem}.error.txt").write_text(str(e))
 
 
-def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path, jobs: int = 1) -> None:
+def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path, jobs: int = 1,
+                   pure: bool = False) -> None:
     """Translate each problem with the rules engine; a failure leaves that problem without a
     solution (reported as such), never stops the run. Each verification is its own subprocess, so
     threads are enough to overlap them."""
     sol_dir.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        list(pool.map(lambda p: _translate_one(p, dsl, target, sol_dir), problems))
+        list(pool.map(lambda p: _translate_one(p, dsl, target, sol_dir, pure), problems))
 
 
 def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
               trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
               on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1,
-              memory_bytes: int | None = None) -> dict[str, Any]:
-    """`jobs` > 1 runs that many problems' verifications at once, while their estimated memory fits the
+              memory_bytes: int | None = None, pure: bool = False) -> dict[str, Any]:
+    """`pure` (with `dsl`): each problem is also translated with every group generated, and that module
+    is timed beside the hybrid one (label "pure"; absent where the backend cannot generate a group).
+    `jobs` > 1 runs that many problems' verifications at once, while their estimated memory fits the
     device (`memory_bytes`, default its free memory): builds, checks and torch.compile overlap, but a
     run times only while no other run uses the GPU (a lock file held shared while building and
     checking, exclusively while timing)."""
@@ -146,8 +149,11 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
     if solutions is None:
         if dsl is None:
             raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
-        dirs = {"": out / "solutions"}
-        _translate_all(problems, dsl, target, dirs[""], jobs)
+        dirs = {"hybrid" if pure else "": out / "solutions"}
+        _translate_all(problems, dsl, target, dirs["hybrid" if pure else ""], jobs)
+        if pure:
+            dirs["pure"] = out / "solutions-pure"
+            _translate_all(problems, dsl, target, dirs["pure"], jobs, pure=True)
     else:
         dirs = parse_solutions(solutions)
     for d in dirs.values():
@@ -180,7 +186,8 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
     order = {str(p): i for i, p in enumerate(problems)}
     records.sort(key=lambda r: order[r["path"]])
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
-            "solutions": solutions or str(dirs[""]), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs}
+            "solutions": solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items()),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}
     if len(labels) > 1:

@@ -67,7 +67,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
                         timeout_s=args.timeout, dsl=args.dsl, on_record=on_record, jobs=args.jobs,
-                        memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None)
+                        memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None, pure=args.pure)
     groups = {lb: g["summary"] for lb, g in doc.get("by_label", {}).items()} or {"": doc["summary"]}
     if "by_label" in doc:
         console.print(_side_by_side(doc, baselines))
@@ -90,6 +90,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--solutions", default=None, help="folder of ModelNew modules named like the problems, or "
                    "label=DIR,label=DIR,... to time several (one per DSL, say) side by side in one run per problem")
     p.add_argument("--out", default="runs/bench", help="folder for results.json and report.html")
+    p.add_argument("--pure", action="store_true", help="with --dsl: time a pure translation (every group "
+                   "generated) beside the hybrid one")
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--jobs", type=int, default=1, help="problems verified at once; a run times only while no "
