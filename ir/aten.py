@@ -746,7 +746,6 @@ def _triplet(cx, a, p, n, margin=1.0, pnorm=2.0, eps=1e-6, swap=False, reduction
                   swap=bool(swap), reduction=_REDUCTION[reduction])
 
 
-
 # --- recurrent layers: one `recurrence` node per result torch returns (unused ones are dead code)
 def _recurrent(cell: str):
     def conv(cx, x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
