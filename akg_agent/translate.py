@@ -55,10 +55,27 @@ class Translation:
                 "verdict": self.verdict.line() if self.verdict else "not verified"}
 
 
-def pipeline_for(backend: Backend) -> str:
+def pipeline_for(backend: Backend, keep: tuple[str, ...] = ()) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
-    backend has a row template."""
-    return "simplify,decompose,simplify,fuse" + (",rows" if "rownorm" in backend.manifest.kinds else "")
+    backend has a row template; composites in `keep` stay whole (library calls)."""
+    dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
+    return f"simplify,{dec},simplify,fuse" + (",rows" if "rownorm" in backend.manifest.kinds else "")
+
+
+RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a hybrid plan calls the library
+
+
+def long_recurrences(g: Graph) -> list[str]:
+    """Recurrent layers whose generated form launches more than RECURRENCE_STEPS steps' kernels: torch
+    (cuDNN on NVIDIA GPUs) runs them as one persistent kernel per layer instead."""
+    out = []
+    for n in g.nodes:
+        if n.op == "recurrence":
+            x, at = n.args[0], n.attrs
+            steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
+            if steps * at["layers"] * (2 if at["bidirectional"] else 1) > RECURRENCE_STEPS:
+                out.append(n.name)
+    return out
 
 
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
@@ -122,7 +139,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                        f"install it (make setup, or pip install 'akg[{dsl}]')")
     problem = load_problem(problem_path)
     g = lift(problem, train=train, allow_opaque=allow_opaque)
-    run_passes(g, pipeline_for(backend))
+    long = [] if pure else long_recurrences(g)
+    run_passes(g, pipeline_for(backend, ("recurrence",) if long else ()))
     plan = g.plan
     try:
         gen_conv = conv == "generated" or (pure and "conv" in backend.manifest.kinds)

@@ -24,6 +24,11 @@ LIBRARY_DECLARATIONS = {
     "cumsum": ["aten.cumsum", "aten.flip", "aten.cat"], "cumprod": ["aten.cumprod", "aten.flip", "aten.cat"],
     "dropout": ["aten.dropout", "aten.native_dropout", "aten.bernoulli*", "aten.rand*", "aten.div", "aten.mul"],
     "random": ["aten.randn", "aten.rand", "aten.normal*", "aten.uniform*"],
+    # the layer and what it dispatches to: cuDNN / MIOpen on GPUs, oneDNN or per-step ATen ops on the CPU
+    "recurrence": ["aten.lstm", "aten.gru", "aten.rnn_tanh", "aten.rnn_relu", "aten._cudnn_rnn*", "aten.miopen_rnn*",
+                   "aten.mkldnn_rnn*", "aten._thnn_fused*", "aten.addmm", "aten.add", "aten.add_", "aten.sub",
+                   "aten.mul", "aten.mul_", "aten.sigmoid*", "aten.tanh*", "aten.relu*", "aten.unsafe_split",
+                   "aten.unsafe_chunk", "aten.cat", "aten.stack"],
 }
 
 REGISTER = '''
@@ -131,6 +136,11 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
     if step.op == "random":  # the global generator, as the reference draws (same seed, same numbers)
         fn = "torch.randn" if at["dist"] == "normal" else "torch.rand"
         return f"{fn}({list(at['shape'])}, dtype={torch_dtype(at['dtype'])}, device=_akg_dev)"
+    if step.op == "recurrence":  # torch's layer (cuDNN on NVIDIA GPUs): one persistent kernel per layer
+        hx = f"[{a[1]}, {a[2]}]" if at["cell"] == "lstm" else a[1]
+        result = ("output", "h_n", "c_n").index(at["result"])
+        return (f"torch.ops.aten.{at['cell']}.input({a[0]}, {hx}, [{', '.join(a[3:])}], {at['has_biases']}, "
+                f"{at['layers']}, 0.0, False, {at['bidirectional']}, {at['batch_first']})[{result}]")
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it
         args = ", ".join(_opaque_arg(v, a) for v in at["args"])
         kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from akg_agent.translate import translate
+from akg_agent.translate import build, translate
 from ir import run
 from ir.errors import AkgError
 from ir.lift import lift
@@ -126,6 +126,18 @@ def test_recurrent_layers_translate_and_verify(dsl, target, cls, opts, tmp_path)
 @pytest.mark.gpu
 @pytest.mark.parametrize("dsl", ["triton", "cuda-c", "tilelang", "pallas"])
 def test_recurrent_layers_run_natively_on_the_gpu(dsl, tmp_path):
-    for cls, opts in (("LSTM", dict(layers=2, bi=True, steps=5)), ("GRU", dict(layers=2, bf=True, with_h=False))):
+    for cls, opts in (("LSTM", dict(layers=2, bi=True, steps=5)), ("GRU", dict(layers=2, bf=True, with_h=False)),
+                      ("GRU", dict(layers=3, bi=True, steps=64, batch=10, name="long"))):  # cuDNN's layer
         t = translate(_problem(tmp_path, cls, **opts), dsl, "h100", timing=False, seeds=(0, 1))
         assert t.verdict.accepted, (cls, t.verdict.reason)
+
+
+def test_a_long_recurrence_is_torchs_layer_in_a_hybrid_plan_and_generated_when_pure(tmp_path):
+    """33 steps x 2 directions: 66 steps' kernels, past RECURRENCE_STEPS; --pure still generates them."""
+    path = _problem(tmp_path, "LSTM", bi=True, steps=33, batch=2)
+    t = translate(path, "cpp", "cpu", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.reason
+    assert [s.op for s in t.program.library_calls()] == ["recurrence"] * 3  # out, h_n, c_n
+    assert "torch.ops.aten.lstm.input(" in t.source and "library call torch recurrence" in t.source
+    pure = build(path, "cpp", "cpu", pure=True)
+    assert not pure.program.library_calls() and len(pure.program.kernels()) > 66

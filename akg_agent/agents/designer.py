@@ -14,7 +14,7 @@ from dsl_backends import dsls_for, get_backend
 from hardware_models.cost import estimate_group, speed_of_light
 from ir.graph import print_graph
 
-from ..translate import Translation
+from ..translate import RECURRENCE_STEPS, Translation
 from .ask import ask
 from .llm import Model
 from .parse import ReplyError, extract_json
@@ -48,6 +48,9 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
                "" if strat == "generated" else (
             "torch library call (cuDNN: faster than akg's fp32 implicit GEMM) + fused epilogue; --conv generated "
             "asks for the implicit GEMM" if libs[grp.id] == "conv" and "conv" in kinds else
+            f"torch's recurrent layer (cuDNN on NVIDIA GPUs: one persistent kernel a layer): generated, it would "
+            f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
+            if libs[grp.id] == "recurrence" else
             "no generated kernel for this op yet: torch library call + fused epilogue"))
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))

@@ -14,15 +14,18 @@ from .base import Firing, Trace, register
 @register
 @dataclass(frozen=True)
 class Decompose:
-    """Replace composites (all, or those named in `only`) by their primitive decomposition."""
+    """Replace composites (all, or those named in `only`, never those in `keep`) by their primitive
+    decomposition."""
 
     name: ClassVar[str] = "decompose"
     only: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
 
     def run(self, g: Graph, trace: Trace) -> bool:
         changed = False
         for _ in range(8):  # composites may decompose into composites (attention -> softmax)
-            todo = [n for n in g.nodes if opdef(n.op).group == "composite" and (not self.only or n.op in self.only)]
+            todo = [n for n in g.nodes if opdef(n.op).group == "composite" and (not self.only or n.op in self.only)
+                    and n.op not in self.keep]
             if not todo:
                 break
             for n in todo:
