@@ -3,12 +3,14 @@ interpreter with and without it, the fallback, and the row templates' chunked pa
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
-from ir import run
+from ir import Graph, TensorType, run
 from ir.kernel.expand import expand_program
 from ir.kernel.interp import run_program
 from ir.kernel.lower import lower
@@ -174,3 +176,16 @@ def test_a_merge_that_would_recompute_per_element_is_refused(tmp_path, monkeypat
         build(path, "cpp", "cpu")
     monkeypatch.setattr(tr, "COST_GATE", 1e12)
     assert "rownorm" in [k.kind for k in build(path, "cpp", "cpu").program.kernels()]
+
+
+@pytest.mark.parametrize("op", ["relu", "leaky_relu", "hardtanh", "clamp", "elu", "selu", "silu", "mish",
+                                "softplus", "sigmoid", "hardswish", "hardsigmoid"])  # not gelu: torch's is NaN at +inf
+def test_expanded_activations_keep_torchs_values_at_infinities_and_nan(op):
+    """relu(-inf) is 0: an expansion as x * 0 made it NaN (a masked attention's -inf then ReLU)."""
+    x = torch.tensor([-math.inf, -3.0, -0.0, 0.0, 2.5, math.inf, math.nan])
+    g = Graph("act")
+    xin = g.input("x", TensorType((7,), "f32"))
+    g.outputs = [g.add(op, [xin], {"min": -1.0, "max": 1.0} if op == "clamp" else {})]
+    plan = fuse(g)
+    got = run_program(expand_program(lower(g, plan)), [x], g.weights)[0]
+    torch.testing.assert_close(got, run(g, [x])[0], equal_nan=True)

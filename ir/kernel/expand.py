@@ -124,7 +124,8 @@ def _div(e: Op, b: _B, at: dict[str, Any]) -> Expr | None:
 
 
 RULES: dict[str, Rule] = {
-    "relu": lambda e, b, at: b.where(b.cmp("gt", _x(e), b.c(0.0)), _x(e), b("mul", _x(e), b.c(0.0))),
+    # x <= 0 -> 0 keeps NaN (the comparison is false) and maps -inf to 0 (x * 0 would make it NaN)
+    "relu": lambda e, b, at: b.where(b.cmp("le", _x(e), b.c(0.0)), b.c(0.0), _x(e)),
     "leaky_relu": lambda e, b, at: b.where(b.cmp("gt", _x(e), b.c(0.0)), _x(e),
                                            b("mul", _x(e), b.c(at["negative_slope"]))),
     "sigmoid": lambda e, b, at: b("div", b.c(1.0), b("add", b.c(1.0), b("exp", b("neg", _x(e))))),
