@@ -81,3 +81,37 @@ def test_a_missing_dsl_runtime_is_a_one_line_error(monkeypatch, capsys):
     assert main(["translate", str(problem_path("ew_activations_a")), "--dsl", "tilelang", "--target", "h100"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs the Python package tilelang" in err[0] and "make setup" in err[0]
+
+
+GEMM_GROUPNORM_MIN = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(32, 64)
+        self.group_norm = nn.GroupNorm(4, 64)
+        self.bias = nn.Parameter(torch.randn(1, 64, 1, 1))
+
+    def forward(self, x):
+        x = self.group_norm(self.gemm(x))
+        return torch.min(x, dim=1, keepdim=True)[0] + self.bias
+
+
+def get_inputs():
+    return [torch.rand(2, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_triton_epilogue_loads_on_grid_axes_only_are_unmasked(tmp_path):
+    """KernelBench level 2 #75 at CPU size: an epilogue load indexed by grid axes alone rendered `mask=,`."""
+    path = tmp_path / "gemm_gn_min.py"
+    path.write_text(GEMM_GROUPNORM_MIN)
+    t = translate(path, "triton", "h100", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.reason
+    assert "mask=," not in t.source

@@ -140,6 +140,8 @@ class Ctx:
             mask = self.mask_for(vs)
             if e.mask is not None:
                 mask = f"{mask} & ({p(e.mask)})" if mask else f"({p(e.mask)})"
+            if not mask:  # its variables are each covered exactly (a grid axis): nothing to mask
+                return f"tl.load({e.buf.name} + ({flat}))"
             other = py_const(e.other, e.buf.dtype)
             return f"tl.load({e.buf.name} + ({flat}), mask={mask}, other={other})"
         if isinstance(e, Op):
