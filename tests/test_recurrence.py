@@ -117,6 +117,7 @@ def test_projected_lstm_is_a_clear_error(tmp_path):
     ("cpp", "cpu", "RNN", dict(layers=3, bias=False, extra=", nonlinearity='relu'", steps=3)),
     ("triton", "h100", "LSTM", dict(layers=2, bi=True, steps=3)),
     ("triton", "h100", "GRU", dict(layers=2, bf=True, steps=3, with_h=False)),
+    ("triton", "h100", "RNN", dict(layers=2, bi=True, steps=3)),
 ])
 def test_recurrent_layers_translate_and_verify(dsl, target, cls, opts, tmp_path):
     t = translate(_problem(tmp_path, cls, **opts), dsl, target, timing=False, seeds=(0, 1))
