@@ -94,7 +94,7 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
                     t = consts.get(key)
                 if t is None:
                     t = model.get_buffer(key) if kind == "BUFFER" else model.get_parameter(key)
-                env[n] = g.param(key, t.detach().clone(), name=n.name)
+                env[n] = g.param(key, t.detach(), name=n.name)  # the model is this lift's own: no copy
                 kinds = g.meta.setdefault("param_kinds", {})
                 kinds[key] = ("parameter" if kind == "PARAMETER" else
                               "buffer" if kind == "BUFFER" and getattr(spec, "persistent", True) else
