@@ -14,7 +14,7 @@ from hardware_models.cost import SPLIT_PRODUCTS
 from hardware_models.counting import necessary_ops
 from hardware_models.spec import HardwareModel, load_target
 from ir.errors import AkgError
-from ir.graph import Graph
+from ir.graph import Graph, Node
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
@@ -65,17 +65,14 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = ()) -> str:
 RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a hybrid plan calls the library
 
 
-def long_recurrences(g: Graph) -> list[str]:
-    """Recurrent layers whose generated form launches more than RECURRENCE_STEPS steps' kernels: torch
-    (cuDNN on NVIDIA GPUs) runs them as one persistent kernel per layer instead."""
-    out = []
-    for n in g.nodes:
-        if n.op == "recurrence":
-            x, at = n.args[0], n.attrs
-            steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
-            if steps * at["layers"] * (2 if at["bidirectional"] else 1) > RECURRENCE_STEPS:
-                out.append(n.name)
-    return out
+def has_long_recurrence(g: Graph) -> bool:
+    """A recurrent layer whose generated form would launch more than RECURRENCE_STEPS steps' kernels:
+    torch (cuDNN on NVIDIA GPUs) runs it as one persistent kernel per layer instead."""
+    def step_kernels(n: Node) -> int:
+        x, at = n.args[0], n.attrs
+        steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
+        return steps * at["layers"] * (2 if at["bidirectional"] else 1)
+    return any(n.op == "recurrence" and step_kernels(n) > RECURRENCE_STEPS for n in g.nodes)
 
 
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
@@ -139,8 +136,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                        f"install it (make setup, or pip install 'akg[{dsl}]')")
     problem = load_problem(problem_path)
     g = lift(problem, train=train, allow_opaque=allow_opaque)
-    long = [] if pure else long_recurrences(g)
-    run_passes(g, pipeline_for(backend, ("recurrence",) if long else ()))
+    run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else ()))
     plan = g.plan
     try:
         gen_conv = conv == "generated" or (pure and "conv" in backend.manifest.kinds)

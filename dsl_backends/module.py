@@ -13,6 +13,7 @@ import torch
 
 from ir.kernel.ir import Buf, Kernel, KernelProgram, LibraryCall
 from ir.kernel.schedule import Schedule, Schedules
+from ir.recurrence import RESULTS
 from ir.types import DTYPES
 
 # aten ops each library step dispatches to (declared, so the verifier allows them)
@@ -138,7 +139,7 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         return f"{fn}({list(at['shape'])}, dtype={torch_dtype(at['dtype'])}, device=_akg_dev)"
     if step.op == "recurrence":  # torch's layer (cuDNN on NVIDIA GPUs): one persistent kernel per layer
         hx = f"[{a[1]}, {a[2]}]" if at["cell"] == "lstm" else a[1]
-        result = ("output", "h_n", "c_n").index(at["result"])
+        result = RESULTS.index(at["result"])
         return (f"torch.ops.aten.{at['cell']}.input({a[0]}, {hx}, [{', '.join(a[3:])}], {at['has_biases']}, "
                 f"{at['layers']}, 0.0, False, {at['bidirectional']}, {at['batch_first']})[{result}]")
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it

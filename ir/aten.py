@@ -10,6 +10,7 @@ from .convert import CONVERTERS, LiftCtx, converts
 from .einsum import lower_einsum
 from .errors import AkgError
 from .graph import Node
+from .recurrence import RESULTS
 
 INT_MAX = 2**62
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -761,7 +762,7 @@ def _recurrent(cell: str):
         attrs = dict(cell=cell, hidden=int(params[1].shape[1]), layers=int(num_layers),
                      bidirectional=bool(bidirectional), batch_first=bool(batch_first),
                      has_biases=bool(has_biases))
-        results = ("output", "h_n", "c_n") if cell == "lstm" else ("output", "h_n")
+        results = RESULTS if cell == "lstm" else RESULTS[:2]
         return tuple(cx.add("recurrence", [x, h0, c0, *params], result=r, **attrs) for r in results)
     return conv
 

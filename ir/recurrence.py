@@ -20,8 +20,8 @@ import torch
 from .decompose import DECOMPOSITIONS, EagerEmitter, Emitter, decomposition
 from .interp import COMPOSITES
 
-CELLS = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}  # gates per cell (rows of w_ih / H)
-RESULTS = ("output", "h_n", "c_n")
+CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+RESULTS = ("output", "h_n", "c_n")  # what torch returns, in order (c_n: LSTM only)
 STACK_FANIN = 8
 
 

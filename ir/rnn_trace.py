@@ -14,7 +14,7 @@ import torch
 import torch.nn.modules.rnn as rnn_module
 from torch import Tensor
 
-CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+from .recurrence import CELLS
 
 
 @torch.library.custom_op("akg::rnn", mutates_args=())
