@@ -189,3 +189,19 @@ def test_expanded_activations_keep_torchs_values_at_infinities_and_nan(op):
     plan = fuse(g)
     got = run_program(expand_program(lower(g, plan)), [x], g.weights)[0]
     torch.testing.assert_close(got, run(g, [x])[0], equal_nan=True)
+
+
+def test_expansion_keeps_a_gemm_read_by_two_composites_one_reduction():
+    """mish(mish(x @ w)): the expansion re-walks what it has expanded; copying unchanged nodes there split
+    the GEMM into three dots (KernelBench level 2 #29 then failed in Triton: 'not a single GEMM')."""
+    g = Graph("mm_mish")
+    x = g.input("x", TensorType((8, 16), "f32"))
+    w = g.input("w", TensorType((16, 12), "f32"))
+    g.outputs = [g.add("mish", [g.add("mish", [g.add("matmul", [x, w], {})], {})], {})]
+    plan = fuse(g)
+    prog = lower(g, plan)
+    assert [len(k.reductions()) for k in prog.kernels()] == [1]
+    expanded = expand_program(prog)
+    assert [len(k.reductions()) for k in expanded.kernels()] == [1]
+    xs = [torch.randn(8, 16), torch.randn(16, 12)]
+    torch.testing.assert_close(run_program(expanded, xs, g.weights)[0], run(g, xs)[0])

@@ -27,6 +27,7 @@ from typing import Any
 
 from dsl_backends import sandbox_env
 
+from . import worker
 from .timing import LOCK_WAIT_FILE
 
 CLONE_NEWNET = 0x40000000
@@ -81,8 +82,6 @@ def _forked_worker(job_path: str, run_dir: str, env: dict[str, str], memory_byte
 
     if env.get("OMP_NUM_THREADS", "").isdigit():
         torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
-    from akg_agent.verifier import worker
-
     code = 1
     try:
         code = worker.main(["worker", job_path])

@@ -174,16 +174,22 @@ class _Expander:
             rule = RULES.get(new.op) if new.op not in self.keep else None
             out = rule(new, _B(new), dict(new.attrs)) if rule else None
             return new if out is None else self(out)  # an expansion may use other composites
+        # a node whose children come back unchanged is returned itself: an expansion re-walks nodes
+        # already expanded, and a copy there would split a shared sub-tree (a GEMM read by two mish)
         if isinstance(e, Load):
             idx = tuple(self(i) for i in e.index)
             mask = self(e.mask) if e.mask is not None else None
-            return replace(e, index=idx, mask=mask)
+            same = all(a is b for a, b in zip(idx, e.index)) and mask is e.mask
+            return e if same else replace(e, index=idx, mask=mask)
         if isinstance(e, IOp):
-            return replace(e, a=self(e.a), b=self(e.b))
+            a, b = self(e.a), self(e.b)
+            return e if a is e.a and b is e.b else replace(e, a=a, b=b)
         if isinstance(e, Reduce):
-            return replace(e, body=self(e.body))
+            body = self(e.body)
+            return e if body is e.body else replace(e, body=body)
         if isinstance(e, Scan):
-            return replace(e, body=self(e.body), at=self(e.at))
+            body, at = self(e.body), self(e.at)
+            return e if body is e.body and at is e.at else replace(e, body=body, at=at)
         return e
 
 
