@@ -4,14 +4,16 @@ signature and versions: a repeated run is instant and a killed run loses no fini
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
 import math
+import socket
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +24,10 @@ from hardware_models.spec import cache_dir
 from ir.errors import AkgError
 from ir.kernel.schedule import Schedule
 
+from .cluster import Cluster, Done, Work
 from .ranking import ranked_space
-from .translate import build, render
-from .verifier import Verdict, verify
+from .translate import Translation, build, render
+from .verifier import Verdict, device_for, verify
 from .version import __version__
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
@@ -92,18 +95,41 @@ def kernel_signature(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
-def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict) -> dict[str, Any]:
+def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
     """One measured schedule: its time and verdict, and its error against float64 beside torch's own
-    (how a split-precision GEMM earns its place)."""
+    (how a split-precision GEMM earns its place), and where it was timed."""
     rows = [r for r in v.details.get("trials", []) if r.get("vs_float64")]
     return {"kernel": kernel, "schedule": dict(sched), "median_s": median_s if math.isfinite(median_s) else None,
             "verdict": v.line(), "max_err_vs_float64": max((r["max_abs_err"] for r in rows), default=None),
-            "torch_err_vs_float64": max((r["ref_max_abs_err"] for r in rows), default=None)}
+            "torch_err_vs_float64": max((r["ref_max_abs_err"] for r in rows), default=None), **where}
+
+
+def _with(t: Translation, kernel: str, sched: Schedule) -> Translation:
+    """The translation with one kernel's schedule replaced (the original untouched)."""
+    return dataclasses.replace(t, schedules={**t.schedules, kernel: sched}, _body=None)
+
+
+def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]:
+    """Candidates measured one after another in this process's sandbox."""
+    device = f"{socket.gethostname()}:{device_for(target)}"
+
+    def run(works: list[Work]) -> Iterator[Done]:
+        with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
+            for w in works:
+                path = Path(d) / f"cand_{w.key[0]}_{w.key[1]}.py"
+                path.write_text(w.source)
+                v = verify(problem, path, target=target, seeds=w.seeds, timing=True, sol_check=False)
+                yield Done(w, v.to_json(), host=socket.gethostname(), device=device)
+    return run
 
 
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
-         on_progress: Callable[[str, int, int, float | None], None] | None = None) -> dict[str, Any]:
+         on_progress: Callable[[str, int, int, float | None, Done | None], None] | None = None,
+         ray: str | None = None, ray_cpus: int | None = None) -> dict[str, Any]:
+    """`ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's
+    address. Candidates of one kernel are measured together (in parallel on Ray), kernels in order, each
+    against the best schedules of those before it."""
     t = build(problem, dsl, target)
     if t.executor != "native":
         raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {t.executor}, "
@@ -115,38 +141,54 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     groups = {g.id: g for g in t.plan.groups}
     start = time.perf_counter()
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
-                              "from_db": 0, "candidates": []}
-    with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
+                              "from_db": 0, "candidates": [], "lost": [], "ray": ray}
+    cluster = Cluster(ray or None, target, ray_cpus) if ray is not None else None
+    measure = cluster.run if cluster is not None else _local(t.problem, target)
+    src = t.problem.read_text()
+    try:
         for k in t.program.kernels():
             space = ranked_space(backend, k, groups.get(k.group), t.target)
             default = t.schedules[k.name]
-            cands = [default] + [s for s in space if s != default]
-            cands = cands[:budget]
+            cands = ([default] + [s for s in space if s != default])[:budget]
             sig = kernel_signature(backend.render_kernel(k, default, t.target))
-            best: tuple[float, Schedule] | None = None
+            times: dict[int, float] = {}
+            works: list[Work] = []
             for i, sched in enumerate(cands):
                 if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
                     break
-                t.schedules[k.name] = sched
                 known = db.get(hw, dsl, sig, ver, sched)
                 if known is None:
-                    path = Path(d) / f"cand_{k.name}_{i}.py"
-                    path.write_text(render(t))
-                    v = verify(t.problem, path, target=target, seeds=(0, 1), timing=True, sol_check=False)
-                    med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
-                    known = med if med is not None else math.inf
-                    db.put(hw, dsl, sig, ver, sched, known, v.line())
-                    report["measured"] += 1
-                    report["candidates"].append(_candidate(k.name, sched, known, v))
+                    works.append(Work((k.name, i), t.problem.name, src, render(_with(t, k.name, sched))))
                 else:
+                    times[i] = known
                     report["from_db"] += 1
-                if best is None or known < best[0]:
-                    best = (known, sched)
+            tried = len(times) + len(works)
+            for done in measure(works):
+                i = done.work.key[1]
+                if done.verdict is None:  # lost: not committed, so a rerun tries it again
+                    report["lost"].append({"kernel": k.name, "schedule": dict(cands[i]), "why": done.lost})
+                else:
+                    v = Verdict(**done.verdict)
+                    med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
+                    times[i] = med if med is not None else math.inf
+                    db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
+                    report["measured"] += 1
+                    report["candidates"].append(_candidate(k.name, cands[i], times[i], v, {
+                        "host": done.host, "device": done.device, "attempts": done.attempts,
+                        "checked_by": done.checked_by}))
                 if on_progress is not None:
-                    on_progress(k.name, i + 1, len(cands), best[0] if best else None)
-            t.schedules[k.name] = best[1] if best and math.isfinite(best[0]) else default
-            report["kernels"].append({"kernel": k.name, "kind": k.kind, "best": dict(best[1] if best else default),
-                                      "best_s": best[0] if best else None, "tried": len(cands)})
+                    best_now = min(times.values(), default=None)
+                    on_progress(k.name, len(times) + len(report["lost"]), tried, best_now, done)
+            # the fastest, the earlier candidate on a tie (the same choice whichever finished first)
+            best = min(times, key=lambda j: (times[j], j)) if times else None
+            ok = best is not None and math.isfinite(times[best])
+            t.schedules[k.name] = cands[best] if ok else default
+            report["kernels"].append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
+                                      "best_s": times[best] if best is not None else None, "tried": tried})
+    finally:
+        if cluster is not None:
+            report["workers"] = cluster.workers
+            cluster.close()
     # the chosen combination is verified and timed once more, and the header says so
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         final = Path(d) / f"{t.problem.stem}_{dsl}.py"

@@ -4,43 +4,52 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 from dsl_backends import available
 from hardware_models.spec import load_target
 from ir.errors import AkgError
 
+from ..cluster import Done
 from ..tune import tune
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-
-
     target = load_target(args.target)
     dsls = [d for d, m in available().items() if m.supports(target)] if args.dsl == "all" else [args.dsl]
     if not dsls:
         raise AkgError(f"no backend targets {args.target}")
     reports = []
+    per_device: Counter[str] = Counter()
     with Progress() as progress:
         task = progress.add_task("tuning", total=None)
 
-        def on_progress(kernel: str, done: int, total: int, best: float | None) -> None:
+        def on_progress(kernel: str, done: int, total: int, best: float | None, last: Done | None) -> None:
+            if last is not None and last.device:
+                per_device[last.device] += 1
             best_txt = f"{best * 1e3:.4g} ms" if best is not None and best != float("inf") else "-"
-            progress.update(task, total=total, completed=done, description=f"{kernel}: best {best_txt}")
+            devices = ", ".join(f"{d} {n}" for d, n in sorted(per_device.items()))
+            progress.update(task, total=total, completed=done,
+                            description=f"{kernel}: best {best_txt}" + (f" [{devices}]" if devices else ""))
 
         for dsl in dsls:
             out = args.o if len(dsls) == 1 else None
             out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
             reports.append(tune(args.file, args.target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
-                                on_progress=on_progress) | {"out": out})
+                                on_progress=on_progress, ray=args.ray) | {"out": out})
     for r in reports:
         print(f"{r['dsl']}: {r['measured']} measured, {r['from_db']} from the tuning database, "
               f"{r['elapsed_s']:.1f} s -> {r['out']}")
         for k in r["kernels"]:
             best = f"{k['best_s'] * 1e3:.4g} ms" if k["best_s"] not in (None, float("inf")) else "-"
             print(f"  {k['kernel']} ({k['kind']}): {k['best']} module time {best}")
+        for lost in r["lost"]:
+            print(f"  lost: {lost['kernel']} {lost['schedule']}: {lost['why']} (a rerun tries it again)")
+        if per_device:
+            print("  timed on: " + ", ".join(f"{d} ({n})" for d, n in sorted(per_device.items())))
     if args.json:
         print(json.dumps(reports, indent=2, default=str))
     return 0
@@ -55,4 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time", type=float, default=None, help="stop after this many seconds")
     p.add_argument("-o", default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="measure on Ray: a local instance started for the run, or a cluster's address "
+                        "(auto, ray://host:10001)")
     p.set_defaults(fn=cmd_tune)

@@ -63,7 +63,9 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
            timing_lock: str | None = None) -> Verdict:
     """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
     CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped.
-    `timing_lock`: a file that concurrent runs lock around their timed loops, so only one times at a time."""
+    `timing_lock`: a file that concurrent runs hold shared while they run and exclusively around their
+    timed loops, so only one times at a time and nothing else runs meanwhile (a run without timing holds
+    it shared too)."""
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")
@@ -77,6 +79,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
         except AkgError:
             sol_s = None  # a reference akg cannot lift is still verifiable; only this check is lost
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
+           "lock": timing_lock,
            "train": train, "tolerances": tolerances or {}, "sol_s": sol_s,
            "timing": {"trials": trials, "baselines": list(baselines), "lock": timing_lock,
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}

@@ -2,17 +2,15 @@
 no network, and a working directory of its own. A hang, a segfault or an illegal memory access in
 a candidate becomes a rejection, never a crash of akg.
 
-The process is forked from a server that has already imported torch and the worker (Python's
-forkserver), so a job does not pay torch's import (about 1.5 s here) each time; the fork happens
-before any CUDA initialisation, and the child takes the job's environment, limits and directory
-before the candidate is read. A job wrapped by a profiler, or `AKG_VERIFIER_FORK=0`, starts a fresh
-interpreter instead."""
+The process is forked from a server that has already imported torch and the worker (`zygote`), so a
+job does not pay torch's import (about 1.5 s here) each time; the server never initialises CUDA, and
+the child takes the job's environment, limits and directory before the candidate is read. A job
+wrapped by a profiler, or `AKG_VERIFIER_FORK=0`, starts a fresh interpreter instead."""
 
 from __future__ import annotations
 
 import ctypes
 import json
-import multiprocessing
 import os
 import resource
 import shutil
@@ -20,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import Any
 
 from dsl_backends import sandbox_env
 
-from . import worker
 from .timing import LOCK_WAIT_FILE
 
 CLONE_NEWNET = 0x40000000
@@ -63,53 +61,50 @@ def _env(run_dir: Path, device: str) -> dict[str, str]:
     return env
 
 
-_PRELOAD = ["torch", "akg_agent.verifier.worker"]
+class _Zygote:
+    """This process's fork server (`zygote`), started on first use and again if it has died."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+
+    def fork(self, req: dict[str, Any]) -> int:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                root = str(Path(__file__).resolve().parents[2])
+                path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+                env = dict(os.environ, PYTHONPATH=path)
+                self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote"], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+            answer = self.proc.stdout.readline()
+        if not answer.strip():
+            raise OSError("the verifier's fork server died")
+        return int(answer)
 
 
-def _forked_worker(job_path: str, run_dir: str, env: dict[str, str], memory_bytes: int | None, log: str) -> None:
-    """The job, in a child of the fork server: the same isolation as a fresh process, then the worker."""
-    _preexec(memory_bytes)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.chdir(run_dir)
-    os.environ.clear()
-    os.environ.update(env)
-    tempfile.tempdir = None  # TMPDIR is the run directory's now
-    import torch  # preloaded by the server: its thread count was read from the server's environment
-
-    if env.get("OMP_NUM_THREADS", "").isdigit():
-        torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
-    code = 1
-    try:
-        code = worker.main(["worker", job_path])
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+_ZYGOTE = _Zygote()
 
 
 class _Forked:
-    """A forked job with Popen's few methods that `run_job` uses (returncode negative for a signal)."""
+    """A job forked by the zygote, with the few Popen methods `run_job` uses (returncode negative for a
+    signal, as Popen's)."""
 
     def __init__(self, job_path: Path, run_dir: Path, env: dict[str, str], memory_bytes: int | None) -> None:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(_PRELOAD)
-        self.log = run_dir / "worker.log"
-        self.proc = ctx.Process(target=_forked_worker, daemon=False,
-                                args=(str(job_path), str(run_dir), env, memory_bytes, str(self.log)))
-        self.proc.start()
-        self.pid = self.proc.pid
+        self.log, self.status = run_dir / "worker.log", run_dir / "exit_status"
+        self.pid = _ZYGOTE.fork({"job": str(job_path), "run_dir": str(run_dir), "env": env,
+                                 "memory_bytes": memory_bytes, "log": str(self.log), "status": str(self.status)})
         self.returncode: int | None = None
 
     def communicate(self, timeout: float | None = None) -> tuple[bytes, None]:
-        self.proc.join(timeout)
-        if self.proc.exitcode is None:
-            raise subprocess.TimeoutExpired("verifier worker", timeout or 0)
-        self.returncode = self.proc.exitcode
-        self.proc.close()
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.status.is_file():
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired("verifier worker", timeout or 0)
+            time.sleep(0.02)
+        self.returncode = int(self.status.read_text())
         return (self.log.read_bytes() if self.log.is_file() else b""), None
 
 

@@ -1,0 +1,199 @@
+"""Tuning and benchmarking on Ray (`akg tune --ray [ADDRESS]`, `akg bench --ray [ADDRESS]`).
+
+What goes over the network is text: the problem's source, a candidate module's source, and verdicts
+with their timings back; tensors never leave the worker that makes them. Compile-and-verify runs as
+Ray tasks on CPUs anywhere in the cluster (for a CPU target; a GPU target's candidates are verified
+where they are timed, on the device). Timing runs in one actor per device: one per GPU (Ray's GPU
+resource), or one per host for a CPU target, so no two timings share a device. On a host, every
+verifier run holds the host's timing lock shared and a timed loop holds it exclusively, so a timing
+never overlaps a compile there either. A task or actor that dies is retried elsewhere up to
+`ATTEMPTS` times, then its candidate is reported lost, never dropped; the driver commits each result
+to the tuning database as it arrives (a killed driver loses nothing committed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hardware_models.spec import load_target
+from ir.errors import AkgError
+
+from .verifier import verify
+from .verifier.sandbox import Limits
+
+ATTEMPTS = 3  # tries per candidate before it is reported lost
+HOST_LOCK = "akg-timing.lock"  # in the host's temporary directory, shared by every akg run there
+
+
+@dataclass(frozen=True)
+class Work:
+    """One candidate: a module's source to verify (and time) against a problem's source."""
+
+    key: Any  # the caller's handle (kernel and candidate index)
+    problem_name: str
+    problem_src: str
+    source: str
+    seeds: tuple[int, ...] = (0, 1)
+    baselines: tuple[str, ...] = ()
+    timeout_s: float = 300.0
+    sol_check: bool = False  # judge the timing against the speed-of-light (bench), not only compare (tune)
+
+
+@dataclass
+class Done:
+    work: Work
+    verdict: dict[str, Any] | None  # Verdict.to_json(); None when lost
+    host: str = ""
+    device: str = ""
+    attempts: int = 1
+    checked_by: str = ""  # host:pid of the task that compiled and verified it, where that was a task
+    lost: str = ""  # why it was never measured (every attempt's worker died)
+    failures: list[str] = field(default_factory=list)
+
+
+def _files(w: Work, d: Path) -> tuple[Path, Path]:
+    prob, cand = d / w.problem_name, d / "candidate.py"
+    prob.write_text(w.problem_src)
+    cand.write_text(w.source)
+    return prob, cand
+
+
+def _lock() -> str:
+    return str(Path(tempfile.gettempdir()) / HOST_LOCK)
+
+
+def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="akg-ray-") as d:
+        prob, cand = _files(w, Path(d))
+        try:
+            v = verify(prob, cand, target=target, seeds=w.seeds, timing=timing, baselines=w.baselines,
+                       limits=Limits(timeout_s=w.timeout_s), sol_check=w.sol_check, timing_lock=_lock())
+        except AkgError as e:
+            return {"accepted": False, "code": "verifier_error", "reason": str(e), "details": {}}
+    out = v.to_json()
+    out["details"].pop("output", None)  # the worker's console, kept on the worker
+    return out
+
+
+def check(w: Work, target: str) -> tuple[dict[str, Any], str]:
+    """A Ray task: compile and verify, no timing (CPU targets). Returns the verdict and the worker."""
+    return _run(w, target, timing=False), f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Timer:
+    """A Ray actor owning one device: verifies (again, on the device) and times one candidate at a time."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.host = socket.gethostname()
+        if load_target(target).kind == "cpu" and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, range(os.cpu_count() or 1))  # the host's cores, whatever Ray gave the worker
+        gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        self.device = f"{self.host}:cuda:{gpus}" if gpus else f"{self.host}:cpu"
+
+    def time(self, w: Work) -> tuple[dict[str, Any], str, str]:
+        return _run(w, self.target, timing=True), self.host, self.device
+
+
+class Cluster:
+    """A connection to Ray (a local instance started for the run when `address` is empty)."""
+
+    def __init__(self, address: str | None, target: str, num_cpus: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError as e:
+            raise AkgError("--ray needs the ray package: pip install 'ray==2.60.0'") from e
+        self.ray, self.target = ray, target
+        self.gpu = load_target(target).kind == "gpu"
+        self.started = not ray.is_initialized()
+        try:
+            if self.started:
+                kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+                if address:
+                    ray.init(address=address, **kw)
+                else:
+                    ray.init(num_cpus=num_cpus, **kw)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise AkgError(f"cannot reach the Ray cluster at {address!r}: {str(e).splitlines()[0]} "
+                           "(start one with `ray start --head`, or drop the address for a local one)") from e
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        if self.gpu and not gpus:
+            self.close()
+            raise AkgError(f"the Ray cluster has no GPU for target {target} ({len(nodes)} node(s), CPUs only): "
+                           "start workers on GPU hosts (`ray start --num-gpus N`), or tune a CPU target")
+        timer = ray.remote(Timer)
+        if self.gpu:
+            self.timers = [timer.options(num_gpus=1, num_cpus=0, max_restarts=ATTEMPTS).remote(target)
+                           for _ in range(gpus)]
+        else:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            self.timers = [timer.options(num_cpus=0, max_restarts=ATTEMPTS, scheduling_strategy=(
+                NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(target) for n in nodes]
+        self.check = ray.remote(check).options(num_cpus=1, max_retries=0)
+        self.workers = int(ray.cluster_resources().get("CPU", 1))
+
+    def close(self) -> None:
+        if self.started and self.ray.is_initialized():
+            self.ray.shutdown()
+
+    def run(self, works: Sequence[Work]) -> Iterator[Done]:
+        """Each work verified (CPU tasks, for a CPU target) then timed (device actors), yielded as it
+        finishes; a dead worker's work is resubmitted, up to ATTEMPTS tries."""
+        ray = self.ray
+        # ref -> (stage, work, attempt, failures, timer index or -1)
+        pending: dict[Any, tuple[str, Work, int, list[str], int]] = {}
+        checked: dict[Any, str] = {}  # work key -> the check task's worker
+        load = [0] * len(self.timers)
+
+        def to_timer(w: Work, attempt: int, failures: list[str]) -> None:
+            i = min(range(len(self.timers)), key=lambda j: load[j])
+            load[i] += 1
+            pending[self.timers[i].time.remote(w)] = ("time", w, attempt, failures, i)
+
+        def submit(stage: str, w: Work, attempt: int, failures: list[str]) -> None:
+            if stage == "check":
+                pending[self.check.remote(w, self.target)] = ("check", w, attempt, failures, -1)
+            else:
+                to_timer(w, attempt, failures)
+
+        first = "time" if self.gpu else "check"
+        for w in works:
+            submit(first, w, 1, [])
+        while pending:
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            stage, w, attempt, failures, timer = pending.pop(ref)
+            if timer >= 0:
+                load[timer] -= 1
+            try:
+                res = ray.get(ref)
+            except ray.exceptions.RayTaskError as e:  # the code raised: a verifier failure, not a lost worker
+                yield Done(w, {"accepted": False, "code": "verifier_error", "reason": str(e).splitlines()[-1],
+                               "details": {}}, attempts=attempt, failures=failures)
+                continue
+            except ray.exceptions.RayError as e:  # the worker, actor or node died
+                failures = [*failures, f"{stage}: {type(e).__name__}"]
+                if attempt < ATTEMPTS:
+                    submit(stage, w, attempt + 1, failures)
+                else:
+                    yield Done(w, None, attempts=attempt, failures=failures,
+                               lost=f"its {stage} worker died {attempt} times ({failures[-1]})")
+                continue
+            if stage == "check":
+                verdict, checked[w.key] = res
+                if verdict["accepted"]:  # verified on every seed: the device's run checks one more time
+                    to_timer(dataclasses.replace(w, seeds=w.seeds[:1]), attempt, failures)
+                else:
+                    yield Done(w, verdict, host=checked[w.key].split(":")[0], attempts=attempt,
+                               checked_by=checked[w.key], failures=failures)
+                continue
+            verdict, host, device = res
+            yield Done(w, verdict, host=host, device=device, attempts=attempt, checked_by=checked.get(w.key, ""),
+                       failures=failures)
