@@ -25,7 +25,7 @@ demo: setup
 # PYTEST_ARGS narrows a run (e.g. -m gpu); pytest's "no tests collected" (exit 5) is not a failure.
 # The slowest tests are listed: the suite must stay within CI's 25 minutes on 2 cores.
 test: setup
-	$(PY) -m pytest -q -n 2 --durations=25 $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
 
 lint: setup
 	$(VENV)/bin/ruff check .
