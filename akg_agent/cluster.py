@@ -16,7 +16,7 @@ import dataclasses
 import os
 import socket
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,8 @@ class Work:
     baselines: tuple[str, ...] = ()
     timeout_s: float = 300.0
     sol_check: bool = False  # judge the timing against the speed-of-light (bench), not only compare (tune)
+    trials: int | None = None
+    peers: tuple[tuple[str, str], ...] = ()  # (label, source) of modules timed in the same run (bench)
 
 
 @dataclass
@@ -57,11 +59,14 @@ class Done:
     failures: list[str] = field(default_factory=list)
 
 
-def _files(w: Work, d: Path) -> tuple[Path, Path]:
+def _files(w: Work, d: Path) -> tuple[Path, Path, dict[str, Path]]:
     prob, cand = d / w.problem_name, d / "candidate.py"
     prob.write_text(w.problem_src)
     cand.write_text(w.source)
-    return prob, cand
+    peers = {label: d / f"peer_{i}.py" for i, (label, _) in enumerate(w.peers)}
+    for (label, src) in w.peers:
+        peers[label].write_text(src)
+    return prob, cand, peers
 
 
 def _lock() -> str:
@@ -70,10 +75,11 @@ def _lock() -> str:
 
 def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="akg-ray-") as d:
-        prob, cand = _files(w, Path(d))
+        prob, cand, peers = _files(w, Path(d))
         try:
             v = verify(prob, cand, target=target, seeds=w.seeds, timing=timing, baselines=w.baselines,
-                       limits=Limits(timeout_s=w.timeout_s), sol_check=w.sol_check, timing_lock=_lock())
+                       trials=w.trials, limits=Limits(timeout_s=w.timeout_s), sol_check=w.sol_check,
+                       timing_lock=_lock(), peers=peers if timing else None)
         except AkgError as e:
             return {"accepted": False, "code": "verifier_error", "reason": str(e), "details": {}}
     out = v.to_json()
@@ -139,6 +145,24 @@ class Cluster:
                 NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(target) for n in nodes]
         self.check = ray.remote(check).options(num_cpus=1, max_retries=0)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
+
+    def map(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any, str]]:
+        """`fn(*item)` for each item as a Ray task on one CPU, yielded as (index, result, "") when done, or
+        (index, None, why) once its worker has died ATTEMPTS times; an exception `fn` raises is re-raised."""
+        task = self.ray.remote(fn).options(num_cpus=1, max_retries=0)
+        pending = {task.remote(*it): (i, 1) for i, it in enumerate(items)}
+        while pending:
+            [ref], _ = self.ray.wait(list(pending), num_returns=1)
+            i, attempt = pending.pop(ref)
+            try:
+                yield i, self.ray.get(ref), ""
+            except self.ray.exceptions.RayTaskError as e:
+                raise e.as_instanceof_cause() from None
+            except self.ray.exceptions.RayError as e:
+                if attempt < ATTEMPTS:
+                    pending[task.remote(*items[i])] = (i, attempt + 1)
+                else:
+                    yield i, None, f"its worker died {attempt} times ({type(e).__name__})"
 
     def close(self) -> None:
         if self.started and self.ray.is_initialized():

@@ -1,7 +1,8 @@
 """`akg tune --ray` on a local Ray (2 CPUs, started and stopped by each test): candidates spread over two
 workers with the single-process tune's choice, a killed worker's candidate retried, a driver killed
 with kill -9 and rerun serving every committed measurement from the database, and a cluster without
-the target's device refused in one line. One group: two Ray instances at once would share the 2 cores."""
+the target's device refused in one line, and `akg bench --ray`. `make test` runs this file after the
+rest, alone: its timings mean something only on an otherwise idle machine."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ir.errors import AkgError
 
 from .conftest import ROOT, problem_path
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.slow
 
 PROBLEM = str(problem_path("rule_scalar_chains"))  # three kernels: a GEMM, two pointwise chains
 BUDGET = 3
@@ -113,3 +114,17 @@ def test_a_driver_killed_midway_loses_no_committed_measurement(tmp_path):
 def test_a_cluster_without_the_target_device_is_a_one_line_error():
     with pytest.raises(AkgError, match=r"^the Ray cluster has no GPU for target h100 .*ray start --num-gpus"):
         Cluster(None, "h100", num_cpus=1)
+
+
+def test_bench_on_ray_translates_verifies_and_times_each_problem_on_the_hosts_device(tmp_path, monkeypatch):
+    from akg_agent.bench.runner import run_bench
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    probs = [str(problem_path("ew_activations_a")), str(problem_path("red_sum_mean"))]
+    doc = run_bench(probs, "cpu", ["eager"], None, str(tmp_path / "bench"), trials=5, dsl="cpp", ray="")
+    recs = doc["records"]
+    assert [r["problem"] for r in recs] == ["ew_activations_a", "red_sum_mean"]
+    assert all(r["correct"] and r["candidate_ms"] > 0 and "eager" in r["speedup"] for r in recs), recs
+    assert all(r["timed_on"].endswith(":cpu") and r["attempts"] == 1 for r in recs)
+    assert doc["meta"]["ray"] == {"workers": 2, "timers": 1}
+    assert (tmp_path / "bench" / "solutions" / "red_sum_mean.py").is_file()

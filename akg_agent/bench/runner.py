@@ -4,14 +4,16 @@ sandboxed run per problem (the same timing code for all of them)."""
 from __future__ import annotations
 
 import json
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
-from akg_agent.verifier import verify
+from akg_agent.verifier import DEFAULT_SEEDS, Verdict, verify
 from akg_agent.verifier.sandbox import Limits
 from hardware_models.spec import load_target
 from ir.errors import AkgError
@@ -50,7 +52,12 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
     except AkgError as e:
         rec["reason"] = str(e)
         return rec
-    rec.update(correct=v.accepted, code=v.code, reason=v.reason, verify_s=time.perf_counter() - t0,
+    return record(rec, v, baselines, time.perf_counter() - t0)
+
+
+def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: float) -> dict[str, Any]:
+    """A problem's row from its verdict: correctness, times, speedups, fraction of speed-of-light, peers."""
+    rec.update(correct=v.accepted, code=v.code, reason=v.reason, verify_s=verify_s,
                device=v.details.get("device"), on_target=v.details.get("on_target"))
     t = v.details.get("timing") or {}
     cand = t.get("candidate", {}).get("median_s")
@@ -133,27 +140,96 @@ def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path, j
         list(pool.map(lambda p: _translate_one(p, dsl, target, sol_dir, pure), problems))
 
 
+def translate_text(name: str, src: str, dsl: str, target: str, pure: bool) -> tuple[str, str]:
+    """A Ray task: the problem's source in, (the module's source, "") or ("", the one-line error) out."""
+    with tempfile.TemporaryDirectory(prefix="akg-bench-") as d:
+        prob, out = Path(d) / name, Path(d) / "out" / name
+        prob.write_text(src)
+        try:
+            translate(prob, dsl, target, out, verify_result=False, pure=pure)
+        except AkgError as e:
+            return "", str(e)
+        return out.read_text(), ""
+
+
+def _translate_on(cluster: Cluster, problems: list[Path], dsl: str, target: str, sol_dir: Path, pure: bool) -> None:
+    """_translate_all's work as Ray tasks: the sources travel, the modules come back as text."""
+    sol_dir.mkdir(parents=True, exist_ok=True)
+    items = [(p.name, p.read_text(), dsl, target, pure) for p in problems]
+    for i, res, lost in cluster.map(translate_text, items):
+        src, err = res if res is not None else ("", f"not translated: {lost}")
+        p = problems[i]
+        if src:
+            (sol_dir / p.name).write_text(src)
+        else:
+            (sol_dir / f"{p.stem}.error.txt").write_text(err)
+
+
+def _bench_on(cluster: Cluster, problems: list[Path], dirs: dict[str, Path], target: str, baselines: Sequence[str],
+              trials: int | None, timeout_s: float) -> Iterator[dict[str, Any]]:
+    """bench_one for every problem through the cluster: verified on CPU workers (a CPU target) or on the
+    device, timed by the device's actor; each row says which host and device timed it."""
+    works: list[Work] = []
+    for p in problems:
+        have = [lb for lb in dirs if (dirs[lb] / p.name).is_file()]
+        if not have:
+            yield {"problem": p.stem, "path": str(p), "correct": False, "speedup": {}, "main_label": list(dirs)[0],
+                   "reason": "no solution"}
+            continue
+        works.append(Work(str(p), p.name, p.read_text(), (dirs[have[0]] / p.name).read_text(), DEFAULT_SEEDS,
+                          tuple(baselines), timeout_s, sol_check=True, trials=trials,
+                          peers=tuple((lb, (dirs[lb] / p.name).read_text()) for lb in have[1:])))
+    t0 = time.perf_counter()
+    for done in cluster.run(works):
+        p = Path(done.work.key)
+        have = [lb for lb in dirs if (dirs[lb] / p.name).is_file()]
+        rec = {"problem": p.stem, "path": str(p), "correct": False, "speedup": {}, "main_label": have[0],
+               "solution": str(dirs[have[0]] / p.name), "host": done.host, "timed_on": done.device,
+               "attempts": done.attempts}
+        if done.verdict is None:
+            yield dict(rec, reason=f"lost: {done.lost}")
+        else:
+            yield record(rec, Verdict(**done.verdict), baselines, time.perf_counter() - t0)
+
+
 def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
               trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
               on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1,
-              memory_bytes: int | None = None, pure: bool = False) -> dict[str, Any]:
+              memory_bytes: int | None = None, pure: bool = False, ray: str | None = None) -> dict[str, Any]:
     """`pure` (with `dsl`): each problem is also translated with every group generated, and that module
     is timed beside the hybrid one (label "pure"; absent where the backend cannot generate a group).
     `jobs` > 1 runs that many problems' verifications at once, while their estimated memory fits the
     device (`memory_bytes`, default its free memory): builds, checks and torch.compile overlap, but a
     run times only while no other run uses the GPU (a lock file held shared while building and
-    checking, exclusively while timing)."""
+    checking, exclusively while timing). `ray` ("" a local Ray, else a cluster's address): translations
+    and verifications as Ray tasks, timings in one actor per device (`akg_agent.cluster`)."""
     problems = collect(paths)
+    cluster = Cluster(ray or None, target) if ray is not None else None
+    try:
+        return _run(problems, target, baselines, solutions, out_dir, trials, timeout_s, dsl, on_record, jobs,
+                    memory_bytes, pure, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
+         trials: int | None, timeout_s: float, dsl: str | None,
+         on_record: Callable[[dict[str, Any], int, int], None] | None, jobs: int, memory_bytes: int | None,
+         pure: bool, cluster: Cluster | None) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if solutions is None:
         if dsl is None:
             raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
         dirs = {"hybrid" if pure else "": out / "solutions"}
-        _translate_all(problems, dsl, target, dirs["hybrid" if pure else ""], jobs)
         if pure:
             dirs["pure"] = out / "solutions-pure"
-            _translate_all(problems, dsl, target, dirs["pure"], jobs, pure=True)
+        for label, d in dirs.items():
+            if cluster is not None:
+                _translate_on(cluster, problems, dsl, target, d, label == "pure")
+            else:
+                _translate_all(problems, dsl, target, d, jobs, pure=label == "pure")
     else:
         dirs = parse_solutions(solutions)
     for d in dirs.values():
@@ -177,8 +253,10 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
 
     records: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        for fut in as_completed([pool.submit(one, p) for p in problems]):
-            records.append(fut.result())
+        rows = (_bench_on(cluster, problems, dirs, target, baselines, trials, timeout_s) if cluster is not None
+                else (f.result() for f in as_completed([pool.submit(one, p) for p in problems])))
+        for row in rows:
+            records.append(row)
             # write as we go: a killed run keeps every finished problem
             (out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
             if on_record is not None:
@@ -187,7 +265,8 @@ def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solut
     records.sort(key=lambda r: order[r["path"]])
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
             "solutions": solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items()),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs,
+            "ray": None if cluster is None else {"workers": cluster.workers, "timers": len(cluster.timers)}}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}
     if len(labels) > 1:

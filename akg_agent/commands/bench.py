@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -67,7 +68,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
                         timeout_s=args.timeout, dsl=args.dsl, on_record=on_record, jobs=args.jobs,
-                        memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None, pure=args.pure)
+                        memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None, pure=args.pure,
+                        ray=args.ray)
     groups = {lb: g["summary"] for lb, g in doc.get("by_label", {}).items()} or {"": doc["summary"]}
     if "by_label" in doc:
         console.print(_side_by_side(doc, baselines))
@@ -77,6 +79,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             for b in baselines))
         if s.get("guard_us_median") is not None:
             console.print(f"input guard: {s['guard_us_median']:.2f} us per call (median; max {s['guard_us_max']:.2f})")
+    timed_on = Counter(r["timed_on"] for r in doc["records"] if r.get("timed_on"))
+    if timed_on:
+        console.print("timed on: " + ", ".join(f"{d} ({n})" for d, n in sorted(timed_on.items())))
     console.print(f"results: {args.out}/results.json, report: {args.out}/report.html")
     return 0
 
@@ -94,6 +99,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "generated) beside the hybrid one")
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="translate and verify on Ray, time in one actor per device: a local instance, or a "
+                        "cluster's address (auto, ray://host:10001)")
     p.add_argument("--jobs", type=int, default=1, help="problems verified at once; a run times only while no "
                    "other uses the GPU (a lock file), so timings stay clean, and only while their estimated "
                    "memory fits the device")
