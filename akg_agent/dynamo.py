@@ -31,7 +31,7 @@ from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
 from .translate import translate
-from .tune import versions
+from .tuning_db import versions
 
 _PROBLEM = '''"""A graph captured by torch.compile (dynamo) for akg; {gm_file} holds the graph and its inputs."""
 from pathlib import Path

@@ -26,6 +26,7 @@ from ir.passes.fusion import FusionPlan, Group
 from ir.problem import load_problem
 
 from .ranking import ranked_space
+from .tuning_db import TuningDB, best_schedule, hardware_key, kernel_signature, versions
 from .verifier import Verdict, verify
 
 
@@ -43,6 +44,7 @@ class Translation:
     verdict: Any = None
     notes: list[str] = field(default_factory=list)
     compiled: str = ""  # a compile-only executor's report: compiled for the target, not run, not verified
+    tuned: dict[str, float] = field(default_factory=dict)  # kernel -> its module time in the tuning database
     # the module body rendered for one set of schedules (the header, which carries the verdict, is prepended)
     _body: tuple[frozenset[tuple[str, Schedule]], str] | None = None
 
@@ -113,13 +115,27 @@ def choose_schedule(backend: Backend, k: Kernel, grp: Group | None, target: Hard
     return sched
 
 
+def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, Schedule], target: HardwareModel,
+                    dsl: str) -> tuple[dict[str, Schedule], dict[str, float]]:
+    """Each kernel's best schedule measured on this hardware (`akg tune`), where the tuning database has
+    one for these versions; the rest keep theirs. Also: kernel -> the measured module time."""
+    path, hw, ver = TuningDB.default_path(), hardware_key(target), versions(backend.manifest)
+    out, times = dict(schedules), {}
+    for k in prog.kernels():
+        found = best_schedule(path, hw, dsl, kernel_signature(backend.render_kernel(k, schedules[k.name], target)), ver)
+        if found is not None:
+            out[k.name], times[k.name] = found
+    return out, times
+
+
 def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
-          allow_opaque: bool = False, conv: str = "library", pure: bool = False) -> Translation:
+          allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
     backend can (manifest kind "conv"). `pure`: every group generated (convolutions too, where the
     backend can), no library call but torch's random draws; a group the backend cannot generate is an
-    error naming it."""
+    error naming it. `tuned`: where the device is here, take each kernel's best schedule from the tuning
+    database (what `akg tune` measured on this hardware), not the cost model's."""
     backend = get_backend(dsl)
     if conv not in ("library", "generated"):
         raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
@@ -154,7 +170,10 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target, executor) for k in prog.kernels()}
-    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules)
+    times: dict[str, float] = {}
+    if tuned and executor == "native":  # measurements of another machine's device say nothing here
+        schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
+    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times)
 
 
 def numerics_line(t: Translation) -> str:
@@ -179,7 +198,9 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              numerics_line(t), "plan:"]
     for k in t.program.kernels():
         sched = t.schedules[k.name].describe()
-        lines.append(f"  {k.name}: generated {k.kind} kernel (group {k.group}) [{sched}]")
+        why = (f"; schedule from the tuning database: {t.tuned[k.name] * 1e3:.4g} ms module time measured"
+               if k.name in t.tuned else "")
+        lines.append(f"  {k.name}: generated {k.kind} kernel (group {k.group}) [{sched}]{why}")
     for s in t.program.library_calls():
         lines.append(f"  {s.name}: library call torch {s.op} (declared in AKG_LIBRARY_CALLS; group {s.group})")
     if t.verdict is not None:

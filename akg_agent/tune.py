@@ -1,98 +1,27 @@
 """`akg tune`: per-kernel schedule search, pruned by the cost model, measured with the verifier's
-timing in the sandbox, remembered in a SQLite tuning database keyed by hardware, DSL, kernel
-signature and versions: a repeated run is instant and a killed run loses no finished measurement."""
+timing in the sandbox (in this process or on Ray), remembered in the tuning database (`tuning_db`):
+a repeated run is instant and a killed run loses no finished measurement."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib.metadata
-import json
 import math
 import socket
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from dsl_backends import Manifest, get_backend
-from hardware_models.spec import cache_dir
+from dsl_backends import get_backend
 from ir.errors import AkgError
 from ir.kernel.schedule import Schedule
 
 from .cluster import Cluster, Done, Work
 from .ranking import ranked_space
 from .translate import Translation, build, render
+from .tuning_db import TuningDB, hardware_key, kernel_signature, versions
 from .verifier import Verdict, device_for, verify
-from .version import __version__
-
-SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
-    hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,
-    PRIMARY KEY (hardware, dsl, kernel, versions, schedule));
-CREATE TABLE IF NOT EXISTS verified_modules (
-    hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
-    PRIMARY KEY (hardware, dsl, problem, by))"""
-
-
-def versions(manifest: Manifest) -> str:
-    """What a measurement depends on besides the hardware: akg, torch, and the packages the backend's
-    manifest names (its compiler or runtime)."""
-    parts = [f"akg={__version__}", f"torch={torch.__version__}"]
-    for pkg in manifest.versioned:
-        try:
-            parts.append(f"{pkg}={importlib.metadata.version(pkg)}")
-        except importlib.metadata.PackageNotFoundError:
-            parts.append(f"{pkg}=absent")
-    return ";".join(parts)
-
-
-class TuningDB:
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or cache_dir() / "tuning.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
-        self.db.executescript(SCHEMA)
-
-    def get(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule) -> float | None:
-        row = self.db.execute("SELECT time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
-                              "versions=? AND schedule=?", (hw, dsl, kernel, ver, _key(sched))).fetchone()
-        return None if row is None else row[0]
-
-    def put(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule, t: float, verdict: str) -> None:
-        with self.db:  # committed at once: a killed run keeps it
-            self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
-                            (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
-
-    def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
-                        by: str) -> None:
-        """A verified module, kept for retrieval into later prompts (the best per problem and author)."""
-        old = self.db.execute("SELECT time_ms FROM verified_modules WHERE hardware=? AND dsl=? AND problem=? AND by=?",
-                              (hw, dsl, problem, by)).fetchone()
-        if old is not None and old[0] is not None and (time_ms is None or old[0] <= time_ms):
-            return
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO verified_modules VALUES (?,?,?,?,?,?,?,?)",
-                            (hw, dsl, problem, ops, source, time_ms, by, time.time()))
-
-    def verified_modules(self, hw: str, dsl: str) -> list[tuple[str, str, str]]:
-        """(problem, ops, source) of every verified module for this hardware and DSL."""
-        return self.db.execute("SELECT problem, ops, source FROM verified_modules WHERE hardware=? AND dsl=? "
-                               "ORDER BY problem, by", (hw, dsl)).fetchall()
-
-    def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-
-
-def _key(sched: Schedule) -> str:
-    return json.dumps(dict(sorted(sched.items())))
-
-
-def kernel_signature(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
 def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
@@ -130,14 +59,14 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     """`ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's
     address. Candidates of one kernel are measured together (in parallel on Ray), kernels in order, each
     against the best schedules of those before it."""
-    t = build(problem, dsl, target)
+    t = build(problem, dsl, target, tuned=False)  # the cost model's schedules: the database keys kernels by them
     if t.executor != "native":
         raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {t.executor}, "
                        "whose times mean nothing")
     backend = get_backend(dsl)
     db = db or TuningDB()
     ver = versions(backend.manifest)
-    hw = t.target.name + (f" ({t.target.calibrated_from})" if t.target.calibrated_from else "")
+    hw = hardware_key(t.target)
     groups = {g.id: g for g in t.plan.groups}
     start = time.perf_counter()
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,

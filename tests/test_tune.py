@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from akg_agent.tune import TuningDB, tune
+from akg_agent.ranking import ranked_space
+from akg_agent.translate import build, header
+from akg_agent.tune import tune
+from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, versions
+from dsl_backends import get_backend
 from ir.errors import AkgError
 
 from .conftest import problem_path
@@ -38,3 +44,24 @@ def test_tune_measures_split_precision_beside_fp32_on_the_gpu(tmp_path, monkeypa
 def test_tune_refuses_an_interpreter():
     with pytest.raises(AkgError, match="times mean nothing"):
         tune(str(problem_path("mm_square")), "h100", "triton", budget=1)
+
+
+def test_translate_takes_each_kernels_best_schedule_from_the_tuning_database(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = problem_path("l2_gemm_scale_sigmoid_sum")
+    plain = build(path, "cpp", "cpu")  # no database yet: the cost model's schedules
+    backend = get_backend("cpp")
+    groups = {g.id: g for g in plain.plan.groups}
+    k = next(k for k in plain.program.kernels() if k.kind == "matmul")
+    others = [s for s in ranked_space(backend, k, groups.get(k.group), plain.target) if s != plain.schedules[k.name]]
+    sig = kernel_signature(backend.render_kernel(k, plain.schedules[k.name], plain.target))
+    hw, ver, db = hardware_key(plain.target), versions(backend.manifest), TuningDB()
+    db.put(hw, "cpp", sig, ver, plain.schedules[k.name], 2e-3, "accepted: measured")
+    db.put(hw, "cpp", sig, ver, others[0], 1e-3, "accepted: measured")
+    db.put(hw, "cpp", sig, ver, others[1], math.inf, "rejected: values off")
+    db.put("another-cpu", "cpp", sig, ver, others[2], 1e-4, "accepted: measured")  # not this hardware
+    tuned = build(path, "cpp", "cpu")
+    assert tuned.schedules[k.name] == others[0] and tuned.tuned == {k.name: 1e-3}
+    assert all(tuned.schedules[n] == s for n, s in plain.schedules.items() if n != k.name)
+    assert f"{k.name}: generated matmul kernel" in header(tuned) and "from the tuning database: 1 ms" in header(tuned)
+    assert build(path, "cpp", "cpu", tuned=False).schedules == plain.schedules

@@ -13,7 +13,7 @@ from ir.errors import AkgError
 
 from ..ranking import ranked_space
 from ..translate import Translation, render
-from ..tune import TuningDB
+from ..tuning_db import TuningDB
 from .ask import ask
 from .designer import hardware_notes
 from .llm import Model

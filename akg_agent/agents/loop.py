@@ -11,7 +11,7 @@ from pathlib import Path
 from ir.errors import AkgError
 
 from ..translate import Translation, build, compile_only, render
-from ..tune import TuningDB
+from ..tuning_db import TuningDB
 from ..verifier import Verdict, verify
 from .coder import Coder, CoderTask, NoVariantLeft, clean
 from .conductor import Conductor, Decision

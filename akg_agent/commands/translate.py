@@ -13,7 +13,7 @@ from ir.errors import AkgError
 from ..agents import RunConfig, run
 from ..agents.human import ConsoleHuman
 from ..examples import DEFAULT_PROBLEM
-from ..tune import TuningDB
+from ..tuning_db import TuningDB
 
 
 def cmd_translate(args: argparse.Namespace) -> int:

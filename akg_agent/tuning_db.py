@@ -1,0 +1,108 @@
+"""The tuning database: every measurement `akg tune` takes, keyed by hardware, DSL, kernel signature,
+versions and schedule (SQLite, committed as each arrives), and verified modules for retrieval into
+prompts. `akg translate` reads each kernel's best measured schedule from it."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import math
+import sqlite3
+import time
+from pathlib import Path
+
+import torch
+
+from dsl_backends import Manifest
+from hardware_models.spec import HardwareModel, cache_dir
+from ir.kernel.schedule import Schedule
+
+from .version import __version__
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
+    hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,
+    PRIMARY KEY (hardware, dsl, kernel, versions, schedule));
+CREATE TABLE IF NOT EXISTS verified_modules (
+    hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
+    PRIMARY KEY (hardware, dsl, problem, by))"""
+
+
+def versions(manifest: Manifest) -> str:
+    """What a measurement depends on besides the hardware: akg, torch, and the packages the backend's
+    manifest names (its compiler or runtime)."""
+    parts = [f"akg={__version__}", f"torch={torch.__version__}"]
+    for pkg in manifest.versioned:
+        try:
+            parts.append(f"{pkg}={importlib.metadata.version(pkg)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{pkg}=absent")
+    return ";".join(parts)
+
+
+class TuningDB:
+    @staticmethod
+    def default_path() -> Path:
+        return cache_dir() / "tuning.sqlite"
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or self.default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path)
+        self.db.executescript(SCHEMA)
+
+    def get(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule) -> float | None:
+        row = self.db.execute("SELECT time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
+                              "versions=? AND schedule=?", (hw, dsl, kernel, ver, _key(sched))).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule, t: float, verdict: str) -> None:
+        with self.db:  # committed at once: a killed run keeps it
+            self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
+                            (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
+
+    def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
+                        by: str) -> None:
+        """A verified module, kept for retrieval into later prompts (the best per problem and author)."""
+        old = self.db.execute("SELECT time_ms FROM verified_modules WHERE hardware=? AND dsl=? AND problem=? AND by=?",
+                              (hw, dsl, problem, by)).fetchone()
+        if old is not None and old[0] is not None and (time_ms is None or old[0] <= time_ms):
+            return
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO verified_modules VALUES (?,?,?,?,?,?,?,?)",
+                            (hw, dsl, problem, ops, source, time_ms, by, time.time()))
+
+    def verified_modules(self, hw: str, dsl: str) -> list[tuple[str, str, str]]:
+        """(problem, ops, source) of every verified module for this hardware and DSL."""
+        return self.db.execute("SELECT problem, ops, source FROM verified_modules WHERE hardware=? AND dsl=? "
+                               "ORDER BY problem, by", (hw, dsl)).fetchall()
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+
+
+def _key(sched: Schedule) -> str:
+    return json.dumps(dict(sorted(sched.items())))
+
+
+def kernel_signature(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def hardware_key(target: HardwareModel) -> str:
+    """The hardware a measurement belongs to: the model's name, and the calibrated profile's if any."""
+    return target.name + (f" ({target.calibrated_from})" if target.calibrated_from else "")
+
+
+def best_schedule(path: Path, hw: str, dsl: str, kernel: str, ver: str) -> tuple[Schedule, float] | None:
+    """The fastest accepted schedule measured for this kernel on this hardware and versions, if any
+    (read-only: a machine that never tuned has no database, and none is made for it)."""
+    if not path.is_file():
+        return None
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT schedule, time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
+                          "versions=? ORDER BY time_s, schedule", (hw, dsl, kernel, ver)).fetchall()
+    for sched, t in rows:
+        if t is not None and math.isfinite(t):
+            return Schedule(json.loads(sched)), t
+    return None
