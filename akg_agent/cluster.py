@@ -95,9 +95,15 @@ def check(w: Work, target: str) -> tuple[dict[str, Any], str]:
 class Timer:
     """A Ray actor owning one device: verifies (again, on the device) and times one candidate at a time."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, omp_threads: str | None) -> None:
         self.target = target
         self.host = socket.gethostname()
+        # Ray sets OMP_NUM_THREADS to an actor's CPU count (1 for this one), which the sandbox would pass
+        # on to every timed module: the timing keeps the driver's setting instead
+        if omp_threads is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp_threads
         if load_target(target).kind == "cpu" and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, range(os.cpu_count() or 1))  # the host's cores, whatever Ray gave the worker
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
@@ -134,15 +140,15 @@ class Cluster:
             self.close()
             raise AkgError(f"the Ray cluster has no GPU for target {target} ({len(nodes)} node(s), CPUs only): "
                            "start workers on GPU hosts (`ray start --num-gpus N`), or tune a CPU target")
-        timer = ray.remote(Timer)
+        timer, omp = ray.remote(Timer), os.environ.get("OMP_NUM_THREADS")
         if self.gpu:
-            self.timers = [timer.options(num_gpus=1, num_cpus=0, max_restarts=ATTEMPTS).remote(target)
+            self.timers = [timer.options(num_gpus=1, num_cpus=0, max_restarts=ATTEMPTS).remote(target, omp)
                            for _ in range(gpus)]
         else:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             self.timers = [timer.options(num_cpus=0, max_restarts=ATTEMPTS, scheduling_strategy=(
-                NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(target) for n in nodes]
+                NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(target, omp) for n in nodes]
         self.check = ray.remote(check).options(num_cpus=1, max_retries=0)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
 

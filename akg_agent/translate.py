@@ -26,7 +26,15 @@ from ir.passes.fusion import FusionPlan, Group
 from ir.problem import load_problem
 
 from .ranking import ranked_space
-from .tuning_db import TuningDB, best_schedule, hardware_key, kernel_signature, versions
+from .tuning_db import (
+    TuningDB,
+    best_schedule,
+    best_strategy,
+    hardware_key,
+    kernel_signature,
+    problem_signature,
+    versions,
+)
 from .verifier import Verdict, verify
 
 
@@ -45,6 +53,8 @@ class Translation:
     notes: list[str] = field(default_factory=list)
     compiled: str = ""  # a compile-only executor's report: compiled for the target, not run, not verified
     tuned: dict[str, float] = field(default_factory=dict)  # kernel -> its module time in the tuning database
+    strategy: Strategy = field(default_factory=lambda: Strategy())
+    strategy_s: float | None = None  # the strategy's measured module time, where the tuning database chose it
     # the module body rendered for one set of schedules (the header, which carries the verdict, is prepended)
     _body: tuple[frozenset[tuple[str, Schedule]], str] | None = None
 
@@ -57,11 +67,27 @@ class Translation:
                 "verdict": self.verdict.line() if self.verdict else "not verified"}
 
 
-def pipeline_for(backend: Backend, keep: tuple[str, ...] = ()) -> str:
+@dataclass(frozen=True)
+class Strategy:
+    """Plan-level choices a tune compares by measurement (schedules are searched inside each): row
+    fusion (a softmax or norm as one row kernel) or split kernels; convolutions as library calls or
+    generated implicit GEMMs."""
+
+    rows: bool = True
+    conv: str = "library"
+
+    def describe(self) -> str:
+        return f"rows={'fused' if self.rows else 'split'}, conv={self.conv}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": self.rows, "conv": self.conv}
+
+
+def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
-    backend has a row template; composites in `keep` stay whole (library calls)."""
+    backend has a row template (and `rows`); composites in `keep` stay whole (library calls)."""
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
-    return f"simplify,{dec},simplify,fuse" + (",rows" if "rownorm" in backend.manifest.kinds else "")
+    return f"simplify,{dec},simplify,fuse" + (",rows" if rows and "rownorm" in backend.manifest.kinds else "")
 
 
 RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a hybrid plan calls the library
@@ -129,13 +155,16 @@ def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, 
 
 
 def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
-          allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True) -> Translation:
+          allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True,
+          rows: bool = True) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
     backend can (manifest kind "conv"). `pure`: every group generated (convolutions too, where the
     backend can), no library call but torch's random draws; a group the backend cannot generate is an
-    error naming it. `tuned`: where the device is here, take each kernel's best schedule from the tuning
-    database (what `akg tune` measured on this hardware), not the cost model's."""
+    error naming it. `rows=False` keeps row reductions and their epilogues as separate kernels. `tuned`:
+    where the device is here, take the tuning database's best strategy for the problem (when the caller
+    left `conv` and `rows` at their defaults) and each kernel's best schedule (what `akg tune` measured
+    on this hardware), not the cost model's."""
     backend = get_backend(dsl)
     if conv not in ("library", "generated"):
         raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
@@ -151,8 +180,14 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
         raise AkgError(f"the {dsl} backend needs the Python package {', '.join(missing)} to run its kernels here: "
                        f"install it (make setup, or pip install 'akg[{dsl}]')")
     problem = load_problem(problem_path)
+    strategy_s = None
+    if tuned and executor == "native" and (conv, rows) == ("library", True) and not pure:
+        found = best_strategy(TuningDB.default_path(), hardware_key(target), dsl, problem_signature(problem.path),
+                              versions(backend.manifest))
+        if found is not None:
+            (conv, rows), strategy_s = (found[0]["conv"], found[0]["rows"]), found[1]
     g = lift(problem, train=train, allow_opaque=allow_opaque)
-    run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else ()))
+    run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), rows))
     plan = g.plan
     try:
         gen_conv = conv == "generated" or (pure and "conv" in backend.manifest.kinds)
@@ -173,7 +208,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
         schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
-    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times)
+    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times,
+                       strategy=Strategy(rows, conv), strategy_s=strategy_s)
 
 
 def numerics_line(t: Translation) -> str:
@@ -195,7 +231,10 @@ def numerics_line(t: Translation) -> str:
 def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
     lines = [f"Generated by akg translate from {t.problem.name}: ModelNew, drop-in for Model.",
              f"target: {t.target.name} ({t.target.description}); dsl: {t.dsl}; executor here: {t.executor}",
-             numerics_line(t), "plan:"]
+             numerics_line(t),
+             f"strategy: {t.strategy.describe()}" + (f" (the tuning database's fastest, {t.strategy_s * 1e3:.4g} ms "
+                                                      "measured)" if t.strategy_s is not None else ""),
+             "plan:"]
     for k in t.program.kernels():
         sched = t.schedules[k.name].describe()
         why = (f"; schedule from the tuning database: {t.tuned[k.name] * 1e3:.4g} ms module time measured"

@@ -19,8 +19,8 @@ from ir.kernel.schedule import Schedule
 
 from .cluster import Cluster, Done, Work
 from .ranking import ranked_space
-from .translate import Translation, build, render
-from .tuning_db import TuningDB, hardware_key, kernel_signature, versions
+from .translate import Strategy, Translation, build, render
+from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import Verdict, device_for, verify
 
 
@@ -52,83 +52,127 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
     return run
 
 
+def strategies_for(t: Translation) -> list[Strategy]:
+    """The plan-level alternatives worth measuring for this translation: the default first."""
+    kinds = get_backend(t.dsl).manifest.kinds
+    out = [Strategy()]
+    if "rownorm" in kinds and any(k.kind == "rownorm" for k in t.program.kernels()):
+        out.append(Strategy(rows=False))
+    if "conv" in kinds and any(s.op in ("conv", "conv_transpose") for s in t.program.library_calls()):
+        out.append(Strategy(conv="generated"))
+    return out
+
+
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None, Done | None], None] | None = None,
-         ray: str | None = None, ray_cpus: int | None = None) -> dict[str, Any]:
+         ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True) -> dict[str, Any]:
     """`ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's
-    address. Candidates of one kernel are measured together (in parallel on Ray), kernels in order, each
-    against the best schedules of those before it."""
-    t = build(problem, dsl, target, tuned=False)  # the cost model's schedules: the database keys kernels by them
-    if t.executor != "native":
-        raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {t.executor}, "
+    address. For each strategy (`strategies_for`; only the default when `strategies` is False) the
+    schedules are searched, then the whole module is verified and timed; the fastest strategy's module is
+    written, and every strategy's time goes to the database, where `akg translate` finds it."""
+    base = build(problem, dsl, target, tuned=False)  # the cost model's schedules: the database keys kernels by them
+    if base.executor != "native":
+        raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {base.executor}, "
                        "whose times mean nothing")
-    backend = get_backend(dsl)
     db = db or TuningDB()
-    ver = versions(backend.manifest)
-    hw = hardware_key(t.target)
-    groups = {g.id: g for g in t.plan.groups}
     start = time.perf_counter()
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
-                              "from_db": 0, "candidates": [], "lost": [], "ray": ray}
+                              "from_db": 0, "candidates": [], "lost": [], "ray": ray, "strategies": []}
     cluster = Cluster(ray or None, target, ray_cpus) if ray is not None else None
-    measure = cluster.run if cluster is not None else _local(t.problem, target)
-    src = t.problem.read_text()
+    best: tuple[float, Translation] | None = None
     try:
-        for k in t.program.kernels():
-            space = ranked_space(backend, k, groups.get(k.group), t.target)
-            default = t.schedules[k.name]
-            cands = ([default] + [s for s in space if s != default])[:budget]
-            sig = kernel_signature(backend.render_kernel(k, default, t.target))
-            times: dict[int, float] = {}
-            works: list[Work] = []
-            for i, sched in enumerate(cands):
-                if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
-                    break
-                known = db.get(hw, dsl, sig, ver, sched)
-                if known is None:
-                    works.append(Work((k.name, i), t.problem.name, src, render(_with(t, k.name, sched))))
-                else:
-                    times[i] = known
-                    report["from_db"] += 1
-            tried = len(times) + len(works)
-            for done in measure(works):
-                i = done.work.key[1]
-                if done.verdict is None:  # lost: not committed, so a rerun tries it again
-                    report["lost"].append({"kernel": k.name, "schedule": dict(cands[i]), "why": done.lost})
-                else:
-                    v = Verdict(**done.verdict)
-                    med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
-                    times[i] = med if med is not None else math.inf
-                    db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
-                    report["measured"] += 1
-                    report["candidates"].append(_candidate(k.name, cands[i], times[i], v, {
-                        "host": done.host, "device": done.device, "attempts": done.attempts,
-                        "checked_by": done.checked_by}))
-                if on_progress is not None:
-                    best_now = min(times.values(), default=None)
-                    on_progress(k.name, len(times) + len(report["lost"]), tried, best_now, done)
-            # the fastest, the earlier candidate on a tie (the same choice whichever finished first)
-            best = min(times, key=lambda j: (times[j], j)) if times else None
-            ok = best is not None and math.isfinite(times[best])
-            t.schedules[k.name] = cands[best] if ok else default
-            report["kernels"].append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
-                                      "best_s": times[best] if best is not None else None, "tried": tried})
+        for strategy in strategies_for(base) if strategies else [Strategy()]:
+            try:
+                t = base if strategy == Strategy() else build(problem, dsl, target, tuned=False, rows=strategy.rows,
+                                                              conv=strategy.conv)
+            except AkgError as e:  # this strategy cannot express the problem: reported, not fatal
+                report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
+                continue
+            kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress)
+            with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:  # the whole module, verified and timed
+                final = Path(d) / f"{t.problem.stem}_{dsl}.py"
+                final.write_text(render(t))
+                t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",))
+            timing = t.verdict.details.get("timing", {}) if t.verdict.accepted else {}
+            med = timing.get("candidate", {}).get("median_s")
+            total = med if med is not None else math.inf
+            db.put_strategy(hardware_key(t.target), dsl, problem_signature(t.problem), versions(
+                get_backend(dsl).manifest), strategy.to_json(), total, t.verdict.line())
+            report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "verdict": t.verdict.line(),
+                                         "kernels": kernels})
+            if best is None or total < best[0]:
+                best = (total, t)
     finally:
         if cluster is not None:
             report["workers"] = cluster.workers
             cluster.close()
-    # the chosen combination is verified and timed once more, and the header says so
-    with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
-        final = Path(d) / f"{t.problem.stem}_{dsl}.py"
-        final.write_text(render(t))
-        t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",))
-    if not t.verdict.accepted:
-        raise AkgError(f"the tuned {dsl} module for {t.problem.name} failed verification: {t.verdict.reason}")
+    if best is None or not math.isfinite(best[0]):
+        why = "; ".join(f"{r['strategy']}: {r['verdict']}" for r in report["strategies"])
+        raise AkgError(f"no tuned {dsl} module for {base.problem.name} passed verification ({why})")
+    t = best[1]
+    t.strategy_s = best[0] if len(report["strategies"]) > 1 else None
     t.source = render(t, t.verdict.details.get("timing"))
+    report["strategy"] = t.strategy.describe()
+    report["kernels"] = next(r["kernels"] for r in report["strategies"] if r["strategy"] == report["strategy"])
     report["verdict"] = t.verdict.line()
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(t.source)
     report["elapsed_s"] = time.perf_counter() - start
     return report
+
+
+def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
+                    report: dict[str, Any], cluster: Cluster | None,
+                    on_progress: Callable[[str, int, int, float | None, Done | None], None] | None
+                    ) -> list[dict[str, Any]]:
+    """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
+    in order, each against the best schedules of those before it; `t.schedules` ends with the best."""
+    backend = get_backend(t.dsl)
+    ver, hw, dsl = versions(backend.manifest), hardware_key(t.target), t.dsl
+    groups = {g.id: g for g in t.plan.groups}
+    measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
+    src = t.problem.read_text()
+    kernels: list[dict[str, Any]] = []
+    for k in t.program.kernels():
+        space = ranked_space(backend, k, groups.get(k.group), t.target)
+        default = t.schedules[k.name]
+        cands = ([default] + [s for s in space if s != default])[:budget]
+        sig = kernel_signature(backend.render_kernel(k, default, t.target))
+        times: dict[int, float] = {}
+        works: list[Work] = []
+        for i, sched in enumerate(cands):
+            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+                break
+            known = db.get(hw, dsl, sig, ver, sched)
+            if known is None:
+                works.append(Work((k.name, i), t.problem.name, src, render(_with(t, k.name, sched))))
+            else:
+                times[i] = known
+                report["from_db"] += 1
+        tried = len(times) + len(works)
+        lost = 0
+        for done in measure(works):
+            i = done.work.key[1]
+            if done.verdict is None:  # lost: not committed, so a rerun tries it again
+                lost += 1
+                report["lost"].append({"kernel": k.name, "schedule": dict(cands[i]), "why": done.lost})
+            else:
+                v = Verdict(**done.verdict)
+                med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
+                times[i] = med if med is not None else math.inf
+                db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
+                report["measured"] += 1
+                report["candidates"].append(_candidate(k.name, cands[i], times[i], v, {
+                    "host": done.host, "device": done.device, "attempts": done.attempts,
+                    "checked_by": done.checked_by}))
+            if on_progress is not None:
+                on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
+        # the fastest, the earlier candidate on a tie (the same choice whichever finished first)
+        best = min(times, key=lambda j: (times[j], j)) if times else None
+        ok = best is not None and math.isfinite(times[best])
+        t.schedules = {**t.schedules, k.name: cands[best] if ok else default}
+        kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
+                        "best_s": times[best] if best is not None else None, "tried": tried})
+    return kernels

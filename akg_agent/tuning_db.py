@@ -11,6 +11,7 @@ import math
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -23,6 +24,9 @@ from .version import __version__
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
     hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, verdict TEXT, at REAL,
     PRIMARY KEY (hardware, dsl, kernel, versions, schedule));
+CREATE TABLE IF NOT EXISTS strategies (
+    hardware TEXT, dsl TEXT, problem TEXT, versions TEXT, strategy TEXT, time_s REAL, verdict TEXT, at REAL,
+    PRIMARY KEY (hardware, dsl, problem, versions, strategy));
 CREATE TABLE IF NOT EXISTS verified_modules (
     hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
     PRIMARY KEY (hardware, dsl, problem, by))"""
@@ -61,6 +65,13 @@ class TuningDB:
             self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
                             (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
 
+    def put_strategy(self, hw: str, dsl: str, problem: str, ver: str, strategy: dict[str, Any], t: float,
+                     verdict: str) -> None:
+        """A whole module's time under one strategy, its schedules tuned (committed at once)."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO strategies VALUES (?,?,?,?,?,?,?,?)",
+                            (hw, dsl, problem, ver, json.dumps(strategy, sort_keys=True), t, verdict, time.time()))
+
     def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
                         by: str) -> None:
         """A verified module, kept for retrieval into later prompts (the best per problem and author)."""
@@ -92,6 +103,27 @@ def kernel_signature(source: str) -> str:
 def hardware_key(target: HardwareModel) -> str:
     """The hardware a measurement belongs to: the model's name, and the calibrated profile's if any."""
     return target.name + (f" ({target.calibrated_from})" if target.calibrated_from else "")
+
+
+def problem_signature(path: Path) -> str:
+    """A problem is known by its source text (sizes and init arguments live in it)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:24]
+
+
+def best_strategy(path: Path, hw: str, dsl: str, problem: str, ver: str) -> tuple[dict[str, Any], float] | None:
+    """The strategy whose tuned module ran fastest for this problem on this hardware and versions."""
+    if not path.is_file():
+        return None
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        try:
+            rows = db.execute("SELECT strategy, time_s FROM strategies WHERE hardware=? AND dsl=? AND problem=? AND "
+                              "versions=? ORDER BY time_s, strategy", (hw, dsl, problem, ver)).fetchall()
+        except sqlite3.OperationalError:  # a database from before strategies were measured
+            return None
+    for strategy, t in rows:
+        if t is not None and math.isfinite(t):
+            return json.loads(strategy), t
+    return None
 
 
 def best_schedule(path: Path, hw: str, dsl: str, kernel: str, ver: str) -> tuple[Schedule, float] | None:

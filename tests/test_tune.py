@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from akg_agent.ranking import ranked_space
-from akg_agent.translate import build, header
+from akg_agent.translate import Strategy, build, header
 from akg_agent.tune import tune
-from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, versions
+from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from dsl_backends import get_backend
 from ir.errors import AkgError
 
@@ -65,3 +65,31 @@ def test_translate_takes_each_kernels_best_schedule_from_the_tuning_database(tmp
     assert all(tuned.schedules[n] == s for n, s in plain.schedules.items() if n != k.name)
     assert f"{k.name}: generated matmul kernel" in header(tuned) and "from the tuning database: 1 ms" in header(tuned)
     assert build(path, "cpp", "cpu", tuned=False).schedules == plain.schedules
+
+
+def test_tune_measures_row_fusion_against_split_kernels_and_translate_takes_the_faster(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = problem_path("softmax_logsoftmax")
+    rep = tune(str(path), "cpu", "cpp", budget=1, out=tmp_path / "tuned.py")
+    assert [s["strategy"] for s in rep["strategies"]] == ["rows=fused, conv=library", "rows=split, conv=library"]
+    assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 for s in rep["strategies"])
+    fastest = min(rep["strategies"], key=lambda s: s["time_s"])["strategy"]
+    assert rep["strategy"] == fastest
+    assert f"strategy: {fastest} (the tuning database" in (tmp_path / "tuned.py").read_text()
+    t = build(path, "cpp", "cpu")  # translate reads the strategy the tune measured fastest
+    assert t.strategy.describe() == fastest and t.strategy_s is not None
+    assert ("rownorm" in [k.kind for k in t.program.kernels()]) == (fastest.startswith("rows=fused"))
+
+
+def test_translate_takes_the_tuning_databases_fastest_strategy(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = problem_path("softmax_logsoftmax")
+    fused = build(path, "cpp", "cpu")
+    assert "rownorm" in [k.kind for k in fused.program.kernels()] and fused.strategy_s is None
+    db, hw, ver = TuningDB(), hardware_key(fused.target), versions(get_backend("cpp").manifest)
+    db.put_strategy(hw, "cpp", problem_signature(path), ver, Strategy().to_json(), 2e-3, "accepted: measured")
+    db.put_strategy(hw, "cpp", problem_signature(path), ver, Strategy(rows=False).to_json(), 1e-3, "accepted: measured")
+    split = build(path, "cpp", "cpu")
+    assert split.strategy == Strategy(rows=False) and "rownorm" not in [k.kind for k in split.program.kernels()]
+    assert "strategy: rows=split, conv=library (the tuning database's fastest, 1 ms measured)" in header(split)
+    assert build(path, "cpp", "cpu", tuned=False).strategy == Strategy()  # the database ignored

@@ -39,10 +39,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             out = args.o if len(dsls) == 1 else None
             out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
             reports.append(tune(args.file, args.target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
-                                on_progress=on_progress, ray=args.ray) | {"out": out})
+                                on_progress=on_progress, ray=args.ray,
+                                strategies=not args.no_strategies) | {"out": out})
     for r in reports:
         print(f"{r['dsl']}: {r['measured']} measured, {r['from_db']} from the tuning database, "
               f"{r['elapsed_s']:.1f} s -> {r['out']}")
+        for st in r["strategies"]:
+            ms = f"{st['time_s'] * 1e3:.4g} ms" if st["time_s"] else st["verdict"]
+            print(f"  strategy {st['strategy']}: {ms}" + ("  <- written" if st["strategy"] == r["strategy"] else ""))
         for k in r["kernels"]:
             best = f"{k['best_s'] * 1e3:.4g} ms" if k["best_s"] not in (None, float("inf")) else "-"
             print(f"  {k['kernel']} ({k['kind']}): {k['best']} module time {best}")
@@ -64,6 +68,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time", type=float, default=None, help="stop after this many seconds")
     p.add_argument("-o", default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--no-strategies", action="store_true", help="search schedules of the default plan only "
+                   "(not row fusion vs split, library vs generated convolutions)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="measure on Ray: a local instance started for the run, or a cluster's address "
                         "(auto, ray://host:10001)")
