@@ -147,6 +147,8 @@ def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, 
     one for these versions; the rest keep theirs. Also: kernel -> the measured module time."""
     path, hw, ver = TuningDB.default_path(), hardware_key(target), versions(backend.manifest)
     out, times = dict(schedules), {}
+    if not path.is_file():  # never tuned here: no kernel rendered for a signature
+        return out, times
     for k in prog.kernels():
         found = best_schedule(path, hw, dsl, kernel_signature(backend.render_kernel(k, schedules[k.name], target)), ver)
         if found is not None:

@@ -176,15 +176,14 @@ def _bench_on(cluster: Cluster, problems: list[Path], dirs: dict[str, Path], tar
             yield {"problem": p.stem, "path": str(p), "correct": False, "speedup": {}, "main_label": list(dirs)[0],
                    "reason": "no solution"}
             continue
-        works.append(Work(str(p), p.name, p.read_text(), (dirs[have[0]] / p.name).read_text(), DEFAULT_SEEDS,
+        works.append(Work((str(p), have[0]), p.name, p.read_text(), (dirs[have[0]] / p.name).read_text(), DEFAULT_SEEDS,
                           tuple(baselines), timeout_s, sol_check=True, trials=trials,
                           peers=tuple((lb, (dirs[lb] / p.name).read_text()) for lb in have[1:])))
     t0 = time.perf_counter()
     for done in cluster.run(works):
-        p = Path(done.work.key)
-        have = [lb for lb in dirs if (dirs[lb] / p.name).is_file()]
-        rec = {"problem": p.stem, "path": str(p), "correct": False, "speedup": {}, "main_label": have[0],
-               "solution": str(dirs[have[0]] / p.name), "host": done.host, "timed_on": done.device,
+        p, main = Path(done.work.key[0]), done.work.key[1]
+        rec = {"problem": p.stem, "path": str(p), "correct": False, "speedup": {}, "main_label": main,
+               "solution": str(dirs[main] / p.name), "host": done.host, "timed_on": done.device,
                "attempts": done.attempts}
         if done.verdict is None:
             yield dict(rec, reason=f"lost: {done.lost}")

@@ -81,7 +81,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
            "lock": timing_lock,
            "train": train, "tolerances": tolerances or {}, "sol_s": sol_s,
-           "timing": {"trials": trials, "baselines": list(baselines), "lock": timing_lock,
+           "timing": {"trials": trials, "baselines": list(baselines),
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
     res = run_job(job, limits or Limits())
     details = res.get("details", {})

@@ -429,9 +429,8 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[1]).read_text())
     _block_network()
     result_path = Path(job["result"])
-    lock = job.get("lock") or (job.get("timing") or {}).get("lock")
-    if lock:  # `akg bench --jobs`, Ray workers: runs share the device, one times at once
-        timing.LOCK_PATH = lock
+    if job.get("lock"):  # `akg bench --jobs`, Ray workers: runs share the device, one times at once
+        timing.LOCK_PATH = job["lock"]
         timing.WAIT_PATH = str(result_path.parent / timing.LOCK_WAIT_FILE)
         timing.hold_shared()
     try:
