@@ -13,10 +13,13 @@ to the tuning database as it arrives (a killed driver loses nothing committed)."
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
+import shutil
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,15 +76,28 @@ def _lock() -> str:
     return str(Path(tempfile.gettempdir()) / HOST_LOCK)
 
 
+def _build_dir(w: Work) -> Path:
+    """This candidate's compiled code on this host, kept from its check to its timing (not shared with
+    any other candidate: one candidate's run cannot plant code for another)."""
+    d = Path(tempfile.gettempdir()) / "akg-builds" / hashlib.sha256(w.source.encode()).hexdigest()[:24]
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="akg-ray-") as d:
         prob, cand, peers = _files(w, Path(d))
+        build = _build_dir(w)
+        v = None
         try:
             v = verify(prob, cand, target=target, seeds=w.seeds, timing=timing, baselines=w.baselines,
                        trials=w.trials, limits=Limits(timeout_s=w.timeout_s), sol_check=w.sol_check,
-                       timing_lock=_lock(), peers=peers if timing else None)
+                       timing_lock=_lock(), peers=peers if timing else None, build_cache=build)
         except AkgError as e:
             return {"accepted": False, "code": "verifier_error", "reason": str(e), "details": {}}
+        finally:
+            if timing or v is None or not v.accepted:  # the candidate's last run on this host
+                shutil.rmtree(build, ignore_errors=True)
     out = v.to_json()
     out["details"].pop("output", None)  # the worker's console, kept on the worker
     return out
@@ -111,6 +127,30 @@ class Timer:
 
     def time(self, w: Work) -> tuple[dict[str, Any], str, str]:
         return _run(w, self.target, timing=True), self.host, self.device
+
+
+class LocalPool:
+    """The same split on this host alone, without Ray (`akg tune --jobs N`): candidates compiled and
+    verified N at a time (threads, each verification its own sandboxed process), timed one at a time
+    (the host's timing lock keeps every compile out of a timed loop)."""
+
+    def __init__(self, target: str, jobs: int) -> None:
+        self.target, self.workers = target, jobs
+        self.device = f"{socket.gethostname()}:{'cpu' if load_target(target).kind == 'cpu' else 'cuda'}"
+
+    def run(self, works: Sequence[Work]) -> Iterator[Done]:
+        host, me = socket.gethostname(), f"{socket.gethostname()}:{os.getpid()}"
+        with ThreadPoolExecutor(self.workers) as checks, ThreadPoolExecutor(1) as timer:
+            checking = {checks.submit(_run, w, self.target, False): w for w in works}
+            timing: dict[Future, Work] = {}
+            for f in as_completed(checking):
+                w, verdict = checking[f], f.result()
+                if verdict["accepted"]:
+                    timing[timer.submit(_run, dataclasses.replace(w, seeds=w.seeds[:1]), self.target, True)] = w
+                else:
+                    yield Done(w, verdict, host=host, checked_by=me)
+            for f in as_completed(timing):
+                yield Done(timing[f], f.result(), host=host, device=self.device, checked_by=me)
 
 
 class Cluster:

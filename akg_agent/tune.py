@@ -17,7 +17,7 @@ from dsl_backends import get_backend
 from ir.errors import AkgError
 from ir.kernel.schedule import Schedule
 
-from .cluster import Cluster, Done, Work
+from .cluster import Cluster, Done, LocalPool, Work
 from .ranking import ranked_space
 from .translate import Strategy, Translation, build, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
@@ -66,9 +66,11 @@ def strategies_for(t: Translation) -> list[Strategy]:
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None, Done | None], None] | None = None,
-         ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True) -> dict[str, Any]:
+         ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True, jobs: int = 1
+         ) -> dict[str, Any]:
     """`ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's
-    address. For each strategy (`strategies_for`; only the default when `strategies` is False) the
+    address. `jobs` > 1 (without Ray): candidates compile and verify that many at a time here, and are
+    timed one at a time. For each strategy (`strategies_for`; only the default when `strategies` is False) the
     schedules are searched, then the whole module is verified and timed; the fastest strategy's module is
     written, and every strategy's time goes to the database, where `akg translate` finds it."""
     base = build(problem, dsl, target, tuned=False)  # the cost model's schedules: the database keys kernels by them
@@ -79,7 +81,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     start = time.perf_counter()
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
                               "from_db": 0, "candidates": [], "lost": [], "ray": ray, "strategies": []}
-    cluster = Cluster(ray or None, target, ray_cpus) if ray is not None else None
+    cluster: Cluster | LocalPool | None = (Cluster(ray or None, target, ray_cpus) if ray is not None else
+                                           LocalPool(target, jobs) if jobs > 1 else None)
     best: tuple[float, Translation] | None = None
     try:
         for strategy in strategies_for(base) if strategies else [Strategy()]:
@@ -106,7 +109,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     finally:
         if cluster is not None:
             report["workers"] = cluster.workers
-            cluster.close()
+            if isinstance(cluster, Cluster):
+                cluster.close()
     if best is None or not math.isfinite(best[0]):
         why = "; ".join(f"{r['strategy']}: {r['verdict']}" for r in report["strategies"])
         raise AkgError(f"no tuned {dsl} module for {base.problem.name} passed verification ({why})")
@@ -124,7 +128,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
 
 
 def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
-                    report: dict[str, Any], cluster: Cluster | None,
+                    report: dict[str, Any], cluster: Cluster | LocalPool | None,
                     on_progress: Callable[[str, int, int, float | None, Done | None], None] | None
                     ) -> list[dict[str, Any]]:
     """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels

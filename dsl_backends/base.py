@@ -208,12 +208,14 @@ class BackendBase:
         raise UnsupportedKernel(f"the {self.manifest.name} backend has no compile-only executor")
 
 
-def sandbox_env(run_dir: Path, on_cpu: bool) -> dict[str, str]:
-    """Every backend's sandbox environment (the verifier does not know which DSL a module uses)."""
+def sandbox_env(run_dir: Path, on_cpu: bool, build_dir: Path | None = None) -> dict[str, str]:
+    """Every backend's sandbox environment (the verifier does not know which DSL a module uses).
+    `{run_dir}` in a manifest's value is the run's own folder; `{build_dir}` is where compiled code may
+    outlive the run (the candidate's build cache, when the caller keeps one; else the run's folder)."""
     env: dict[str, str] = {}
     for m in _manifests().values():
         for k, v in {**m.env, **(m.env_cpu if on_cpu else {})}.items():
-            env[k] = v.format(run_dir=run_dir)
+            env[k] = v.format(run_dir=run_dir, build_dir=build_dir or run_dir)
     return env
 
 

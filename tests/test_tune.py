@@ -93,3 +93,12 @@ def test_translate_takes_the_tuning_databases_fastest_strategy(tmp_path, monkeyp
     assert split.strategy == Strategy(rows=False) and "rownorm" not in [k.kind for k in split.program.kernels()]
     assert "strategy: rows=split, conv=library (the tuning database's fastest, 1 ms measured)" in header(split)
     assert build(path, "cpp", "cpu", tuned=False).strategy == Strategy()  # the database ignored
+
+
+def test_tune_compiles_candidates_in_parallel_and_times_them_one_at_a_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    rep = tune(str(problem_path("rule_scalar_chains")), "cpu", "cpp", budget=2, jobs=2,
+               db=TuningDB(tmp_path / "t.sqlite"))
+    assert rep["workers"] == 2 and rep["measured"] == 6 and not rep["lost"]
+    assert all(c["median_s"] and c["checked_by"] and c["device"].endswith(":cpu") for c in rep["candidates"])
+    assert rep["verdict"].startswith("accepted")

@@ -60,12 +60,13 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
            timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
            limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
            train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None,
-           timing_lock: str | None = None) -> Verdict:
+           timing_lock: str | None = None, build_cache: str | Path | None = None) -> Verdict:
     """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
     CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped.
     `timing_lock`: a file that concurrent runs hold shared while they run and exclusively around their
     timed loops, so only one times at a time and nothing else runs meanwhile (a run without timing holds
-    it shared too)."""
+    it shared too). `build_cache`: a folder where the module keeps its compiled code between runs of this
+    same candidate (its check and its timing in a tune); never one shared by different candidates."""
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")
@@ -79,7 +80,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
         except AkgError:
             sol_s = None  # a reference akg cannot lift is still verifiable; only this check is lost
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
-           "lock": timing_lock,
+           "lock": timing_lock, "build_cache": str(build_cache) if build_cache else None,
            "train": train, "tolerances": tolerances or {}, "sol_s": sol_s,
            "timing": {"trials": trials, "baselines": list(baselines),
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}

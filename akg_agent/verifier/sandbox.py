@@ -48,7 +48,7 @@ def _preexec(memory_bytes: int | None) -> None:
         pass
 
 
-def _env(run_dir: Path, device: str) -> dict[str, str]:
+def _env(run_dir: Path, device: str, build_cache: str | None = None) -> dict[str, str]:
     keep = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
             "AKG_CUDA_LOADER", "PYTHONPATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
             "NVSHMEM_DISABLE_NVLS")
@@ -57,7 +57,10 @@ def _env(run_dir: Path, device: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else []))
     env.update(HOME=str(run_dir), TMPDIR=str(run_dir), TORCHINDUCTOR_CACHE_DIR=str(run_dir / ".inductor"),
                PYTHONDONTWRITEBYTECODE="1")
-    env.update(sandbox_env(run_dir, on_cpu=device == "cpu"))  # what each backend's manifest asks for
+    # what each backend's manifest asks for
+    env.update(sandbox_env(run_dir, on_cpu=device == "cpu", build_dir=Path(build_cache) if build_cache else None))
+    if build_cache:  # compiled code kept for this candidate's next run (else it lives and dies with run_dir)
+        env["AKG_CACHE_DIR"] = build_cache
     return env
 
 
@@ -147,11 +150,12 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
         prefix = [a.replace("{run_dir}", str(run_dir)) for a in job.get("prefix", [])]
         proc: subprocess.Popen | _Forked
         if _use_fork(job):
-            proc = _Forked(run_dir / "job.json", run_dir, _env(run_dir, job["device"]), mem)
+            proc = _Forked(run_dir / "job.json", run_dir, _env(run_dir, job["device"], job.get("build_cache")), mem)
         else:
             proc = subprocess.Popen([*prefix, sys.executable, "-m", "akg_agent.verifier.worker",
                                      str(run_dir / "job.json")],
-                                    cwd=run_dir, env=_env(run_dir, job["device"]), stdin=subprocess.DEVNULL,
+                                    cwd=run_dir, env=_env(run_dir, job["device"], job.get("build_cache")),
+                                    stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     preexec_fn=lambda: _preexec(mem))
         output = communicate(proc, limits.timeout_s, run_dir / LOCK_WAIT_FILE)
