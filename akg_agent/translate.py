@@ -158,7 +158,7 @@ def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, 
 
 def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
           allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True,
-          rows: bool = True) -> Translation:
+          rows: bool = True, dynamic: str | None = None) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
     backend can (manifest kind "conv"). `pure`: every group generated (convolutions too, where the
@@ -166,7 +166,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     error naming it. `rows=False` keeps row reductions and their epilogues as separate kernels. `tuned`:
     where the device is here, take the tuning database's best strategy for the problem (when the caller
     left `conv` and `rows` at their defaults) and each kernel's best schedule (what `akg tune` measured
-    on this hardware), not the cost model's."""
+    on this hardware), not the cost model's. `dynamic`: input dimensions that vary at run time
+    (`ir.dynamic`): the module takes any size from 1 to the traced one there."""
     backend = get_backend(dsl)
     if conv not in ("library", "generated"):
         raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
@@ -188,7 +189,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                               versions(backend.manifest))
         if found is not None:
             (conv, rows), strategy_s = (found[0]["conv"], found[0]["rows"]), found[1]
-    g = lift(problem, train=train, allow_opaque=allow_opaque)
+    g = lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic)
     run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), rows))
     plan = g.plan
     try:
@@ -292,8 +293,10 @@ def _verify(t: Translation, target_name: str, seeds: tuple[int, ...], timed: boo
 def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | Path | None = None,
               verify_result: bool = True, timing: bool = True, baselines: tuple[str, ...] = ("eager",),
               train: bool = False, allow_opaque: bool = False,
-              seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library", pure: bool = False) -> Translation:
-    t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv, pure=pure)
+              seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library", pure: bool = False,
+              dynamic: str | None = None) -> Translation:
+    t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv, pure=pure,
+              dynamic=dynamic)
     t.source = render(t)
     if t.executor == "none":
         t.notes.append(f"no executor for {dsl} on {target_name} here: written, not run")

@@ -14,6 +14,7 @@ import torch
 from ir.kernel.ir import Buf, Kernel, KernelProgram, LibraryCall
 from ir.kernel.schedule import Schedule, Schedules
 from ir.recurrence import RESULTS
+from ir.sym import PREFIX, Dyn
 from ir.types import DTYPES
 
 # aten ops each library step dispatches to (declared, so the verifier allows them)
@@ -60,7 +61,8 @@ def _akg_const(data, dtype, shape):
 
 def _akg_guard(args):
     """Each input against the envelope this module was built and verified for: never an out-of-bounds
-    read or a reinterpreted dtype, a one-line error instead."""
+    read or a reinterpreted dtype, a one-line error instead. Returns the run-time sizes (--dynamic)."""
+    sizes = {}
     for i, (a, (name, shape, dtype, value)) in enumerate(zip(args, _AKG_ENVELOPE)):
         if shape is None:  # a Python number, baked into the kernels when the module was translated
             if type(a) is not type(value) or a != value:
@@ -68,11 +70,29 @@ def _akg_guard(args):
                                  f"{name}={value!r}, got {a!r}; translate again with that value in get_inputs()")
         elif not isinstance(a, torch.Tensor):
             raise TypeError(f"ModelNew input {name!r} (argument {i + 1}): expected a tensor, got {type(a).__name__}")
-        elif a.dtype != dtype or a.shape != shape or a.device.type not in _AKG_DEVICES:
+        elif a.dtype != dtype or a.device.type not in _AKG_DEVICES or (
+                a.shape != shape if not _AKG_DYNAMIC else not _akg_fits(a.shape, shape, sizes)):
+            want = [f"{d}<={_AKG_DYNAMIC[d]}" if isinstance(d, str) else d for d in shape]
+            fix = ("translate again for these inputs" if not _AKG_DYNAMIC else
+                   "a dimension named d takes any size from 1 to its bound, the same in every input; translate "
+                   "again with get_inputs() at the largest sizes (and --dynamic) for other sizes")
             raise ValueError(f"ModelNew input {name!r} (argument {i + 1}): expected {str(dtype)[6:]} "
-                             f"{list(shape)} on {' or '.join(_AKG_DEVICES)}, got {str(a.dtype)[6:]} {list(a.shape)} "
-                             f"on {a.device.type}; the module was built and verified for that size, dtype and "
-                             "device only: translate again for these inputs")
+                             f"[{', '.join(map(str, want))}] on {' or '.join(_AKG_DEVICES)}, got {str(a.dtype)[6:]} "
+                             f"{list(a.shape)} on {a.device.type}; the module was built and verified for that "
+                             f"envelope only: {fix}")
+    return sizes
+
+
+def _akg_fits(got, want, sizes):
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        if w.__class__ is str:
+            if not 1 <= g <= _AKG_DYNAMIC[w] or sizes.setdefault(w, g) != g:
+                return False
+        elif g != w:
+            return False
+    return True
 '''
 
 
@@ -180,6 +200,11 @@ def with_header(header: str, body: str) -> str:
     return "".join(f"# {ln}\n" if ln else "#\n" for ln in header.splitlines()) + body
 
 
+def _envelope_shape(shape: tuple[int, ...]) -> tuple[int | str, ...]:
+    """An input's shape as data: a run-time size (--dynamic) as its name."""
+    return tuple(str(d)[len(PREFIX):] if isinstance(d, Dyn) else int(d) for d in shape)
+
+
 def envelope(prog: KernelProgram, meta: dict[str, Any]) -> list[tuple[str, Buf | None, Any]]:
     """forward's parameters: (name, the input buffer it is, or None and the Python number it was traced
     with), in order."""
@@ -220,10 +245,15 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         lines.append(f"    {key!r}: ({data!r}, {torch_dtype(b.dtype)}, {tuple(b.shape)!r}, 'buffer_np'),")
     lines.append("}")
     env = envelope(prog, meta)
+    dynamic = meta.get("dynamic") or {}
     lines.append("_AKG_ENVELOPE = [")
-    lines += [f"    ({name!r}, {tuple(b.shape)!r}, {torch_dtype(b.dtype)}, None)," if b is not None else
+    lines += [f"    ({name!r}, {_envelope_shape(b.shape)!r}, {torch_dtype(b.dtype)}, None)," if b is not None else
               f"    ({name!r}, None, None, {value!r})," for name, b, value in env]
-    lines += ["]", f"_AKG_DEVICES = {tuple(devices)!r}"]
+    lines += ["]", f"_AKG_DEVICES = {tuple(devices)!r}",
+              f"_AKG_DYNAMIC = {({k: v['traced'] for k, v in dynamic.items()})!r}",
+              "# run-time sizes (--dynamic): per size, its largest (traced) value and where it appears among",
+              "# forward's inputs as (argument, dimension); the verifier checks the module at sizes inside",
+              f"AKG_DYNAMIC = {dynamic!r}"]
     if requires is not None:
         lines += [f"_AKG_REQUIRES = {tuple(requires.capability)!r}, {requires.why!r}, {requires.same_major!r}",
                   REQUIRE]
@@ -236,7 +266,8 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
               "        for key, (data, dtype, shape, kind) in _AKG_EMBEDDED.items():",
               "            _akg_register(self, key, _akg_const(data, dtype, shape), kind)", "",
               f"    def forward(self, {', '.join(params)}):"]
-    body: list[str] = [f"_akg_guard(({''.join(p + ', ' for p in params)}))"]
+    body: list[str] = [f"{'_akg_s = ' if dynamic else ''}_akg_guard(({''.join(p + ', ' for p in params)}))"]
+    body += [f"{PREFIX}{name} = _akg_s[{name!r}]" for name in dynamic]
     if requires is not None and ins:
         first = next(name for name, b, _ in env if b is not None)
         body.append(f"_akg_require({first})")

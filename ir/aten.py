@@ -11,6 +11,7 @@ from .einsum import lower_einsum
 from .errors import AkgError
 from .graph import Node
 from .recurrence import RESULTS
+from .sym import size
 
 INT_MAX = 2**62
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -400,6 +401,11 @@ def _cumprod(cx, x, dim, dtype=None):
 
 
 # --- data movement
+@converts("aten.sym_size.int")
+def _sym_size(cx, x, d):
+    return x.shape[d]  # a run-time size (ir.sym.Dyn) where --dynamic names the dimension
+
+
 @converts("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
           "aten.flatten.using_ints", "aten.unflatten.int", "aten.squeeze.dim", "aten.squeeze.dims",
           "aten.squeeze.default", "aten.unsqueeze.default", "aten.unsqueeze_.default",
@@ -620,7 +626,7 @@ def _full(cx, *args, **kw):
         fill = 0
     dt = str(val.dtype)
     fill = bool(fill) if dt == "torch.bool" else float(fill) if val.dtype.is_floating_point else int(fill)
-    shape = [int(d) for d in val.shape]
+    shape = [size(d) for d in val.shape]
     if not shape:
         return cx.add("scalar", [], value=fill, dtype=val.dtype)
     return cx.add("full", [], shape=shape, value=fill, dtype=val.dtype)
@@ -632,7 +638,7 @@ def _random(cx, *args, **kw):
     module calls torch's generator in the same order)."""
     val = cx.fx_node.meta["val"]
     dist = "normal" if "randn" in str(cx.fx_node.target) else "uniform"
-    return cx.add("random", [], dist=dist, shape=[int(d) for d in val.shape], dtype=val.dtype)
+    return cx.add("random", [], dist=dist, shape=[size(d) for d in val.shape], dtype=val.dtype)
 
 
 @converts("aten.arange.default", "aten.arange.start", "aten.arange.start_step")

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 from .graph import Graph, Node
+from .sym import size
 from .types import FLOAT_DTYPES
 
 
@@ -32,7 +33,7 @@ class LiftCtx:
 
     def out_shape(self) -> list[int]:
         val = self.fx_node.meta["val"] if self.fx_node is not None else None
-        return [int(d) for d in val.shape]
+        return [size(d) for d in val.shape]
 
     def scalar(self, value: Any, like: Node | None = None) -> Node:
         """A Python number as a 0-d `scalar` node that promotes like a Python number would."""

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from .interp import EvalCtx, eval_op
+from .sym import PREFIX, TRACED, Dyn, keep_symints, size
 from .types import TensorType, dtype_of
 
 
@@ -19,10 +20,52 @@ def infer_type(op: str, arg_types: list[TensorType | None], attrs: dict[str, Any
     return _infer(op, tuple(arg_types), _hashable(attrs))
 
 
+def _symbolic(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -> TensorType:
+    """Inference with run-time sizes: the same definition on fake tensors whose sizes are torch symbols,
+    so output sizes come back as expressions of the inputs' (`ir.sym.Dyn`)."""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    env = ShapeEnv()
+    syms: dict[str, Any] = {}  # akg size name -> torch SymInt
+    names: dict[str, str] = {}  # torch symbol -> akg size name
+
+    def sym_of(d: int) -> Any:
+        if not isinstance(d, Dyn):
+            return d
+        for name in sorted(d.symbols):
+            if name not in syms:
+                hint = _hint(d, name)
+                s = env.create_symbol(hint, source=ConstantSource(name))
+                syms[name] = env.create_symintnode(s, hint=hint)
+                names[str(s)] = name[len(PREFIX):]
+        return eval(str(d), {}, dict(syms))  # noqa: S307 - an expression akg wrote itself
+
+    def attr(v: Any) -> Any:
+        return tuple(attr(x) for x in v) if isinstance(v, tuple) else sym_of(v) if isinstance(v, Dyn) else v
+
+    with FakeTensorMode(shape_env=env, allow_non_fake_inputs=True), keep_symints():
+        args = [torch.empty(tuple(sym_of(d) for d in t.shape), dtype=t.torch_dtype, device="meta")
+                if t is not None else None for t in arg_types]
+        out = eval_op(op, args, {k: attr(v) for k, v in attrs}, EvalCtx(device="meta"))
+    return TensorType(tuple(size(d, names) for d in out.shape), dtype_of(out.dtype))
+
+
+def _hint(d: Dyn, name: str) -> int:
+    """The traced value of size symbol `name` inside `d` (a bare symbol carries it as its value)."""
+    for m, _ in d.poly:
+        if m == (name,) and len(d.poly) == 1:
+            return int(d)
+    return TRACED.get(name, 2)
+
+
 @lru_cache(maxsize=8192)
 def _infer(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -> TensorType:
     if op in ("input", "param"):
         raise ValueError(f"{op} nodes carry their type explicitly")
+    if any(t is not None and any(isinstance(d, Dyn) for d in t.shape) for t in arg_types):
+        return _symbolic(op, arg_types, attrs)
     args = [torch.empty(t.shape, dtype=t.torch_dtype, device="meta") if t is not None else None
             for t in arg_types]
     try:

@@ -19,10 +19,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import aten  # noqa: F401 - fills CONVERTERS
 from .convert import CONVERTERS, LiftCtx, source_line
+from .dynamic import DynamicDims
 from .errors import AkgError
 from .graph import Graph, Node
 from .problem import Problem, _first_line
 from .rnn_trace import traced_as_one_op
+from .sym import size, symbol_names
 from .types import TensorType, dtype_of
 
 # torch.export and fake tensor modes keep global state: one export at a time in a process (the
@@ -30,24 +32,42 @@ from .types import TensorType, dtype_of
 _EXPORT_LOCK = threading.Lock()
 
 
-def _export(problem: Problem, model: torch.nn.Module) -> torch.export.ExportedProgram:
+def _export(problem: Problem, model: torch.nn.Module, dims: DynamicDims | None = None) -> torch.export.ExportedProgram:
     try:
         with _EXPORT_LOCK:
             mode, fake = problem.fake_inputs()
+            shapes = dims.export_shapes(fake) if dims is not None else None
             with traced_as_one_op():
-                return torch.export.export(model, tuple(fake), strict=False)
+                return torch.export.export(model, tuple(fake), strict=False, dynamic_shapes=shapes)
+    except AkgError:
+        raise
     except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
+        if dims is not None and ("Constraints violated" in str(e) or "specializ" in str(e)):
+            raise AkgError(f"--dynamic {dims.spec}: {problem.path.name} fixes a size named there "
+                           f"({_first_line(e)[:300]}); leave that dimension static") from None
         raise AkgError(f"torch.export could not trace {problem.path.name}: {_first_line(e)}; "
                        "forward must run on get_inputs() without data-dependent Python control flow") from None
 
 
 def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
-         seed: int = 0) -> Graph:
+         seed: int = 0, dynamic: str | None = None) -> Graph:
     """The problem's Model (weights from `seed`) as a graph. Modules are lifted in eval mode unless
-    `train` (KernelBench never calls eval(): dropout and batch-norm statistics differ)."""
+    `train` (KernelBench never calls eval(): dropout and batch-norm statistics differ). `dynamic`: the
+    input dimensions that vary at run time (`ir.dynamic`); their sizes are `ir.sym.Dyn` in the graph."""
     model = problem.build_model(seed)
     model.train(train)
-    ep = _export(problem, model)
+    dims = DynamicDims.parse(dynamic, problem) if dynamic else None
+    ep = _export(problem, model, dims)
+    names = dims.symbol_names(ep) if dims is not None else {}
+    with symbol_names(names):
+        g = _lift_graph(problem, model, ep, train, allow_opaque)
+    if dims is not None:
+        g.meta["dynamic"] = dims.describe(g)
+    return g
+
+
+def _lift_graph(problem: Problem, model: torch.nn.Module, ep: torch.export.ExportedProgram, train: bool,
+                allow_opaque: bool) -> Graph:
     g = Graph(problem.model_cls.__name__)
     g.meta.update(train=train, problem=str(problem.path))
     cx = LiftCtx(g, allow_opaque=allow_opaque)
@@ -66,6 +86,8 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
             return env[a]
         if isinstance(a, (list, tuple)):
             return type(a)(value(x) for x in a)
+        if isinstance(a, torch.SymInt):
+            return size(a)
         return a
 
     buffers: dict[torch.fx.Node, str] = {}  # placeholder -> the buffer's state_dict key
@@ -79,7 +101,7 @@ def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
             if kind == "USER_INPUT":
                 val = n.meta["val"]
                 if isinstance(val, torch.Tensor):
-                    env[n] = g.input(n.name, TensorType(tuple(int(d) for d in val.shape),
+                    env[n] = g.input(n.name, TensorType(tuple(size(d) for d in val.shape),
                                                         dtype_of(val.dtype)))
                     inputs.append((n.name, None))
                 else:  # a Python number: torch.export specialises it (the module checks it at run time)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from .types import dtype_of
+from .sym import keeping_symints, size
 
 REQUIRED = object()  # marks an attribute without a default
 
@@ -182,6 +183,8 @@ def freeze(v: Any) -> Any:
         return dtype_of(v)
     if isinstance(v, bool) or v is None or isinstance(v, (int, float, str)):
         return v
+    if isinstance(v, torch.SymInt):  # a run-time size (--dynamic)
+        return v if keeping_symints() else size(v)
     raise TypeError(f"attribute value {v!r} ({type(v).__name__}) is not representable in the IR")
 
 

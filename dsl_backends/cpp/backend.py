@@ -9,8 +9,9 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
+from ir.sym import c_syntax
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, CStyle, decode, row_sweep
@@ -100,7 +101,8 @@ STYLE = CppStyle()
 
 def _signature(k: Kernel) -> str:
     ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
-    return f'extern "C" void {k.name}({", ".join(ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"])})'
+    params = ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [f"const int64_t {n}" for n in size_args(k)]
+    return f'extern "C" void {k.name}({", ".join(params)})'
 
 
 def _omp(s: Schedule) -> str:
@@ -110,7 +112,10 @@ def _omp(s: Schedule) -> str:
 
 def _kernel(body: Callable[[Kernel, Schedule], list[str]]) -> Callable[[Kernel, Schedule, HardwareModel], str]:
     """A template's body inside the kernel's extern "C" signature."""
-    return lambda k, s, target: "\n".join([_signature(k) + " {", *body(k, s), "}"])
+    def render(k: Kernel, s: Schedule, target: HardwareModel) -> str:
+        with c_syntax():  # run-time sizes (--dynamic) in C
+            return "\n".join([_signature(k) + " {", *body(k, s), "}"])
+    return render
 
 
 def _elementwise(k: Kernel, s: Schedule) -> list[str]:
@@ -312,8 +317,8 @@ def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
-    args = ", ".join(f"{ref(b)}.data_ptr()" for b in k.inputs())
-    return [f"_AKG_LIB.{k.name}({args + ', ' if args else ''}{k.out.name}.data_ptr())"]
+    args = [f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()", *size_args(k)]
+    return [f"_AKG_LIB.{k.name}({', '.join(args)})"]
 
 
 TEMPLATES = {
@@ -333,6 +338,7 @@ class CppBackend(BackendBase):
               sources: dict[str, str]) -> Frame:
         src = PRELUDE_CPP + "\n\n".join(sources.values()) + "\n"
         argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + 1}"
+                             + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
                              for k in prog.kernels())
         head = f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"
         return Frame([], head + BUILD + argtypes + "\n", {})

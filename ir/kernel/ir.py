@@ -256,3 +256,30 @@ def index_bounds(e: Expr, memo: dict[int, tuple[float, float]] | None = None) ->
 def _negation(b: Expr, a: Expr) -> bool:
     """Whether `b` is `0 - a`."""
     return isinstance(b, IOp) and b.op == "-" and isinstance(b.a, Const) and b.a.value == 0 and b.b == a
+
+
+def _dims_of(e: Expr) -> list[Any]:
+    if isinstance(e, Var):
+        return [e.extent]
+    if isinstance(e, Load):
+        return list(e.buf.shape)
+    if isinstance(e, Const):
+        return [e.value]
+    if isinstance(e, Op):
+        return [v for _, a in e.attrs for v in (a if isinstance(a, tuple) else (a,))]
+    if isinstance(e, Reduce):
+        return [a.extent for a in e.axes]
+    if isinstance(e, Scan):
+        return [e.axis.extent]
+    return []
+
+
+def size_args(k: Kernel) -> tuple[str, ...]:
+    """The run-time sizes (`ir.sym`, from --dynamic) a kernel's code reads: its extra arguments, sorted;
+    empty for a kernel of static sizes."""
+    found: set[str] = set()
+    for d in [*k.out.shape, *(v.extent for v in k.coords), *(x for e in walk(k.expr) for x in _dims_of(e))]:
+        syms = getattr(d, "symbols", None)
+        if syms is not None and not isinstance(d, bool):
+            found |= syms
+    return tuple(sorted(found))
