@@ -36,6 +36,7 @@ from .tuning_db import (
     versions,
 )
 from .verifier import Verdict, verify
+from .verifier.worker import dynamic_sizes
 
 
 @dataclass
@@ -238,6 +239,12 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              f"strategy: {t.strategy.describe()}" + (f" (the tuning database's fastest, {t.strategy_s * 1e3:.4g} ms "
                                                       "measured)" if t.strategy_s is not None else ""),
              "plan:"]
+    dyn = t.graph.meta.get("dynamic")
+    if dyn:
+        at = sorted({*dynamic_sizes(dyn), max(v["traced"] for v in dyn.values())})
+        lines.insert(-1, "sizes: " + ", ".join(f"{k} from 1 to {v['traced']}" for k, v in dyn.items()) +
+                     " at run time (--dynamic); the verifier runs it at " +
+                     ", ".join(map(str, at)) + " (each clipped to its bound)")
     for k in t.program.kernels():
         sched = t.schedules[k.name].describe()
         why = (f"; schedule from the tuning database: {t.tuned[k.name] * 1e3:.4g} ms module time measured"

@@ -10,6 +10,7 @@ from typing import Any
 
 from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
+from ir.sym import is_dynamic
 
 from .base import UnsupportedKernel
 from .exprs import FLOATS
@@ -41,7 +42,8 @@ class CStyle:
             if math.isinf(v):
                 return self.inf(v < 0, t)
             return f"(({t}){v!r})"
-        return f"((int64_t){int(value)})" if dtype == "i64" else f"(({CTYPES[dtype]}){int(value)})"
+        v = value if is_dynamic(value) else int(value)  # a run-time size (--dynamic) stays its expression
+        return f"((int64_t){v})" if dtype == "i64" else f"(({CTYPES[dtype]}){v})"
 
     def nan(self, t: str) -> str:
         return f"std::numeric_limits<{t}>::quiet_NaN()"

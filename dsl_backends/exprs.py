@@ -10,6 +10,7 @@ from typing import Any
 
 from ir.kernel.analysis import row_split
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
+from ir.sym import is_dynamic
 from ir.types import FLOAT_DTYPES
 
 from .base import UnsupportedKernel
@@ -36,7 +37,7 @@ def py_const(value: Any, dtype: str) -> str:
         if math.isinf(v):
             return 'float("inf")' if v > 0 else 'float("-inf")'
         return repr(v)
-    return str(int(value))
+    return str(value if is_dynamic(value) else int(value))  # a run-time size stays its expression
 
 
 class Printer:

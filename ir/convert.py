@@ -12,7 +12,7 @@ import torch
 import torch.fx
 
 from .graph import Graph, Node
-from .sym import size
+from .sym import is_dynamic, size
 from .types import FLOAT_DTYPES
 
 
@@ -42,8 +42,8 @@ class LiftCtx:
         like_dt = like.dtype if like is not None else "f32"
         if isinstance(value, bool):
             dt = "bool"
-        elif isinstance(value, float) or like_dt in FLOAT_DTYPES:
-            dt, value = (like_dt if like_dt in FLOAT_DTYPES else "f32"), float(value)
+        elif isinstance(value, float) or like_dt in FLOAT_DTYPES:  # a run-time size stays symbolic
+            dt, value = (like_dt if like_dt in FLOAT_DTYPES else "f32"), value if is_dynamic(value) else float(value)
         else:
             dt = like_dt if like_dt not in ("bool",) else "i64"
         return self.graph.add("scalar", [], {"value": value, "dtype": dt}, name="c")

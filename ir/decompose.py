@@ -16,6 +16,7 @@ import torch
 from .graph import Graph, Node
 from .interp import COMPOSITES, eval_op
 from .ops import normalize_attrs
+from .sym import is_dynamic
 from .types import DTYPES, FLOAT_DTYPES, dtype_of
 
 V = TypeVar("V")
@@ -73,7 +74,8 @@ def decomposition(name: str) -> Callable[[Decomp], Decomp]:
 def _c(e: Emitter, value: float, like: Any) -> Any:
     """A scalar constant of `like`'s float dtype (promotes like a Python number)."""
     dt = e.dtype(like)
-    return e.emit("scalar", [], value=float(value), dtype=dt if dt in FLOAT_DTYPES else "f32")
+    value = value if is_dynamic(value) else float(value)  # a run-time count (--dynamic) stays symbolic
+    return e.emit("scalar", [], value=value, dtype=dt if dt in FLOAT_DTYPES else "f32")
 
 
 def _ci(e: Emitter, value: int) -> Any:

@@ -81,7 +81,14 @@ class DynamicDims:
                     raise AkgError(f"--dynamic {self.spec}: {self.params[i]} dimension {d} cannot vary (the program "
                                    "fixes it); leave it static")
                 continue
-            names.setdefault(str(node.expr), name)
+            if str(node.expr) in names:
+                continue
+            taken = set(names.values())
+            k = 1
+            unique = name
+            while unique in taken:  # another size under the same name (inputs whose dimensions differ)
+                unique, k = f"{name}{k}", k + 1
+            names[str(node.expr)] = unique
         if not names:
             raise AkgError(f"--dynamic {self.spec}: every dimension is fixed by the program; nothing can vary")
         return names

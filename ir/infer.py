@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from .interp import EvalCtx, eval_op
-from .sym import PREFIX, TRACED, Dyn, keep_symints, size
+from .sym import PREFIX, TRACED, Dyn, DynamicDecision, keep_symints, size, symbol
 from .types import TensorType, dtype_of
 
 
@@ -49,7 +49,39 @@ def _symbolic(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -
         args = [torch.empty(tuple(sym_of(d) for d in t.shape), dtype=t.torch_dtype, device="meta")
                 if t is not None else None for t in arg_types]
         out = eval_op(op, args, {k: attr(v) for k, v in attrs}, EvalCtx(device="meta"))
+    if any(str(s) in names for s in env.replacements):  # torch's definition fixed a size: measure instead
+        return _affine(op, arg_types, attrs, sorted(syms))
     return TensorType(tuple(size(d, names) for d in out.shape), dtype_of(out.dtype))
+
+
+def _affine(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple, syms: list[str]) -> TensorType:
+    """Output sizes as affine functions of each run-time size, read off evaluations at the traced sizes
+    and at two larger ones per size (a definition that fixes a size, such as torch's pad, still has an
+    output that grows with its input); a size that is not affine is an error, never a guess."""
+    base = {n: TRACED.get(n, 2) for n in syms}
+
+    def at(values: dict[str, int]) -> tuple[tuple[int, ...], str]:
+        def conc(v: Any) -> Any:
+            if isinstance(v, tuple):
+                return tuple(conc(x) for x in v)
+            return eval(str(v), {}, dict(values)) if isinstance(v, Dyn) else v  # noqa: S307 - akg's own text
+        types = tuple(TensorType(tuple(conc(d) for d in t.shape), t.dtype) if t is not None else None
+                      for t in arg_types)
+        r = _infer(op, types, tuple((k, conc(v)) for k, v in attrs))
+        return r.shape, r.dtype
+
+    shape0, dtype = at(base)
+    dims: list[int] = list(shape0)
+    for n in syms:
+        s1, _ = at({**base, n: base[n] + 1})
+        s2, _ = at({**base, n: base[n] + 2})
+        for i, (a, b, c) in enumerate(zip(shape0, s1, s2)):
+            if b - a != c - b:
+                raise DynamicDecision(f"the output size of {op} is not an affine function of {n[len(PREFIX):]}; "
+                                      "leave that dimension static")
+            if b != a:
+                dims[i] = dims[i] + (b - a) * (symbol(n[len(PREFIX):], base[n]) - base[n])
+    return TensorType(tuple(dims), dtype)
 
 
 def _hint(d: Dyn, name: str) -> int:

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from .types import dtype_of
 from .sym import keeping_symints, size
+from .types import dtype_of
 
 REQUIRED = object()  # marks an attribute without a default
 

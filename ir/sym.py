@@ -218,6 +218,8 @@ def _divide(a: int, b: int, op: str) -> int:
             return 0 if op == "%" else _make(value, {m: c // int(b) for m, c in pa}, aa)
         if op == "//" and int(b) == 1:
             return a
+        if op == "//" and all(c <= 0 for _, c in pa):  # floor(-x / b) = -ceil(x / b): C's `/` truncates
+            return -1 * _divide(-1 * a + (int(b) - 1), b, "//")
     py = f"({a} // {b})" if op == "//" else f"({a} % {b})"
     with c_syntax():
         cc = f"({a} / {b})" if op == "//" else f"({a} % {b})"

@@ -40,6 +40,7 @@ class RunConfig:
     use_ncu: bool = True
     conv: str = "library"  # convolutions: torch calls with fused epilogues, or "generated" implicit GEMMs
     pure: bool = False  # every group generated: no library calls (random draws aside)
+    dynamic: str | None = None  # input dimensions that vary at run time (`ir.dynamic`)
 
 
 def _new_run_dir(cfg: RunConfig) -> Path:
@@ -65,6 +66,8 @@ def _open_state(cfg: RunConfig, resume: Path | None) -> RunState:
         conf["conv"] = cfg.conv
     if cfg.pure:
         conf["pure"] = True
+    if cfg.dynamic:
+        conf["dynamic"] = cfg.dynamic
     return RunState(run_dir, conf)
 
 
@@ -122,7 +125,7 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
     # with a model, ops the rules engine cannot lower stay in the graph for the model to write
     t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"],
               allow_opaque=conf["allow_opaque"] or model is not None, conv=conf.get("conv", "library"),
-              pure=conf.get("pure", False))
+              pure=conf.get("pure", False), dynamic=conf.get("dynamic"))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:

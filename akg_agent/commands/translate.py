@@ -30,7 +30,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     cfg = RunConfig(args.file, args.dsl, args.target, llm=args.llm, budget=args.budget, goal_frac=args.goal,
                     out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
                     timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu,
-                    conv=args.conv, pure=args.pure)
+                    conv=args.conv, pure=args.pure, dynamic=args.dynamic)
     st = run(cfg, human=ConsoleHuman() if args.interactive else None, resume=resume, db=TuningDB())
     best = next(a for a in st.attempts if a.n == st.result["attempt"])
     if args.json:
@@ -71,6 +71,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="convolutions as torch calls with fused epilogues (default) or generated implicit GEMMs")
     p.add_argument("--pure", action="store_true", help="every group generated, no library calls (hybrid: the "
                    "default, convolutions and what a backend does not generate stay declared torch calls)")
+    p.add_argument("--dynamic", default=None, metavar="SPEC",
+                   help="input dimensions that vary at run time: NAME (dimension 0 of every input, e.g. batch), "
+                   "input:dim[,input:dim...], or auto; the module takes sizes from 1 to the traced one there")
     p.add_argument("--train", action="store_true")
     p.add_argument("--allow-opaque", action="store_true")
     p.add_argument("--json", action="store_true")

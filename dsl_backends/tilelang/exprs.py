@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from ir.kernel.ir import Const, Expr, IOp, Load, Op, Reduce, Var
+from ir.sym import is_dynamic
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, comp
@@ -26,7 +27,7 @@ def const(value: Any, dtype: str) -> str:
         if math.isinf(v):
             return f'{"-" if v < 0 else ""}T.infinity("{t}")'
         return f"T.{t}({v!r})"
-    return f"T.{t}({int(value)})"
+    return f"T.{t}({value if is_dynamic(value) else int(value)})"
 
 
 def _truth(x: str, dtype: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import gemm_dims, split_gemm
-from ir.kernel.ir import Kernel, KernelProgram, Reduce, walk
+from ir.kernel.ir import Kernel, KernelProgram, Reduce, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
@@ -45,7 +45,8 @@ def _opts(s: Schedule) -> str:
 
 def _args(k: Kernel, s: Schedule, ref: Ref) -> str:
     aligned = tma.operands(k, s.get("BK", 32)) if tma.wanted(s) else {}
-    return ", ".join([f"_akg_aligned({ref(b)})" if b.name in aligned else ref(b) for b in k.inputs()] + [k.out.name])
+    return ", ".join([f"_akg_aligned({ref(b)})" if b.name in aligned else ref(b) for b in k.inputs()]
+                     + [k.out.name, *size_args(k)])
 
 
 def _rows_launch(rows: Callable[[Kernel], int]) -> Callable[[Kernel, Schedule, Ref], list[str]]:

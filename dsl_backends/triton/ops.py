@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, index_bounds
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, index_bounds, size_args
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, comp, free_vars, py_const
@@ -183,5 +183,5 @@ def store_value(val: str, dtype: str, shape: str) -> str:
 
 
 def signature(k: Kernel, extra: list[str]) -> str:
-    args = [b.name for b in k.inputs()] + ["out_ptr"] + extra
+    args = [b.name for b in k.inputs()] + ["out_ptr", *size_args(k)] + extra
     return f"@triton.jit\ndef {k.name}({', '.join(args)}):"

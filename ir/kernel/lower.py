@@ -14,10 +14,12 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.fusion import FusionPlan, Group, fuse
+from ..sym import is_dynamic
 from .analysis import row_split
 from .build import I64, ic, iop, land, op, where
 from .implicit import GENERATED
@@ -99,7 +101,8 @@ class _Lowerer:
 
     def _expr(self, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
         if n.op in ("scalar", "full"):  # constants are materialised inside kernels
-            return Const(n.attrs["value"], n.dtype)
+            v = n.attrs["value"]
+            return _count(v, n.dtype) if is_dynamic(v) and n.dtype != I64 else Const(v, n.dtype)
         if n.op == "arange":
             a = n.attrs
             ramp = iop("+", ic(a["start"]), iop("*", c[0], ic(a["step"])))
@@ -277,17 +280,17 @@ class _Lowerer:
         if n.op in REDUCE_OPS:
             b, vs = body("r")
             r: Expr = Reduce(REDUCE_OPS[n.op], b, vs, n.dtype)
-            return op("div", [r, Const(float(count), n.dtype)], n.dtype) if n.op == "mean" else r
+            return op("div", [r, _count(count, n.dtype)], n.dtype) if n.op == "mean" else r
         if n.op in ("argmax", "argmin"):
             b, vs = body("r")
             return Reduce(n.op, b, vs, n.dtype)
         if n.op in ("var", "std"):
             b1, v1 = body("r")
             b2, v2 = body("s")
-            mean = op("div", [Reduce("sum", b1, v1, acc), Const(float(count), acc)], acc)
+            mean = op("div", [Reduce("sum", b1, v1, acc), _count(count, acc)], acc)
             dev = op("sub", [b2, mean], acc)
-            denom = max(count - n.attrs["correction"], 0.0)
-            var = op("div", [Reduce("sum", op("mul", [dev, dev], acc), v2, acc), Const(float(denom), acc)], acc)
+            denom = count - n.attrs["correction"] if is_dynamic(count) else max(count - n.attrs["correction"], 0.0)
+            var = op("div", [Reduce("sum", op("mul", [dev, dev], acc), v2, acc), _count(denom, acc)], acc)
             return op("sqrt", [var], acc) if n.op == "std" else var
         if n.op == "norm":
             p = n.attrs["ord"]
@@ -418,3 +421,10 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
 
 def _reductions(e: Expr) -> list[Reduce]:
     return [x for x in walk(e) if isinstance(x, Reduce)]
+
+
+def _count(n: Any, dtype: str) -> Expr:
+    """An element count as a value of `dtype`: a constant, or the run-time size cast (--dynamic)."""
+    if is_dynamic(n):
+        return op("cast", [Const(n, I64)], dtype, dtype=dtype)
+    return Const(float(n), dtype)
