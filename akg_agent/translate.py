@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsl_backends import Backend, UnsupportedKernel, get_backend
+from dsl_backends import Backend, UnsupportedKernel, available, get_backend
 from dsl_backends.module import with_header
 from hardware_models.cost import SPLIT_PRODUCTS
 from hardware_models.counting import necessary_ops
@@ -36,7 +36,7 @@ from .tuning_db import (
     versions,
 )
 from .verifier import Verdict, verify
-from .verifier.worker import dynamic_sizes
+from .verifier.sizes import dynamic_sizes
 
 
 @dataclass
@@ -183,6 +183,10 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     if missing:  # the kernels could not run here: say so before any work
         raise AkgError(f"the {dsl} backend needs the Python package {', '.join(missing)} to run its kernels here: "
                        f"install it (make setup, or pip install 'akg[{dsl}]')")
+    if dynamic and not backend.manifest.dynamic:
+        takes = ", ".join(sorted(n for n, m in available().items() if m.dynamic))
+        raise AkgError(f"the {dsl} backend does not take run-time sizes yet (--dynamic): translate without "
+                       f"--dynamic for get_inputs()' sizes, or use a backend that does ({takes})")
     problem = load_problem(problem_path)
     strategy_s = None
     if tuned and executor == "native" and (conv, rows) == ("library", True) and not pure:

@@ -11,7 +11,7 @@ from .einsum import lower_einsum
 from .errors import AkgError
 from .graph import Node
 from .recurrence import RESULTS
-from .sym import size
+from .sym import DynamicDecision, is_dynamic, size
 
 INT_MAX = 2**62
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -472,11 +472,31 @@ def _ignore(cx, *a, **k):
 def _slice_node(cx: LiftCtx, x: Node, dim: int, start: int | None, end: int | None, step: int = 1) -> Node:
     dim %= x.type.rank
     size = x.shape[dim]
-    start, end, _ = slice(start, end, step).indices(size)
-    end = max(end, start)
+    if is_dynamic(size):
+        start, end = _dynamic_bounds(size, start, end, step)
+    else:
+        start, end, _ = slice(start, end, step).indices(size)
+        end = max(end, start)
     if start == 0 and end == size and step == 1:
         return x
     return cx.add("slice", [x], dim=dim, start=start, end=end, step=step)
+
+
+def _dynamic_bounds(size: Any, start: int | None, end: int | None, step: int) -> tuple[Any, Any]:
+    """A slice of a run-time size: its bounds must hold for every size from 1 (the envelope), so
+    offsets from either end are at most one element."""
+    def bound(v: int | None, default: Any) -> Any:
+        if v is None:
+            return default
+        if is_dynamic(v):
+            return v
+        if -1 <= v <= 1:
+            return size + v if v < 0 else v
+        raise DynamicDecision(f"a slice at {v} of a run-time size ({size}) is out of range at sizes below {abs(v)}; "
+                              "leave that dimension static")
+    if step != 1 and (start not in (None, 0) or end is not None):
+        raise DynamicDecision(f"a strided slice of a run-time size ({size}) with bounds; leave that dimension static")
+    return bound(start, 0), bound(end, size)
 
 
 @converts("aten.slice.Tensor")
@@ -487,7 +507,13 @@ def _slice(cx, x, dim=0, start=None, end=None, step=1):
 @converts("aten.select.int")
 def _select(cx, x, dim, index):
     dim %= x.type.rank
-    index %= x.shape[dim]
+    if is_dynamic(x.shape[dim]) and index == -1:
+        index = x.shape[dim] - 1  # the last element exists at every size
+    elif is_dynamic(x.shape[dim]) and index != 0:
+        raise DynamicDecision(f"element {index} of a run-time size ({x.shape[dim]}) is missing at smaller sizes; "
+                              "leave that dimension static")
+    else:
+        index %= x.shape[dim]
     s = _slice_node(cx, x, dim, index, index + 1)
     return cx.add("reshape", [s], shape=[d for i, d in enumerate(x.shape) if i != dim])
 

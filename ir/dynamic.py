@@ -2,9 +2,10 @@
 
 SPEC is `batch` (dimension 0 of every tensor input, one size called `batch`), `x:0,y:1` (named
 inputs' dimensions; a size is called `x_0`, `y_1`), or `auto` (every dimension torch.export can keep
-symbolic). The problem is traced at its `get_inputs()` sizes; the written module accepts any size
-from 1 to the traced one for each dynamic dimension (its envelope), and the verifier checks it at
-several sizes inside it."""
+symbolic). A name or dimension may carry a bound, `batch<=256`, `x:0<=64`: the largest size the
+module must take (at least get_inputs()' own; without one, that size is the bound). The problem is
+traced at the bounds; the written module accepts any size from 1 to the bound for each dynamic
+dimension (its envelope), and the verifier checks it at several sizes inside it."""
 
 from __future__ import annotations
 
@@ -26,10 +27,13 @@ class DynamicDims:
     params: tuple[str, ...]  # forward's tensor-or-number parameters, in order
     dims: tuple[tuple[int, int, str], ...]  # (argument position, dimension, size name)
     auto: bool = False
+    bounds: tuple[int | None, ...] = ()  # per entry of `dims`: the largest size, or None (get_inputs()')
 
     @staticmethod
     def parse(spec: str, problem: Problem) -> DynamicDims:
         spec = spec.strip()
+        if spec.startswith("auto") and spec != "auto":
+            raise AkgError(f"--dynamic {spec}: auto takes no bound; name the dimensions to bound them (x:0<=64)")
         fwd = [p.name for p in inspect.signature(problem.model_cls.forward).parameters.values()
                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
         _, inputs = problem.fake_inputs()
@@ -40,26 +44,49 @@ class DynamicDims:
         if spec == "auto":
             return DynamicDims(spec, params, tuple((i, d, f"{params[i]}_{d}") for i in tensors
                                                    for d in range(inputs[i].dim())), auto=True)
-        if re.fullmatch(r"[A-Za-z_]\w*", spec):
+        m = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:<=\s*(\d+))?", spec)
+        if m is not None:
             bad = [params[i] for i in tensors if inputs[i].dim() == 0]
             if bad:
                 raise AkgError(f"--dynamic {spec}: input {bad[0]!r} has no dimension 0; name dimensions as "
                                "input:dim (e.g. x:0)")
-            return DynamicDims(spec, params, tuple((i, 0, spec) for i in tensors))
-        dims = []
+            bound = int(m.group(2)) if m.group(2) else None
+            out = DynamicDims(spec, params, tuple((i, 0, m.group(1)) for i in tensors), bounds=(bound,) * len(tensors))
+            out.check_bounds(inputs)
+            return out
+        dims, bounds = [], []
         for part in spec.split(","):
-            m = re.fullmatch(r"\s*([A-Za-z_]\w*):(\d+)\s*", part)
+            m = re.fullmatch(r"\s*([A-Za-z_]\w*):(\d+)\s*(?:<=\s*(\d+))?\s*", part)
             if m is None:
-                raise AkgError(f"--dynamic {spec}: cannot read {part.strip()!r}; write NAME (dimension 0 of every "
-                               "input), input:dim[,input:dim...] or auto")
+                raise AkgError(f"--dynamic {spec}: cannot read {part.strip()!r}; write NAME[<=N] (dimension 0 of "
+                               "every input), input:dim[<=N][,input:dim...] or auto")
             name, d = m.group(1), int(m.group(2))
+            bounds.append(int(m.group(3)) if m.group(3) else None)
             if name not in params:
                 raise AkgError(f"--dynamic {spec}: forward has no input {name!r} (it takes {', '.join(params)})")
             i = params.index(name)
             if i not in tensors or d >= inputs[i].dim():
                 raise AkgError(f"--dynamic {spec}: input {name!r} has no dimension {d}")
             dims.append((i, d, f"{name}_{d}"))
-        return DynamicDims(spec, params, tuple(dims))
+        out = DynamicDims(spec, params, tuple(dims), bounds=tuple(bounds))
+        out.check_bounds(inputs)
+        return out
+
+    def check_bounds(self, inputs: list[Any]) -> None:
+        for (i, d, _), b in zip(self.dims, self.bounds):
+            if b is not None and b < inputs[i].shape[d]:
+                raise AkgError(f"--dynamic {self.spec}: the bound {b} is below {self.params[i]}'s size "
+                               f"{inputs[i].shape[d]} in get_inputs(); a bound is the largest size the module takes")
+
+    def grown(self, inputs: list[Any]) -> list[Any]:
+        """Fake inputs at the bounds (their values are never read: tracing needs shapes only)."""
+        out = list(inputs)
+        for (i, d, _), b in zip(self.dims, self.bounds):
+            if b is not None and b != out[i].shape[d]:
+                shape = list(out[i].shape)
+                shape[d] = b
+                out[i] = out[i].new_empty(shape)
+        return out
 
     def export_shapes(self, inputs: list[Any]) -> tuple[Any, ...]:
         kind = torch.export.Dim.AUTO if self.auto else torch.export.Dim.DYNAMIC

@@ -45,10 +45,13 @@ def _symbolic(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -
     def attr(v: Any) -> Any:
         return tuple(attr(x) for x in v) if isinstance(v, tuple) else sym_of(v) if isinstance(v, Dyn) else v
 
-    with FakeTensorMode(shape_env=env, allow_non_fake_inputs=True), keep_symints():
-        args = [torch.empty(tuple(sym_of(d) for d in t.shape), dtype=t.torch_dtype, device="meta")
-                if t is not None else None for t in arg_types]
-        out = eval_op(op, args, {k: attr(v) for k, v in attrs}, EvalCtx(device="meta"))
+    try:
+        with FakeTensorMode(shape_env=env, allow_non_fake_inputs=True), keep_symints():
+            args = [torch.empty(tuple(sym_of(d) for d in t.shape), dtype=t.torch_dtype, device="meta")
+                    if t is not None else None for t in arg_types]
+            out = eval_op(op, args, {k: attr(v) for k, v in attrs}, EvalCtx(device="meta"))
+    except Exception:  # noqa: BLE001 - a definition torch cannot run on symbolic sizes (random draws)
+        return _affine(op, arg_types, attrs, sorted(syms))
     if any(str(s) in names for s in env.replacements):  # torch's definition fixed a size: measure instead
         return _affine(op, arg_types, attrs, sorted(syms))
     return TensorType(tuple(size(d, names) for d in out.shape), dtype_of(out.dtype))
@@ -84,6 +87,10 @@ def _affine(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple, sym
     return TensorType(tuple(dims), dtype)
 
 
+def _has_dyn(v: Any) -> bool:
+    return isinstance(v, Dyn) or (isinstance(v, tuple) and any(_has_dyn(x) for x in v))
+
+
 def _hint(d: Dyn, name: str) -> int:
     """The traced value of size symbol `name` inside `d` (a bare symbol carries it as its value)."""
     for m, _ in d.poly:
@@ -96,7 +103,7 @@ def _hint(d: Dyn, name: str) -> int:
 def _infer(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -> TensorType:
     if op in ("input", "param"):
         raise ValueError(f"{op} nodes carry their type explicitly")
-    if any(t is not None and any(isinstance(d, Dyn) for d in t.shape) for t in arg_types):
+    if any(t is not None and any(isinstance(d, Dyn) for d in t.shape) for t in arg_types) or _has_dyn(attrs):
         return _symbolic(op, arg_types, attrs)
     args = [torch.empty(t.shape, dtype=t.torch_dtype, device="meta") if t is not None else None
             for t in arg_types]

@@ -127,14 +127,13 @@ class Dyn(int):
     def __eq__(self, o: object) -> bool:
         if isinstance(o, Dyn):
             return self.poly == o.poly
-        self._decidable()
-        return False  # a run-time size equals no constant (it takes many values)
+        return self._decidable() == o  # decided at the traced size, like every other question
 
     def __ne__(self, o: object) -> bool:
         return not self.__eq__(o)
 
     def __hash__(self) -> int:
-        return hash(self.poly)
+        return hash(int(self))
 
     def __bool__(self) -> bool:
         return self._decidable() != 0

@@ -26,6 +26,7 @@ from ir.problem import load_problem
 from . import timing
 from .guard import AtenGuard, undeclared
 from .policy import TolerancePolicy, compare
+from .sizes import dynamic_sizes, sized_inputs
 from .timing import side_stream_suspected, time_callable
 
 
@@ -185,7 +186,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     dynamic = getattr(mod, "AKG_DYNAMIC", None) or {}
     for n in dynamic_sizes(dynamic):  # a module of run-time sizes, checked at sizes inside its envelope
         label = ", ".join(f"{k}={min(n, v['traced'])}" for k, v in dynamic.items())
-        trials.append((label, lambda n=n: _narrowed(problem.make_inputs(job["seeds"][0]), dynamic, n)))
+        trials.append((label, lambda n=n: sized_inputs(problem.make_inputs, job["seeds"][0], dynamic, n)))
     guard_ops: set[str] = set()
     history: list[tuple[list[Any], list[Any]]] = []  # fingerprints of each trial's outputs
     details: dict[str, Any] = {"trials": [], "degenerate_outputs": [], "library_calls": declared,
@@ -292,24 +293,6 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
-
-
-def dynamic_sizes(dynamic: dict[str, Any]) -> list[int]:
-    """Sizes a dynamic module is checked at besides the traced one: 1, two primes (3, 17), one less than
-    the traced size (a multiple of no power-of-two tile when the traced size is one), clipped per name."""
-    if not dynamic:
-        return []
-    top = max(v["traced"] for v in dynamic.values())
-    return sorted({n for n in (1, 3, 17, top - 1) if 1 <= n < top})
-
-
-def _narrowed(inputs: list[Any], dynamic: dict[str, Any], n: int) -> list[Any]:
-    """The inputs cut to size `n` (at most each name's traced size) along every dynamic dimension."""
-    out = list(inputs)
-    for v in dynamic.values():
-        for pos, d in v["dims"]:
-            out[pos] = out[pos].narrow(d, 0, min(n, v["traced"])).contiguous()
-    return out
 
 
 def _check_state(ref: torch.nn.Module, cand: torch.nn.Module, policy: TolerancePolicy, calls: int) -> None:

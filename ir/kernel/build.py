@@ -5,16 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops import normalize_attrs
+from ..sym import is_dynamic
 from .ir import Const, Expr, IOp, Op
 
 I64 = "i64"
 
 
 def ic(v: int) -> Const:
-    return Const(int(v), I64)
+    return Const(v if is_dynamic(v) else int(v), I64)  # a run-time size (--dynamic) stays its expression
 
 
 def _val(e: Expr) -> Any:
+    """A constant operand's value for folding; a run-time size only folds arithmetic, never a question."""
+    return e.value if isinstance(e, Const) and not is_dynamic(e.value) else None
+
+
+def _sym(e: Expr) -> Any:
     return e.value if isinstance(e, Const) else None
 
 
@@ -23,6 +29,9 @@ def iop(op: str, a: Expr, b: Expr) -> Expr:
     if va is not None and vb is not None and op in _FOLD:
         r = _FOLD[op](va, vb)
         return Const(r, "bool" if isinstance(r, bool) else I64)
+    sa, sb = _sym(a), _sym(b)
+    if op in ("+", "-", "*") and sa is not None and sb is not None:  # sizes fold symbolically
+        return Const(_FOLD[op](sa, sb), I64)
     if op == "+" and vb == 0 or op == "-" and vb == 0 or op in ("*", "//") and vb == 1:
         return a
     if op == "+" and va == 0 or op == "*" and va == 1:
