@@ -18,8 +18,9 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.errors import AkgError
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
+from ir.sym import c_syntax
 
 from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
 from ..cstyle import CStyle
@@ -48,7 +49,7 @@ CUDA = Dialect(shared="__shared__", sync="__syncthreads();", block="blockIdx", t
 
 def _params(k: Kernel) -> list[str]:
     ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
-    return ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"]
+    return ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [f"const int64_t {n}" for n in size_args(k)]
 
 
 def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
@@ -62,6 +63,11 @@ def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
 
 
 def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -> str:
+    with c_syntax():  # run-time sizes (--dynamic) in C
+        return _render_kernel(k, s)
+
+
+def _render_kernel(k: Kernel, s: Schedule) -> str:
     # tensor cores for 16-bit operands (fp32 accumulation, as cuBLAS); the SIMT layouts otherwise
     body = wmma_lines(k, STYLE, s) if wmma.eligible(k) else body_lines(k, s, STYLE, CUDA)
     if vector.eligible(k):  # float4 loads and stores; the scalar loop stays for unaligned pointers
@@ -69,11 +75,14 @@ def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -
     (gx, gy, gz), threads = dims(k, s)
     # launch bounds cap registers per thread so that a block always fits one SM
     head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(_params(k))})'
-    ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)]
+    sizes = size_args(k)  # run-time sizes travel as pointer-sized integers, like the pointers
+    ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)] + [f"void* z{i}" for i in range(len(sizes))]
     casts = [f"({STYLE.ctype(b.dtype)}*)p{i}" for i, b in enumerate(k.inputs())]
     casts.append(f"({STYLE.ctype(k.out.dtype)}*)p{len(k.inputs())}")
     launcher = [f'extern "C" int launch_{k.name}({", ".join(ptrs + ["void* stream"])}) {{',
-                f"    {k.name}<<<dim3({gx}, {gy}, {gz}), {threads}, 0, (cudaStream_t)stream>>>({', '.join(casts)});",
+                *(f"    const int64_t {n} = (int64_t)(intptr_t)z{i};" for i, n in enumerate(sizes)),
+                f"    {k.name}<<<dim3({gx}, {gy}, {gz}), {threads}, 0, (cudaStream_t)stream>>>"
+                f"({', '.join(casts + list(sizes))});",
                 "    return (int)cudaGetLastError();", "}"]
     return "\n".join([head + " {", *body, "}", *launcher])
 
@@ -96,7 +105,7 @@ def nvcc_flags(arch: str) -> list[str]:
 
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
-    args = ", ".join([f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()"])
+    args = ", ".join([f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()", *size_args(k)])
     return [f"_akg_check(_akg_lib().launch_{k.name}({args}, _akg_stream()), {k.name!r})"]
 
 
@@ -144,7 +153,7 @@ class CudaBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         src = program_source(sources.values())
-        names = {k.name: len(k.inputs()) + 2 for k in prog.kernels()}  # pointers, then the stream
+        names = {k.name: len(k.inputs()) + 2 + len(size_args(k)) for k in prog.kernels()}  # pointers, sizes, stream
         return Frame([], f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n"
                      f"_AKG_KERNELS = {names!r}\n" + BUILD, {}, built_for(target.arch))
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
+from ir.sym import c_syntax
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
 from ..cstyle import CStyle
@@ -64,17 +65,23 @@ def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
 def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -> str:
     for b in [*k.inputs(), k.out]:
         STYLE.ctype(b.dtype)  # refuses float64 before any text is made
-    body = simdgroup_lines(k, STYLE, METAL) if k.kind == "matmul" else body_lines(k, s, STYLE, METAL)
+    with c_syntax():  # run-time sizes (--dynamic) in C
+        body = simdgroup_lines(k, STYLE, METAL) if k.kind == "matmul" else body_lines(k, s, STYLE, METAL)
     bufs = [f"device const {STYLE.ctype(b.dtype)}* {b.name} [[buffer({i})]]" for i, b in enumerate(k.inputs())]
     bufs.append(f"device {STYLE.ctype(k.out.dtype)}* out [[buffer({len(k.inputs())})]]")
+    sizes = size_args(k)
+    if sizes:  # run-time sizes arrive in one buffer after the output
+        bufs.append(f"constant int64_t* akg_sizes [[buffer({len(k.inputs()) + 1})]]")
+        body = [f"    const int64_t {n} = akg_sizes[{i}];" for i, n in enumerate(sizes)] + body
     return "\n".join([f"kernel void {k.name}({', '.join(bufs + list(POSITIONS))}) {{", *body, "}"])
 
 
 def emulator_harness(k: Kernel) -> str:
     """C++ that runs one kernel over its grid in the emulator: extern "C", called through ctypes."""
     args = [f"({'const ' if i < len(k.inputs()) else ''}{STYLE.ctype(b.dtype)}*)b[{i}]"
-            for i, b in enumerate([*k.inputs(), k.out])]
-    return (f'extern "C" void akg_emu_{k.name}(void** b, unsigned gx, unsigned gy, unsigned gz, unsigned n) {{\n'
+            for i, b in enumerate([*k.inputs(), k.out])] + (["s"] if size_args(k) else [])
+    return (f'extern "C" void akg_emu_{k.name}(void** b, unsigned gx, unsigned gy, unsigned gz, unsigned n, '
+            'const int64_t* s) {\n'
             f"    akg_emu::grid(gx, gy, gz, n, [&](uint3 tg, unsigned lid) {{\n"
             f"        {k.name}({', '.join(args)}, tg, uint3{{lid, 0, 0}}, uint3{{n, 1, 1}}, uint3{{gx, gy, gz}});\n"
             "    });\n}")
@@ -83,7 +90,9 @@ def emulator_harness(k: Kernel) -> str:
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     grid, threads = dims(k, schedule)
     args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
-    return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads})"]
+    sizes = size_args(k)
+    extra = f", [{', '.join(sizes)}]" if sizes else ""
+    return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads}{extra})"]
 
 
 def _groups(k: Kernel, target: HardwareModel, executor: str) -> Schedule:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import gemm_dims
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref
@@ -28,7 +28,9 @@ _AKG_JDT = {torch.float16: jnp.float16, torch.bfloat16: jnp.bfloat16, torch.floa
 
 
 @functools.cache
-def _akg_pallas(kernel, grid, numel, dtype, interpret, num_warps, num_stages, block):
+def _akg_pallas(kernel, grid, numel, dtype, interpret, num_warps, num_stages, block, sizes=()):
+    if sizes:  # run-time sizes (--dynamic): the kernel is traced once per size
+        kernel = functools.partial(kernel, **dict(sizes))
     params = None if interpret else plt.CompilerParams(num_warps=num_warps, num_stages=num_stages)
     # inputs are whole flat refs (gathers); the output is blocked when each program writes one flat tile
     # block: a tile (BLOCK,) or a column (BM, 1) of the flat output, the i-th along the grid
@@ -38,12 +40,13 @@ def _akg_pallas(kernel, grid, numel, dtype, interpret, num_warps, num_stages, bl
                                   interpret=interpret, compiler_params=params, **blocked))
 
 
-def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None):
+def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None, sizes=()):
     """Runs `kernel` over `grid` on flat views of `args`; returns its output shaped like `out`.
     On CPU tensors the kernel runs in Pallas' interpreter (for checking, not speed)."""
     interpret = out.device.type != "cuda"
     with _akg_x64(True):
-        f = _akg_pallas(kernel, grid, out.numel(), _AKG_JDT[out.dtype], interpret, num_warps, num_stages, block)
+        f = _akg_pallas(kernel, grid, out.numel(), _AKG_JDT[out.dtype], interpret, num_warps, num_stages, block,
+                        sizes)
         _AKG_INTERPRET[0] = interpret  # read while the kernel is traced (on the first call)
         y = f(*[jax.dlpack.from_dlpack(a.reshape(-1)) for a in args])
         return torch.from_dlpack(y).view(out.shape)
@@ -68,6 +71,9 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
         M, N, _, B = gemm_dims(k)
         tiles = -(-M // s["BM"]) * -(-N // s["BN"])
         grid = f"({tiles * B},)" if fold_grid(s, B) else f"({tiles}, {B})"
+    sizes = size_args(k)
+    if sizes:
+        opts += ", sizes=(" + "".join(f"({n!r}, {n}), " for n in sizes) + ")"
     o = k.out.name
     return [f"{o} = _akg_launch({k.name}, {grid}, {o}, {args}, {opts})"]
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 
 from ir.kernel.analysis import gemm_dims, split_gemm
-from ir.kernel.ir import Expr, Kernel, Load, Reduce
+from ir.kernel.ir import Const, Expr, Kernel, Load, Reduce, size_args
 from ir.kernel.schedule import Schedule
+from ir.sym import is_dynamic
 
 from ..base import UnsupportedKernel
 from ..exprs import FLOATS, Printer, comp, fold_grid, free_vars, py_const, py_decode, row_reduction
@@ -95,6 +96,8 @@ class _JCtx(Ctx):
             return self.reduce(e, p)
         if isinstance(e, Reduce):
             return self.accs[id(e)]
+        if isinstance(e, Const) and is_dynamic(e.value):  # a run-time size: an array, so it casts like one
+            return f"jnp.asarray({e.value}, dtype={jdt(e.dtype)})"
         return to_jax(super().render(e, p))
 
     def reduce(self, e: Reduce, p: Printer) -> str:
@@ -128,7 +131,8 @@ def _arange(n: str) -> str:
 
 def _sig(k: Kernel) -> str:
     refs = [f"{b.name}_ref" for b in k.inputs()] + ["out_ref"]
-    return f"def {k.name}({', '.join(refs)}):"
+    sizes = size_args(k)  # run-time sizes (--dynamic): Python ints bound per size before tracing
+    return f"def {k.name}({', '.join(refs + (['*', *sizes] if sizes else []))}):"
 
 
 def _fn(k: Kernel, consts: dict[str, int], lines: list[str]) -> str:

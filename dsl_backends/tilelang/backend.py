@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import gemm_dims
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
@@ -22,10 +22,11 @@ logging.getLogger("TileLang").setLevel(logging.WARNING)  # one line per compiled
 
 
 @functools.cache
-def _akg_tilelang(factory, gpu):
+def _akg_tilelang(factory, gpu, sizes=()):
+    """Compiled once per kernel, device and run-time sizes (--dynamic: the factory takes them)."""
     if gpu:
-        return tilelang.compile(factory(True), target="cuda")
-    return tilelang.compile(factory(False), target="c", execution_backend="cython", compile_flags=["-O3"])
+        return tilelang.compile(factory(True, *sizes), target="cuda")
+    return tilelang.compile(factory(False, *sizes), target="c", execution_backend="cython", compile_flags=["-O3"])
 
 
 def _akg_flat(t, gpu, shape=None):
@@ -40,11 +41,11 @@ def _akg_flat(t, gpu, shape=None):
     return t if gpu or t.dtype != torch.bfloat16 else t.view(torch.uint16)
 
 
-def _akg_launch(factory, out, args, shapes=None):
+def _akg_launch(factory, out, args, shapes=None, sizes=()):
     """Runs a kernel on its buffers as declared; on CPU tensors through TileLang's C target."""
     gpu = out.is_cuda
     shapes = shapes or (None,) * len(args)
-    _akg_tilelang(factory, gpu)(*[_akg_flat(a, gpu, s) for a, s in zip(args, shapes)], _akg_flat(out, gpu))
+    _akg_tilelang(factory, gpu, sizes)(*[_akg_flat(a, gpu, s) for a, s in zip(args, shapes)], _akg_flat(out, gpu))
 '''
 
 
@@ -85,10 +86,12 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     args = "(" + "".join(f"{ref(b)}, " for b in k.inputs()) + ")"
     shaped = render.views(k, schedule.get("BK", 32))
+    sizes = size_args(k)
+    extra = ", sizes=(" + "".join(f"{n}, " for n in sizes) + ")" if sizes else ""
     if not shaped:
-        return [f"_akg_launch({k.name}, {k.out.name}, {args})"]
+        return [f"_akg_launch({k.name}, {k.out.name}, {args}{extra})"]
     shapes = "(" + "".join(f"{shaped[b.name].shape if b.name in shaped else None}, " for b in k.inputs()) + ")"
-    return [f"_akg_launch({k.name}, {k.out.name}, {args}, {shapes})"]
+    return [f"_akg_launch({k.name}, {k.out.name}, {args}, {shapes}{extra})"]
 
 
 TEMPLATES = {

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from ir.kernel.analysis import gemm_dims, split_gemm
-from ir.kernel.ir import Buf, Kernel, Load, Reduce
+from ir.kernel.ir import Buf, Kernel, Load, Reduce, size_args
 from ir.kernel.schedule import Schedule
 
 from ..base import UnsupportedKernel
@@ -39,7 +39,8 @@ def _params(k: Kernel, sched: Schedule) -> str:
 
 
 def _factory(k: Kernel, sched: Schedule, consts: dict[str, Any], kernel_line: str, body: list[str]) -> str:
-    head = [f"def {k.name}(gpu):"] + [f"    {n} = {v}" for n, v in consts.items()]
+    sizes = size_args(k)  # run-time sizes (--dynamic): Python ints bound per size before compiling
+    head = [f"def {k.name}(gpu{''.join(', ' + n for n in sizes)}):"] + [f"    {n} = {v}" for n, v in consts.items()]
     # the C target has no fragments: tiles there are thread-local arrays
     head.append("    FRAG = T.alloc_fragment if gpu else T.alloc_local")
     head.append("    PAR = T.Parallel if gpu else T.grid")
