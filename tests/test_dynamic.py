@@ -139,3 +139,15 @@ def test_written_module_follows_the_size_and_guards_its_envelope(tmp_path):
         cand(torch.randn(25, *x.shape[1:]), torch.randn(25, *y.shape[1:]))
     with pytest.raises(ValueError, match="the same in every input"):  # one size, two values
         cand(torch.randn(3, *x.shape[1:]), torch.randn(4, *y.shape[1:]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dsl", ["triton", "cuda-c", "tilelang", "pallas"])
+@pytest.mark.parametrize("name", ["ew_activations_a", "red_sum_mean", "l2_gemm_gelu_softmax_layernorm",
+                                  "attention_sdpa"])
+def test_dynamic_batch_on_the_gpu(name, dsl, tmp_path):
+    t = translate(PROBLEMS / f"{name}.py", dsl, "h100", out=tmp_path / "m.py", timing=False,
+                  dynamic="batch<=64", seeds=(0,))
+    assert t.verdict is not None and t.verdict.accepted, t.verdict
+    assert t.verdict.details["device"] == "cuda"
+    assert {"batch=1", "batch=3", "batch=17", "batch=63", "batch=64"} <= {r["trial"] for r in t.verdict.details["trials"]}
