@@ -276,7 +276,8 @@ def _from_sympy(e: Any, env: Any, names: dict[str, str]) -> int:
         if name is None:
             raise AkgError(f"a size the program computes ({e}) is not one of the --dynamic dimensions; "
                            "name it in --dynamic or leave it static")
-        return symbol(name, int(env.guarding_hint_or_throw(e)))
+        hint = getattr(env, "guarding_hint_or_throw", None) or env.size_hint  # torch 2.11 has size_hint only
+        return symbol(name, int(hint(e)))
     args = [_from_sympy(a, env, names) for a in e.args]
     if isinstance(e, sympy.Add):
         out = args[0]
