@@ -150,4 +150,5 @@ def test_dynamic_batch_on_the_gpu(name, dsl, tmp_path):
                   dynamic="batch<=64", seeds=(0,))
     assert t.verdict is not None and t.verdict.accepted, t.verdict
     assert t.verdict.details["device"] == "cuda"
-    assert {"batch=1", "batch=3", "batch=17", "batch=63", "batch=64"} <= {r["trial"] for r in t.verdict.details["trials"]}
+    checked = {r["trial"] for r in t.verdict.details["trials"]}
+    assert {"batch=1", "batch=3", "batch=17", "batch=63", "batch=64"} <= checked
