@@ -17,7 +17,10 @@ def _hashable(attrs: dict[str, Any]) -> tuple:
 
 
 def infer_type(op: str, arg_types: list[TensorType | None], attrs: dict[str, Any]) -> TensorType:
-    return _infer(op, tuple(arg_types), _hashable(attrs))
+    # the key spells run-time sizes out: a size traced at 64 and the constant 64 are different questions
+    spelled = repr((arg_types, attrs)) if _has_dyn(tuple(attrs.values())) or any(
+        t is not None and any(isinstance(d, Dyn) for d in t.shape) for t in arg_types) else ""
+    return _infer(op, tuple(arg_types), _hashable(attrs), spelled)
 
 
 def _symbolic(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -> TensorType:
@@ -100,7 +103,7 @@ def _hint(d: Dyn, name: str) -> int:
 
 
 @lru_cache(maxsize=8192)
-def _infer(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -> TensorType:
+def _infer(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple, spelled: str = "") -> TensorType:
     if op in ("input", "param"):
         raise ValueError(f"{op} nodes carry their type explicitly")
     if any(t is not None and any(isinstance(d, Dyn) for d in t.shape) for t in arg_types) or _has_dyn(attrs):

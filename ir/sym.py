@@ -133,7 +133,9 @@ class Dyn(int):
         return not self.__eq__(o)
 
     def __hash__(self) -> int:
-        return hash(int(self))
+        # deliberately not int's hash: a question (`n == 64`) is answered at the traced size, but as a
+        # key (caches, CSE) a run-time size must never meet the constant that happens to equal it
+        return hash(("akg.Dyn", self.poly))
 
     def __bool__(self) -> bool:
         return self._decidable() != 0
