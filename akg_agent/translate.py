@@ -4,22 +4,23 @@ lift -> simplify -> decompose -> fuse -> plan -> lower to kernel IR -> render ->
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dsl_backends import Backend, UnsupportedKernel, available, get_backend
-from dsl_backends.module import with_header
+from dsl_backends.module import Bucket, with_header
 from hardware_models.cost import SPLIT_PRODUCTS
 from hardware_models.counting import necessary_ops
 from hardware_models.spec import HardwareModel, load_target
+from ir.dynamic import bucket_bounds
 from ir.errors import AkgError
 from ir.graph import Graph, Node
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.lower import LoweringError, lower
-from ir.kernel.schedule import Schedule
+from ir.kernel.schedule import Schedule, Schedules
 from ir.lift import lift
 from ir.passes import run_passes
 from ir.passes.fusion import FusionPlan, Group
@@ -57,6 +58,7 @@ class Translation:
     strategy: Strategy = field(default_factory=lambda: Strategy())
     strategy_s: float | None = None  # the strategy's measured module time, where the tuning database chose it
     # the module body rendered for one set of schedules (the header, which carries the verdict, is prepended)
+    buckets: list[Bucket] = field(default_factory=list)  # --dynamic: programs for smaller sizes (module.Bucket)
     _body: tuple[frozenset[tuple[str, Schedule]], str] | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -194,7 +196,23 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                               versions(backend.manifest))
         if found is not None:
             (conv, rows), strategy_s = (found[0]["conv"], found[0]["rows"]), found[1]
-    g = lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic)
+    g, plan, prog, schedules = _lowered(problem, backend, target, executor, train, allow_opaque, conv, rows, pure,
+                                        dynamic)
+    buckets = _buckets(problem, backend, target, executor, train, allow_opaque, conv, rows, pure, dynamic, g, prog,
+                       schedules)
+    times: dict[str, float] = {}
+    if tuned and executor == "native":  # measurements of another machine's device say nothing here
+        schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
+    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times,
+                       strategy=Strategy(rows, conv), strategy_s=strategy_s, buckets=buckets)
+
+
+def _lowered(problem: Any, backend: Backend, target: HardwareModel, executor: str, train: bool, allow_opaque: bool,
+             conv: str, rows: bool, pure: bool, dynamic: str | None,
+             at: int | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
+    """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
+    model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
+    g = lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
     run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), rows))
     plan = g.plan
     try:
@@ -207,17 +225,40 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     libs = [s for s in prog.library_calls() if s.op != "random"] if pure else []
     if libs:
         what = ", ".join(f"{s.op} (group {s.group})" for s in libs[:4]) + (" ..." if len(libs) > 4 else "")
-        raise AkgError(f"--pure: the {dsl} backend generates no kernel for {what} in {problem.path.name}; "
-                       "drop --pure to keep them as declared library calls")
+        raise AkgError(f"--pure: the {backend.manifest.name} backend generates no kernel for {what} in "
+                       f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target, executor) for k in prog.kernels()}
-    times: dict[str, float] = {}
-    if tuned and executor == "native":  # measurements of another machine's device say nothing here
-        schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
-    return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times,
-                       strategy=Strategy(rows, conv), strategy_s=strategy_s)
+    return g, plan, prog, schedules
+
+
+def _buckets(problem: Any, backend: Backend, target: HardwareModel, executor: str, train: bool, allow_opaque: bool,
+             conv: str, rows: bool, pure: bool, dynamic: str | None, g: Graph, top: KernelProgram,
+             top_schedules: Schedules) -> list[Bucket]:
+    """--dynamic with one size: the program lowered and scheduled again for each smaller bucket (sizes
+    up to 16, 64, 256, ... below the bound), its kernels named apart; the module dispatches on the size.
+    Only buckets whose kernels or schedules differ from the next larger one's are kept."""
+    dyn = g.meta.get("dynamic") or {}
+    if len(dyn) != 1:
+        return []
+    def signature(p: KernelProgram, sch: Schedules) -> tuple:
+        return tuple((k.name, k.kind, sch[k.name]) for k in p.kernels())
+
+    out: list[Bucket] = []
+    serving = signature(top, top_schedules)  # the code that would serve these sizes without this bucket
+    bounds = bucket_bounds(next(iter(dyn.values()))["traced"])[:-1]
+    for i, upper in reversed(list(enumerate(bounds))):
+        _, _, bprog, bsched = _lowered(problem, backend, target, executor, train, allow_opaque, conv, rows, pure,
+                                       dynamic, at=upper)
+        if signature(bprog, bsched) == serving:
+            continue
+        serving = signature(bprog, bsched)
+        renamed = {k.name: replace(k, name=f"{k.name}_b{i}") for k in bprog.kernels()}
+        steps = [renamed.get(s.name, s) if isinstance(s, Kernel) else s for s in bprog.steps]
+        out.insert(0, (upper, replace(bprog, steps=steps), {renamed[n].name: v for n, v in bsched.items()}))
+    return out
 
 
 def numerics_line(t: Translation) -> str:
@@ -245,10 +286,14 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              "plan:"]
     dyn = t.graph.meta.get("dynamic")
     if dyn:
+        if t.buckets:
+            dyn = {k: dict(v, buckets=[u for u, _, _ in t.buckets]) for k, v in dyn.items()}
         at = sorted({*dynamic_sizes(dyn), max(v["traced"] for v in dyn.values())})
         lines.insert(-1, "sizes: " + ", ".join(f"{k} from 1 to {v['traced']}" for k, v in dyn.items()) +
                      " at run time (--dynamic); the verifier runs it at " +
-                     ", ".join(map(str, at)) + " (each clipped to its bound)")
+                     ", ".join(map(str, at)) + " (each clipped to its bound)" +
+                     ("" if not t.buckets else "; schedules chosen per size bucket, up to " +
+                      ", ".join(str(u) for u, _, _ in t.buckets) + f" and {at[-1]}"))
     for k in t.program.kernels():
         sched = t.schedules[k.name].describe()
         why = (f"; schedule from the tuning database: {t.tuned[k.name] * 1e3:.4g} ms module time measured"
@@ -281,11 +326,12 @@ def compile_only(t: Translation) -> str:
 
 def render(t: Translation, timing: dict[str, Any] | None = None) -> str:
     """The module's text: rendered once per set of schedules, the header (verdict, timing) prepended."""
-    key = frozenset(t.schedules.items())
+    key = frozenset(t.schedules.items()) | frozenset(x for _, _, sch in t.buckets for x in sch.items())
     if t._body is None or t._body[0] != key:
         backend = get_backend(t.dsl)
         try:
-            body = backend.render_module(t.program, t.schedules, t.target, t.graph.meta, t.graph.weights)
+            body = backend.render_module(t.program, t.schedules, t.target, t.graph.meta, t.graph.weights,
+                                         t.buckets)
         except UnsupportedKernel as e:
             raise AkgError(f"the {t.dsl} backend cannot express a kernel of {t.problem.name}: {e}") from None
         t._body = (key, body)
@@ -318,10 +364,13 @@ def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | P
     elif verify_result:
         timed = timing and t.executor == "native"
         t.verdict = _verify(t, target_name, seeds, timed, baselines if timed else (), train)
-        split = {n for n, s in t.schedules.items() if s.get("input_precision") in SPLIT_PRODUCTS}
+        split = {n for n, s in [*t.schedules.items(), *(x for _, _, sch in t.buckets for x in sch.items())]
+                 if s.get("input_precision") in SPLIT_PRODUCTS}
         if not t.verdict.accepted and split:  # split precision is allowed only where it verifies
             t.notes.append(f"split-precision GEMMs failed verification ({t.verdict.reason}): plain fp32 instead")
             t.schedules = {n: s.replace(input_precision="ieee") if n in split else s for n, s in t.schedules.items()}
+            t.buckets = [(u, p, {n: s.replace(input_precision="ieee") if s.get("input_precision") in SPLIT_PRODUCTS
+                                 else s for n, s in sch.items()}) for u, p, sch in t.buckets]
             t.source = render(t)
             t.verdict = _verify(t, target_name, seeds, timed, baselines if timed else (), train)
         if not t.verdict.accepted:

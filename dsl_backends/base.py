@@ -10,8 +10,8 @@ import importlib.metadata
 import importlib.util
 import os
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -21,7 +21,7 @@ from ir.errors import AkgError, UnsupportedKernel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 from ir.kernel.schedule import Schedule, Schedules
 
-from .module import write_module
+from .module import Bucket, write_module
 
 HERE = Path(__file__).parent
 
@@ -90,8 +90,9 @@ class Backend(Protocol):
     def launch(self, k: Kernel, schedule: Schedule, ref: Callable[[Buf | None], str]) -> list[str]: ...
 
     def render_module(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
-                      meta: dict[str, Any], weights: dict[str, Any]) -> str:
-        """The module's text without its header (the core prepends it)."""
+                      meta: dict[str, Any], weights: dict[str, Any], buckets: Sequence[Bucket] = ()) -> str:
+        """The module's text without its header (the core prepends it). `buckets` (--dynamic): programs
+        scheduled for smaller sizes, dispatched on the run-time size."""
         ...
 
     def compile_only(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel) -> str:
@@ -193,11 +194,14 @@ class BackendBase:
         return self.template(k).launch(k, schedule, ref)
 
     def render_module(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
-                      meta: dict[str, Any], weights: dict[str, Any]) -> str:
-        sources = {k.name: self.render_kernel(k, schedules[k.name], target) for k in prog.kernels()}
-        f = self.frame(prog, schedules, target, sources)
+                      meta: dict[str, Any], weights: dict[str, Any], buckets: Sequence[Bucket] = ()) -> str:
+        # every bucket's kernels (named apart) live in one source; the frame sees them as one program
+        every = [*(s for _, p, _ in buckets for s in p.kernels()), *prog.kernels()]
+        merged = {k: v for _, _, sch in buckets for k, v in sch.items()} | dict(schedules)
+        sources = {k.name: self.render_kernel(k, merged[k.name], target) for k in every}
+        f = self.frame(replace(prog, steps=every), merged, target, sources)
         return write_module(prog, schedules, meta, f.imports, f.prelude, f.sources, self.launch, weights,
-                            self.manifest.devices, self.manifest.runtime, f.requires)
+                            self.manifest.devices, self.manifest.runtime, f.requires, buckets)
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

@@ -6,7 +6,7 @@ torch calls for declared library steps are shared by every backend."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -213,12 +213,17 @@ def envelope(prog: KernelProgram, meta: dict[str, Any]) -> list[tuple[str, Buf |
     return [(name, bufs[node] if node is not None else None, value) for name, node, value in sig]
 
 
+Launch = Callable[[Kernel, Schedule, Callable[[Buf | None], str]], list[str]]
+Bucket = tuple[int, KernelProgram, Schedules]  # (largest size, its program, its schedules)
+
+
 def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], imports: list[str], prelude: str,
-                 sources: dict[str, str], launch: Callable[[Kernel, Schedule, Callable[[Buf], str]], list[str]],
-                 weights: dict[str, torch.Tensor], devices: tuple[str, ...] = ("cpu",),
-                 runtime: tuple[str, ...] = (), requires: Any = None) -> str:
+                 sources: dict[str, str], launch: Launch, weights: dict[str, torch.Tensor],
+                 devices: tuple[str, ...] = ("cpu",), runtime: tuple[str, ...] = (), requires: Any = None,
+                 buckets: Sequence[Bucket] = ()) -> str:
     """The module's text (without its header). `devices`: the device types its launches accept;
-    `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix)."""
+    `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix).
+    `buckets` (--dynamic): programs for sizes up to each bound, tried in order before `prog`."""
     state = meta.get("state_dict", [])
     kinds = meta.get("param_kinds", {})
     embedded = {b.key: b for b in prog.params if kinds.get(b.key) in ("buffer_np", "constant")}
@@ -245,7 +250,9 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         lines.append(f"    {key!r}: ({data!r}, {torch_dtype(b.dtype)}, {tuple(b.shape)!r}, 'buffer_np'),")
     lines.append("}")
     env = envelope(prog, meta)
-    dynamic = meta.get("dynamic") or {}
+    dynamic = {k: dict(v) for k, v in (meta.get("dynamic") or {}).items()}
+    if buckets:  # the verifier checks each bucket's edges too
+        dynamic[next(iter(dynamic))]["buckets"] = [upper for upper, _, _ in buckets]
     lines.append("_AKG_ENVELOPE = [")
     lines += [f"    ({name!r}, {_envelope_shape(b.shape)!r}, {torch_dtype(b.dtype)}, None)," if b is not None else
               f"    ({name!r}, None, None, {value!r})," for name, b, value in env]
@@ -271,6 +278,22 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
     if requires is not None and ins:
         first = next(name for name, b, _ in env if b is not None)
         body.append(f"_akg_require({first})")
+    if buckets:  # smaller sizes run kernels whose schedules were chosen for them
+        size = PREFIX + next(iter(dynamic))
+        for upper, bprog, bsched in buckets:
+            body.append(f"if {size} <= {upper}:  # schedules chosen for sizes up to {upper}")
+            body += ["    " + ln for ln in _steps(bprog, bsched, meta, env, launch)]
+    body += _steps(prog, schedules, meta, env, launch)
+    lines += ["        " + ln for ln in body]
+    return "\n".join(lines) + "\n"
+
+
+def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env: list[tuple[str, Buf | None, Any]],
+           launch: Launch) -> list[str]:
+    """forward's lines that run `prog` after the guard: inputs made contiguous, parameters, each step,
+    the buffers forward writes, the return."""
+    body: list[str] = []
+    ins = [b.name for b in prog.inputs]
     names: dict[str, str] = {b.name: b.name for b in prog.inputs}
     for name, b, _ in env:
         if b is not None:
@@ -301,8 +324,7 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         outs = outs[:len(outs) - len(mutations)]
     single = meta.get("single_output", len(outs) == 1)
     body.append(f"return {outs[0]}" if single and len(outs) == 1 else f"return ({', '.join(outs)},)")
-    lines += ["        " + ln for ln in body]
-    return "\n".join(lines) + "\n"
+    return body
 
 
 # Python for a written module: build C-family source into a shared library once, cached on disk.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -30,7 +30,15 @@ class DynamicDims:
     bounds: tuple[int | None, ...] = ()  # per entry of `dims`: the largest size, or None (get_inputs()')
 
     @staticmethod
-    def parse(spec: str, problem: Problem) -> DynamicDims:
+    def parse(spec: str, problem: Problem, at: int | None = None) -> DynamicDims:
+        """`at`: trace every dynamic dimension at this size (a schedule bucket's largest), not its bound."""
+        out = DynamicDims._parse(spec, problem)
+        if at is None:
+            return out
+        return replace(out, bounds=(at,) * len(out.dims))
+
+    @staticmethod
+    def _parse(spec: str, problem: Problem) -> DynamicDims:
         spec = spec.strip()
         if spec.startswith("auto") and spec != "auto":
             raise AkgError(f"--dynamic {spec}: auto takes no bound; name the dimensions to bound them (x:0<=64)")
@@ -135,3 +143,12 @@ class DynamicDims:
                     entry = out.setdefault(name, {"traced": int(s), "dims": []})
                     entry["dims"].append((pos, d))
         return out
+
+
+def bucket_bounds(bound: int) -> list[int]:
+    """The largest size of each schedule bucket up to `bound`: 16, 64, 256, ... below it, then it."""
+    out, b = [], 16
+    while b < bound:
+        out.append(b)
+        b *= 4
+    return out + [bound]

@@ -18,7 +18,7 @@ def _hashable(attrs: dict[str, Any]) -> tuple:
 
 def infer_type(op: str, arg_types: list[TensorType | None], attrs: dict[str, Any]) -> TensorType:
     # the key spells run-time sizes out: a size traced at 64 and the constant 64 are different questions
-    spelled = repr((arg_types, attrs)) if _has_dyn(tuple(attrs.values())) or any(
+    spelled = repr(_spell((tuple(arg_types), tuple(attrs.items())))) if _has_dyn(tuple(attrs.values())) or any(
         t is not None and any(isinstance(d, Dyn) for d in t.shape) for t in arg_types) else ""
     return _infer(op, tuple(arg_types), _hashable(attrs), spelled)
 
@@ -88,6 +88,18 @@ def _affine(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple, sym
             if b != a:
                 dims[i] = dims[i] + (b - a) * (symbol(n[len(PREFIX):], base[n]) - base[n])
     return TensorType(tuple(dims), dtype)
+
+
+def _spell(v: Any) -> Any:
+    """A key that tells run-time sizes apart by expression and traced value (a graph traced at 16 and one
+    traced at 4096 ask different questions of the same expression)."""
+    if isinstance(v, Dyn):
+        return (str(v), int(v))
+    if isinstance(v, TensorType):
+        return (tuple(_spell(d) for d in v.shape), v.dtype, v.layout)
+    if isinstance(v, tuple):
+        return tuple(_spell(x) for x in v)
+    return v
 
 
 def _has_dyn(v: Any) -> bool:

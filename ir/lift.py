@@ -53,13 +53,14 @@ def _export(problem: Problem, model: torch.nn.Module, dims: DynamicDims | None =
 
 
 def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
-         seed: int = 0, dynamic: str | None = None) -> Graph:
+         seed: int = 0, dynamic: str | None = None, dynamic_at: int | None = None) -> Graph:
     """The problem's Model (weights from `seed`) as a graph. Modules are lifted in eval mode unless
     `train` (KernelBench never calls eval(): dropout and batch-norm statistics differ). `dynamic`: the
-    input dimensions that vary at run time (`ir.dynamic`); their sizes are `ir.sym.Dyn` in the graph."""
+    input dimensions that vary at run time (`ir.dynamic`); their sizes are `ir.sym.Dyn` in the graph,
+    traced at their bounds, or at `dynamic_at` (a schedule bucket's largest size)."""
     model = problem.build_model(seed)
     model.train(train)
-    dims = DynamicDims.parse(dynamic, problem) if dynamic else None
+    dims = DynamicDims.parse(dynamic, problem, at=dynamic_at) if dynamic else None
     ep = _export(problem, model, dims)
     names = dims.symbol_names(ep) if dims is not None else {}
     with symbol_names(names):

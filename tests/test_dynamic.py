@@ -152,3 +152,20 @@ def test_dynamic_batch_on_the_gpu(name, dsl, tmp_path):
     assert t.verdict.details["device"] == "cuda"
     checked = {r["trial"] for r in t.verdict.details["trials"]}
     assert {"batch=1", "batch=3", "batch=17", "batch=63", "batch=64"} <= checked
+
+
+def test_schedules_per_size_bucket_dispatch_and_verify(tmp_path):
+    """A size bound far above the smallest sizes gets kernels scheduled for each bucket (here Triton's
+    interpreter blocks follow the size); the module dispatches on the size and every bucket's edges are
+    checked."""
+    t = translate(PROBLEMS / "l2_gemm_scale_sigmoid_sum.py", "triton", "h100", out=tmp_path / "m.py",
+                  timing=False, dynamic="batch<=1024", seeds=(0,))
+    assert t.verdict is not None and t.verdict.accepted, t.verdict
+    uppers = [u for u, _, _ in t.buckets]
+    assert uppers and uppers == sorted(uppers) and uppers[-1] < 1024
+    checked = {r["trial"] for r in t.verdict.details["trials"]}
+    assert {f"batch={u}" for u in uppers} | {f"batch={u + 1}" for u in uppers} <= checked
+    for u in uppers:
+        assert f"if akg_n_batch <= {u}:" in t.source
+    names = {k.name for _, p, _ in t.buckets for k in p.kernels()} | {k.name for k in t.program.kernels()}
+    assert len(names) == sum(len(p.kernels()) for _, p, _ in t.buckets) + len(t.program.kernels())  # apart

@@ -11,12 +11,13 @@ import torch
 
 def dynamic_sizes(dynamic: dict[str, Any]) -> list[int]:
     """Sizes a module is checked at besides get_inputs()' own: 1, two primes (3, 17), one less than the
-    largest size (a multiple of no power-of-two tile when the largest is one) and the largest, each
-    clipped to a name's bound where it applies."""
+    largest size (a multiple of no power-of-two tile when the largest is one), the largest, and both
+    sides of each schedule bucket's edge the module declares; each clipped to a name's bound."""
     if not dynamic:
         return []
     top = max(v["traced"] for v in dynamic.values())
-    return sorted({n for n in (1, 3, 17, top - 1, top) if 1 <= n <= top})
+    edges = {n for v in dynamic.values() for b in v.get("buckets", ()) for n in (b, b + 1)}  # each bucket's ends
+    return sorted({n for n in (1, 3, 17, top - 1, top, *edges) if 1 <= n <= top})
 
 
 def sized_inputs(make: Callable[[int], list[Any]], seed: int, dynamic: dict[str, Any], n: int) -> list[Any]:
