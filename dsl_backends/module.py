@@ -74,8 +74,8 @@ def _akg_guard(args):
                 a.shape != shape if not _AKG_DYNAMIC else not _akg_fits(a.shape, shape, sizes)):
             want = [f"{d}<={_AKG_DYNAMIC[d]}" if isinstance(d, str) else d for d in shape]
             fix = ("translate again for these inputs" if not _AKG_DYNAMIC else
-                   "a dimension named d takes any size from 1 to its bound, the same in every input; translate "
-                   "again with get_inputs() at the largest sizes (and --dynamic) for other sizes")
+                   ", ".join(f"{d} takes sizes 1 to {b}" for d, b in _AKG_DYNAMIC.items()) + " (the same in every "
+                   "input), other dimensions are fixed; translate again with a larger bound (--dynamic NAME<=N)")
             raise ValueError(f"ModelNew input {name!r} (argument {i + 1}): expected {str(dtype)[6:]} "
                              f"[{', '.join(map(str, want))}] on {' or '.join(_AKG_DEVICES)}, got {str(a.dtype)[6:]} "
                              f"{list(a.shape)} on {a.device.type}; the module was built and verified for that "
