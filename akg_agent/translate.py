@@ -309,7 +309,9 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
         cand = timing.get("candidate", {}).get("median_s")
         parts = [f"{name} {r['median_s'] / cand:.3g}x" for name, r in timing.items()
                  if name != "candidate" and r.get("median_s") and cand]
-        lines.append(f"measured: {cand * 1e3:.4g} ms; speedup " + ", ".join(parts))
+        at = t.verdict.details.get("timed_at") if t.verdict is not None else None
+        where = f" at {', '.join(f'{k}={v}' for k, v in at.items())}" if at else ""
+        lines.append(f"measured{where}: {cand * 1e3:.4g} ms; speedup " + ", ".join(parts))
     else:
         lines.append("measured: not timed" + ("" if t.executor == "native" else f" (no {t.target.name} here)"))
     return "\n".join(lines)

@@ -66,14 +66,16 @@ def strategies_for(t: Translation) -> list[Strategy]:
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None, Done | None], None] | None = None,
-         ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True, jobs: int = 1
-         ) -> dict[str, Any]:
+         ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True, jobs: int = 1,
+         dynamic: str | None = None) -> dict[str, Any]:
     """`ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's
     address. `jobs` > 1 (without Ray): candidates compile and verify that many at a time here, and are
     timed one at a time. For each strategy (`strategies_for`; only the default when `strategies` is False) the
     schedules are searched, then the whole module is verified and timed; the fastest strategy's module is
-    written, and every strategy's time goes to the database, where `akg translate` finds it."""
-    base = build(problem, dsl, target, tuned=False)  # the cost model's schedules: the database keys kernels by them
+    written, and every strategy's time goes to the database, where `akg translate` finds it. `dynamic`:
+    a module of run-time sizes (`--dynamic`), its candidates timed at the bound."""
+    # the cost model's schedules: the database keys kernels by them
+    base = build(problem, dsl, target, tuned=False, dynamic=dynamic)
     if base.executor != "native":
         raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {base.executor}, "
                        "whose times mean nothing")
@@ -88,7 +90,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
         for strategy in strategies_for(base) if strategies else [Strategy()]:
             try:
                 t = base if strategy == Strategy() else build(problem, dsl, target, tuned=False, rows=strategy.rows,
-                                                              conv=strategy.conv)
+                                                              conv=strategy.conv, dynamic=dynamic)
             except AkgError as e:  # this strategy cannot express the problem: reported, not fatal
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue

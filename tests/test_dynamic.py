@@ -169,3 +169,16 @@ def test_schedules_per_size_bucket_dispatch_and_verify(tmp_path):
         assert f"if akg_n_batch <= {u}:" in t.source
     names = {k.name for _, p, _ in t.buckets for k in p.kernels()} | {k.name for k in t.program.kernels()}
     assert len(names) == sum(len(p.kernels()) for _, p, _ in t.buckets) + len(t.program.kernels())  # apart
+
+
+def test_tune_a_dynamic_module_times_it_at_the_bound(tmp_path, monkeypatch):
+    from akg_agent.tune import tune
+    from akg_agent.tuning_db import TuningDB
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "tuned.py"
+    r = tune(str(PROBLEMS / "l2_gemm_scale_sigmoid_sum.py"), "cpu", "cpp", budget=2, out=out,
+             db=TuningDB(tmp_path / "tuning.sqlite"), strategies=False, dynamic="batch<=48")
+    assert r["verdict"].startswith("accepted") and r["measured"] >= 2
+    text = out.read_text()
+    assert "measured at batch=48:" in text and "AKG_DYNAMIC = {'batch': {'traced': 48" in text

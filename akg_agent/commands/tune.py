@@ -40,7 +40,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
             reports.append(tune(args.file, args.target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
                                 on_progress=on_progress, ray=args.ray,
-                                strategies=not args.no_strategies, jobs=args.jobs) | {"out": out})
+                                strategies=not args.no_strategies, jobs=args.jobs, dynamic=args.dynamic)
+                           | {"out": out})
     for r in reports:
         print(f"{r['dsl']}: {r['measured']} measured, {r['from_db']} from the tuning database, "
               f"{r['elapsed_s']:.1f} s -> {r['out']}")
@@ -68,6 +69,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time", type=float, default=None, help="stop after this many seconds")
     p.add_argument("-o", default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--dynamic", default=None, metavar="SPEC",
+                   help="tune a module of run-time sizes (as akg translate --dynamic); candidates are timed at the "
+                   "bound, the largest bucket's schedules are searched")
     p.add_argument("--jobs", type=int, default=1, help="candidates compiled and verified at once (each timed "
                    "alone); on Ray the cluster's CPUs decide")
     p.add_argument("--no-strategies", action="store_true", help="search schedules of the default plan only "

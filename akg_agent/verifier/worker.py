@@ -287,7 +287,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                       f"{', '.join(bad_ops[:6])}" + (" ..." if len(bad_ops) > 6 else ""))
     details["torch_ops_used"] = sorted(guard_ops)
     if job.get("timing"):
-        details["timing"] = _time(job, problem, ref, cand, device)
+        details["timing"] = _time(job, problem, ref, cand, device, dynamic)
+        if dynamic:
+            details["timed_at"] = {k: v["traced"] for k, v in dynamic.items()}
         guard = getattr(mod, "_akg_guard", None)
         if guard is not None:
             details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
@@ -321,9 +323,14 @@ def _guard_cost(guard: Any, inputs: list[Any], calls: int = 2000) -> float:
     return sorted(runs)[2]
 
 
-def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device) -> dict[str, Any]:
+def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device,
+          dynamic: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The candidate and baselines timed on the same inputs: get_inputs()' sizes, or a module of run-time
+    sizes at its largest (each dynamic dimension at its bound)."""
     t = job["timing"]
-    sets = [[_to(x, device) for x in problem.make_inputs(1000 + i)] for i in range(t.get("input_sets", 3))]
+    top = max((v["traced"] for v in (dynamic or {}).values()), default=0)
+    make = (lambda sd: sized_inputs(problem.make_inputs, sd, dynamic, top)) if dynamic else problem.make_inputs
+    sets = [[_to(x, device) for x in make(1000 + i)] for i in range(t.get("input_sets", 3))]
     trials = t.get("trials")
     out: dict[str, Any] = {}
     with torch.no_grad():
