@@ -1,0 +1,22 @@
+"""Linear, GELU, scale, add a bias vector, tanh (cpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2048, 2048)
+        self.bias = nn.Parameter(torch.randn(2048) * 0.1)
+
+    def forward(self, x):
+        return torch.tanh(F.gelu(self.fc(x)) * 0.5 + self.bias)
+
+
+def get_inputs():
+    return [torch.randn(256, 2048)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,20 @@
+"""Tall-skinny fp32 GEMM (many rows, short K) (cpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return A @ B
+
+
+def get_inputs():
+    return [torch.randn(16384, 64), torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []

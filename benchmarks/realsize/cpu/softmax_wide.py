@@ -1,0 +1,20 @@
+"""Softmax over wide rows (cpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(512, 16384)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,20 @@
+"""Sum over the last dimension (cpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.sum(-1)
+
+
+def get_inputs():
+    return [torch.randn(64, 512, 512)]
+
+
+def get_init_inputs():
+    return []

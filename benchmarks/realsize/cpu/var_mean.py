@@ -1,0 +1,20 @@
+"""Variance and mean over the last dimension (cpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.var_mean(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(8192, 2048)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,21 @@
+"""2-D convolution, 3x3 (gpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(128, 128, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(32, 128, 112, 112)]
+
+
+def get_init_inputs():
+    return []

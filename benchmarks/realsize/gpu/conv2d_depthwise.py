@@ -1,0 +1,21 @@
+"""Depthwise 2-D convolution (gpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(256, 256, 3, padding=1, groups=256)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 256, 112, 112)]
+
+
+def get_init_inputs():
+    return []

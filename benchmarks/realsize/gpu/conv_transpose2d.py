@@ -1,0 +1,21 @@
+"""Transposed 2-D convolution, stride 2 (gpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(128, 64, 4, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(32, 128, 64, 64)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,20 @@
+"""Reverse cumulative sum along rows (gpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.cumsum(x.flip(1), dim=1).flip(1)
+
+
+def get_inputs():
+    return [torch.randn(8192, 16384)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,22 @@
+"""Linear, GELU, scale, add a bias vector, tanh (gpu-sized; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4096, 4096)
+        self.bias = nn.Parameter(torch.randn(4096) * 0.1)
+
+    def forward(self, x):
+        return torch.tanh(F.gelu(self.fc(x)) * 0.5 + self.bias)
+
+
+def get_inputs():
+    return [torch.randn(8192, 4096)]
+
+
+def get_init_inputs():
+    return []
