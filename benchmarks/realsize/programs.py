@@ -46,14 +46,14 @@ PROGRAMS: list[Program] = [
         "Tall-skinny fp32 GEMM (many rows, short K).",
         _fwd("A @ B", "A, B"),
         "[torch.randn({M}, {K}), torch.randn({K}, {N})]",
-        {"gpu": {"M": 32768, "K": 256, "N": 1024}, "cpu": {"M": 16384, "K": 64, "N": 256}},
+        {"gpu": {"M": 131072, "K": 256, "N": 1024}, "cpu": {"M": 49152, "K": 64, "N": 256}},
     ),
     P(
         "gemm_batched",
         "Batched fp32 GEMM (bmm).",
         _fwd("torch.bmm(A, B)", "A, B"),
         "[torch.randn({B}, {M}, {K}), torch.randn({B}, {K}, {N})]",
-        {"gpu": {"B": 32, "M": 1024, "K": 1024, "N": 1024}, "cpu": {"B": 8, "M": 256, "K": 512, "N": 256}},
+        {"gpu": {"B": 32, "M": 1024, "K": 1024, "N": 1024}, "cpu": {"B": 24, "M": 256, "K": 512, "N": 256}},
     ),
     P(
         "gemm_transposed_a",
@@ -74,14 +74,14 @@ PROGRAMS: list[Program] = [
         "Square bf16 GEMM.",
         _fwd("A @ B", "A, B"),
         "[torch.randn({N}, {N}, dtype=torch.bfloat16), torch.randn({N}, {N}, dtype=torch.bfloat16)]",
-        {"gpu": {"N": 8192}, "cpu": {"N": 512}},
+        {"gpu": {"N": 8192}, "cpu": {"N": 1280}},
     ),
     P(
         "gemm_bf16_batched",
         "Batched bf16 GEMM.",
         _fwd("torch.bmm(A, B)", "A, B"),
         "[torch.randn({B}, {N}, {N}, dtype=torch.bfloat16), torch.randn({B}, {N}, {N}, dtype=torch.bfloat16)]",
-        {"gpu": {"B": 16, "N": 2048}, "cpu": {"B": 4, "N": 256}},
+        {"gpu": {"B": 48, "N": 2048}, "cpu": {"B": 12, "N": 512}},
     ),
     P(
         "linear",
@@ -97,14 +97,14 @@ PROGRAMS: list[Program] = [
         "1-D convolution.",
         _layer("        self.conv = nn.Conv1d({C}, {O}, 5, padding=2)", "self.conv(x)"),
         "[torch.randn({B}, {C}, {L})]",
-        {"gpu": {"B": 32, "C": 128, "O": 256, "L": 8192}, "cpu": {"B": 4, "C": 64, "O": 128, "L": 2048}},
+        {"gpu": {"B": 64, "C": 128, "O": 256, "L": 8192}, "cpu": {"B": 12, "C": 64, "O": 128, "L": 2048}},
     ),
     P(
         "conv2d",
         "2-D convolution, 3x3.",
         _layer("        self.conv = nn.Conv2d({C}, {O}, 3, padding=1)", "self.conv(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 128, "O": 128, "H": 112}, "cpu": {"B": 2, "C": 64, "O": 64, "H": 56}},
+        {"gpu": {"B": 64, "C": 128, "O": 128, "H": 112}, "cpu": {"B": 8, "C": 64, "O": 64, "H": 56}},
     ),
     P(
         "conv3d",
@@ -118,14 +118,14 @@ PROGRAMS: list[Program] = [
         "Depthwise 2-D convolution.",
         _layer("        self.conv = nn.Conv2d({C}, {C}, 3, padding=1, groups={C})", "self.conv(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 256, "H": 112}, "cpu": {"B": 4, "C": 128, "H": 56}},
+        {"gpu": {"B": 64, "C": 256, "H": 112}, "cpu": {"B": 32, "C": 128, "H": 56}},
     ),
     P(
         "conv_transpose2d",
         "Transposed 2-D convolution, stride 2.",
         _layer("        self.conv = nn.ConvTranspose2d({C}, {O}, 4, stride=2, padding=1)", "self.conv(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 128, "O": 64, "H": 64}, "cpu": {"B": 2, "C": 64, "O": 32, "H": 32}},
+        {"gpu": {"B": 96, "C": 128, "O": 64, "H": 64}, "cpu": {"B": 16, "C": 64, "O": 32, "H": 32}},
     ),
     # --- attention
     P(
@@ -133,14 +133,14 @@ PROGRAMS: list[Program] = [
         "Scaled dot-product attention.",
         _fwd("F.scaled_dot_product_attention(q, k, v)", "q, k, v"),
         "[torch.randn({B}, {Hd}, {S}, {D}) for _ in range(3)]",
-        {"gpu": {"B": 16, "Hd": 16, "S": 1024, "D": 64}, "cpu": {"B": 2, "Hd": 8, "S": 256, "D": 64}},
+        {"gpu": {"B": 16, "Hd": 16, "S": 1024, "D": 64}, "cpu": {"B": 8, "Hd": 8, "S": 256, "D": 64}},
     ),
     P(
         "attention_causal",
         "Causal scaled dot-product attention.",
         _fwd("F.scaled_dot_product_attention(q, k, v, is_causal=True)", "q, k, v"),
         "[torch.randn({B}, {Hd}, {S}, {D}) for _ in range(3)]",
-        {"gpu": {"B": 16, "Hd": 16, "S": 1024, "D": 64}, "cpu": {"B": 2, "Hd": 8, "S": 256, "D": 64}},
+        {"gpu": {"B": 16, "Hd": 16, "S": 1024, "D": 64}, "cpu": {"B": 8, "Hd": 8, "S": 256, "D": 64}},
     ),
     # --- softmax and norms on wide rows
     P(
@@ -148,21 +148,21 @@ PROGRAMS: list[Program] = [
         "Softmax over wide rows.",
         _fwd("torch.softmax(x, dim=-1)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 4096, "W": 32768}, "cpu": {"R": 512, "W": 16384}},
+        {"gpu": {"R": 12288, "W": 32768}, "cpu": {"R": 512, "W": 16384}},
     ),
     P(
         "log_softmax_wide",
         "Log-softmax over wide rows.",
         _fwd("torch.log_softmax(x, dim=-1)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 4096, "W": 32768}, "cpu": {"R": 512, "W": 16384}},
+        {"gpu": {"R": 12288, "W": 32768}, "cpu": {"R": 512, "W": 16384}},
     ),
     P(
         "layernorm",
         "LayerNorm over the last dimension.",
         _layer("        self.ln = nn.LayerNorm({W})", "self.ln(x)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 16384, "W": 8192}, "cpu": {"R": 2048, "W": 4096}},
+        {"gpu": {"R": 49152, "W": 8192}, "cpu": {"R": 2048, "W": 4096}},
     ),
     P(
         "rmsnorm",
@@ -179,14 +179,14 @@ PROGRAMS: list[Program] = [
         "BatchNorm2d (eval statistics).",
         _layer("        self.bn = nn.BatchNorm2d({C})", "self.bn(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 128, "H": 128}, "cpu": {"B": 8, "C": 64, "H": 64}},
+        {"gpu": {"B": 192, "C": 128, "H": 128}, "cpu": {"B": 160, "C": 64, "H": 64}},
     ),
     P(
         "groupnorm",
         "GroupNorm, 8 groups.",
         _layer("        self.gn = nn.GroupNorm(8, {C})", "self.gn(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 128, "H": 128}, "cpu": {"B": 8, "C": 64, "H": 64}},
+        {"gpu": {"B": 160, "C": 128, "H": 128}, "cpu": {"B": 128, "C": 64, "H": 64}},
     ),
     # --- reductions over each axis
     P(
@@ -194,35 +194,35 @@ PROGRAMS: list[Program] = [
         "Sum over the leading dimension.",
         _fwd("x.sum(0)"),
         "[torch.randn({A}, {Bd}, {C})]",
-        {"gpu": {"A": 256, "Bd": 1024, "C": 1024}, "cpu": {"A": 64, "Bd": 512, "C": 512}},
+        {"gpu": {"A": 1024, "Bd": 1024, "C": 1024}, "cpu": {"A": 192, "Bd": 512, "C": 512}},
     ),
     P(
         "sum_dim1",
         "Sum over the middle dimension.",
         _fwd("x.sum(1)"),
         "[torch.randn({A}, {Bd}, {C})]",
-        {"gpu": {"A": 256, "Bd": 1024, "C": 1024}, "cpu": {"A": 64, "Bd": 512, "C": 512}},
+        {"gpu": {"A": 1024, "Bd": 1024, "C": 1024}, "cpu": {"A": 256, "Bd": 512, "C": 512}},
     ),
     P(
         "sum_last",
         "Sum over the last dimension.",
         _fwd("x.sum(-1)"),
         "[torch.randn({A}, {Bd}, {C})]",
-        {"gpu": {"A": 256, "Bd": 1024, "C": 1024}, "cpu": {"A": 64, "Bd": 512, "C": 512}},
+        {"gpu": {"A": 1024, "Bd": 1024, "C": 1024}, "cpu": {"A": 256, "Bd": 512, "C": 512}},
     ),
     P(
         "argmax_last",
         "Argmax over the last dimension.",
         _fwd("x.argmax(-1)"),
         "[torch.randn({A}, {C})]",
-        {"gpu": {"A": 65536, "C": 4096}, "cpu": {"A": 8192, "C": 2048}},
+        {"gpu": {"A": 262144, "C": 4096}, "cpu": {"A": 8192, "C": 2048}},
     ),
     P(
         "var_mean",
         "Variance and mean over the last dimension.",
         _fwd("torch.var_mean(x, dim=-1)"),
         "[torch.randn({A}, {C})]",
-        {"gpu": {"A": 65536, "C": 4096}, "cpu": {"A": 8192, "C": 2048}},
+        {"gpu": {"A": 262144, "C": 4096}, "cpu": {"A": 8192, "C": 2048}},
     ),
     # --- pooling
     P(
@@ -244,7 +244,7 @@ PROGRAMS: list[Program] = [
         "Global average pooling.",
         _fwd("F.adaptive_avg_pool2d(x, 1)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 512, "H": 112}, "cpu": {"B": 8, "C": 256, "H": 56}},
+        {"gpu": {"B": 192, "C": 512, "H": 112}, "cpu": {"B": 96, "C": 256, "H": 56}},
     ),
     # --- scans
     P(
@@ -252,7 +252,7 @@ PROGRAMS: list[Program] = [
         "Cumulative sum along rows.",
         _fwd("torch.cumsum(x, dim=1)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 8192, "W": 16384}, "cpu": {"R": 1024, "W": 8192}},
+        {"gpu": {"R": 24576, "W": 16384}, "cpu": {"R": 1024, "W": 8192}},
     ),
     P(
         "cumsum_reverse",
@@ -295,7 +295,7 @@ PROGRAMS: list[Program] = [
             "(torch.relu(self.conv(x)) + self.bias) * 2.0",
         ),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 2, "C": 32, "O": 64, "H": 56}},
+        {"gpu": {"B": 32, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 12, "C": 32, "O": 64, "H": 56}},
     ),
     P(
         "conv_bn_relu",
@@ -305,7 +305,7 @@ PROGRAMS: list[Program] = [
             "torch.relu(self.bn(self.conv(x)))",
         ),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 2, "C": 32, "O": 64, "H": 56}},
+        {"gpu": {"B": 64, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 12, "C": 32, "O": 64, "H": 56}},
     ),
     P(
         "gemm_layernorm_relu",
@@ -355,7 +355,7 @@ PROGRAMS: list[Program] = [
         "    def forward(self, x):\n        y = torch.relu(self.b1(self.c1(x)))\n"
         "        return torch.relu(self.b2(self.c2(y)) + x)\n",
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 128, "H": 56}, "cpu": {"B": 2, "C": 64, "H": 28}},
+        {"gpu": {"B": 64, "C": 128, "H": 56}, "cpu": {"B": 12, "C": 64, "H": 28}},
     ),
     P(
         "lstm_cell_8_steps",
@@ -375,7 +375,7 @@ PROGRAMS: list[Program] = [
         "        self.pw = nn.Conv2d({C}, {O}, 1, bias=False)\n        self.b2 = nn.BatchNorm2d({O})\n\n"
         "    def forward(self, x):\n        return torch.relu(self.b2(self.pw(torch.relu(self.b1(self.dw(x))))))\n",
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 128, "O": 256, "H": 112}, "cpu": {"B": 2, "C": 64, "O": 128, "H": 56}},
+        {"gpu": {"B": 32, "C": 128, "O": 256, "H": 112}, "cpu": {"B": 14, "C": 64, "O": 128, "H": 56}},
     ),
     P(
         "activations",

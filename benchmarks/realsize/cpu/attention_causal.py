@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(2, 8, 256, 64) for _ in range(3)]
+    return [torch.randn(8, 8, 256, 64) for _ in range(3)]
 
 
 def get_init_inputs():

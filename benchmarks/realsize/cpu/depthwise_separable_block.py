@@ -17,7 +17,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(2, 64, 56, 56)]
+    return [torch.randn(14, 64, 56, 56)]
 
 
 def get_init_inputs():

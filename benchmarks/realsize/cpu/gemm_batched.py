@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(8, 256, 512), torch.randn(8, 512, 256)]
+    return [torch.randn(24, 256, 512), torch.randn(24, 512, 256)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(16384, 64), torch.randn(64, 256)]
+    return [torch.randn(49152, 64), torch.randn(64, 256)]
 
 
 def get_init_inputs():

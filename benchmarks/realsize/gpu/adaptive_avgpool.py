@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(64, 512, 112, 112)]
+    return [torch.randn(192, 512, 112, 112)]
 
 
 def get_init_inputs():

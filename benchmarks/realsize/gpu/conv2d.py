@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(32, 128, 112, 112)]
+    return [torch.randn(64, 128, 112, 112)]
 
 
 def get_init_inputs():

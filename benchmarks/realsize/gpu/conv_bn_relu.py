@@ -15,7 +15,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(32, 64, 112, 112)]
+    return [torch.randn(64, 64, 112, 112)]
 
 
 def get_init_inputs():

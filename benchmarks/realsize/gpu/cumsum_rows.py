@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(8192, 16384)]
+    return [torch.randn(24576, 16384)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(16, 2048, 2048, dtype=torch.bfloat16), torch.randn(16, 2048, 2048, dtype=torch.bfloat16)]
+    return [torch.randn(48, 2048, 2048, dtype=torch.bfloat16), torch.randn(48, 2048, 2048, dtype=torch.bfloat16)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(32768, 256), torch.randn(256, 1024)]
+    return [torch.randn(131072, 256), torch.randn(256, 1024)]
 
 
 def get_init_inputs():

@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(64, 128, 128, 128)]
+    return [torch.randn(160, 128, 128, 128)]
 
 
 def get_init_inputs():

@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(16384, 8192)]
+    return [torch.randn(49152, 8192)]
 
 
 def get_init_inputs():

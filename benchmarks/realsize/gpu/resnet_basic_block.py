@@ -18,7 +18,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(32, 128, 56, 56)]
+    return [torch.randn(64, 128, 56, 56)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(4096, 32768)]
+    return [torch.randn(12288, 32768)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(65536, 4096)]
+    return [torch.randn(262144, 4096)]
 
 
 def get_init_inputs():
