@@ -17,7 +17,7 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import aten  # noqa: F401 - fills CONVERTERS
+from . import aten, cells  # noqa: F401 - fill CONVERTERS
 from .convert import CONVERTERS, LiftCtx, source_line
 from .dynamic import DynamicDims
 from .errors import AkgError

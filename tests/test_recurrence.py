@@ -4,6 +4,8 @@ modules verified in C++ and through Triton's interpreter."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -145,3 +147,12 @@ def test_a_long_recurrence_is_torchs_layer_in_a_hybrid_plan_and_generated_when_p
     assert "torch.ops.aten.lstm.input(" in t.source and "library call torch recurrence" in t.source
     pure = build(path, "cpp", "cpu", pure=True)
     assert not pure.program.library_calls() and len(pure.program.kernels()) > 6
+
+
+@pytest.mark.parametrize("dsl, target", [("cpp", "cpu"), ("triton", "h100")])
+def test_cells_stepped_in_a_loop_lift_as_gemms_and_gates(dsl, target, tmp_path):
+    path = Path(__file__).parent / "fixtures" / "rnn_cells.py"
+    g = lift(load_problem(path))
+    assert "opaque" not in g.ops() and g.ops().count("linear") == 24  # 3 steps x 4 cells x 2 GEMMs
+    t = translate(path, dsl, target, out=tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert t.verdict is not None and t.verdict.accepted, t.verdict
