@@ -6,12 +6,15 @@ outside the module's envelope; a benchmark runs with AKG_BENCHMARK=1."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
+from typing import Any
 
 from ir.errors import AkgError
 from ir.problem import load_problem
 
 from .verifier.policy import DEFAULT_TOLERANCES
+from .verifier.sizes import dynamic_sizes
 from .version import __version__
 
 BODY = Path(__file__).with_name("testgen_body.py.txt")
@@ -41,6 +44,8 @@ PROBLEM_SOURCE = {problem_source}
 MODULE_SOURCE = {module_source}
 TOLERANCES = {tolerances}  # dtype -> (atol, rtol), as akg's verifier
 SEEDS = {seeds}
+DYNAMIC = {dynamic}  # the module's run-time sizes (akg translate --dynamic): name -> bound and dimensions
+SIZES = {sizes}  # sizes inside its envelope that the tests run it at
 RANDOM_SEED = 10007  # seeds torch before each call of either model (random ops inside forward)
 TRIALS = 20
 _DIR = Path(tempfile.mkdtemp(prefix="akg-testgen-"))
@@ -59,8 +64,19 @@ def generate(problem_path: str | Path, module_path: str | Path, out: str | Path,
         raise AkgError(f"{module_path} defines no ModelNew: pass a module written by akg translate (or one of "
                        "the same form)")
     tolerances = {str(dt).replace("torch.", ""): tol for dt, tol in DEFAULT_TOLERANCES.items()}
+    dynamic = _declared_dynamic(module_source)
+    sizes = sorted({*dynamic_sizes(dynamic), *(v["traced"] for v in dynamic.values())})
     text = HEADER.format(module=module_path.name, problem=problem_path.name, version=__version__, out=out.name,
                          problem_source=repr(problem_path.read_text()), module_source=repr(module_source),
-                         tolerances=repr(tolerances), seeds=repr(tuple(seeds)))
+                         tolerances=repr(tolerances), seeds=repr(tuple(seeds)), dynamic=repr(dynamic),
+                         sizes=repr(sizes))
     out.write_text(text + BODY.read_text())
     return out
+
+
+def _declared_dynamic(source: str) -> dict[str, Any]:
+    """The module's `AKG_DYNAMIC` (its run-time sizes), read from its text without running it."""
+    for line in source.splitlines():
+        if line.startswith("AKG_DYNAMIC = "):
+            return ast.literal_eval(line[len("AKG_DYNAMIC = "):])
+    return {}

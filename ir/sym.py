@@ -12,6 +12,7 @@ bounds and grids follow the size of each call. A decision that does not carry ov
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -165,7 +166,6 @@ def _atom_text(a: str, atoms: dict[str, tuple[str, str, bool]], c: bool) -> str:
 def _symbols_of(a: str, atoms: dict[str, tuple[str, str, bool]]) -> set[str]:
     if a not in atoms:
         return {a}
-    import re
     return set(re.findall(PREFIX + r"\w+", atoms[a][0]))
 
 
@@ -221,11 +221,12 @@ def _divide(a: int, b: int, op: str) -> int:
             return a
         if op == "//" and all(c <= 0 for _, c in pa):  # floor(-x / b) = -ceil(x / b): C's `/` truncates
             return -1 * _divide(-1 * a + (int(b) - 1), b, "//")
-    py = f"({a} // {b})" if op == "//" else f"({a} % {b})"
-    with c_syntax():
-        cc = f"({a} / {b})" if op == "//" else f"({a} % {b})"
+    def text(x: int, c: bool) -> str:
+        return x.render(c) if isinstance(x, Dyn) else str(int(x))
+    py = f"({text(a, False)} // {text(b, False)})" if op == "//" else f"({text(a, False)} % {text(b, False)})"
+    cc = f"({text(a, True)} / {text(b, True)})" if op == "//" else f"({text(a, True)} % {text(b, True)})"
     atoms = {**_poly(a)[1], **_poly(b)[1]}
-    name = f"akg_atom{abs(hash(py)) % 10**12}"
+    name = py  # an opaque atom is known by its own text (unique, and the same in every process)
     atoms[name] = (py, cc, op == "//")  # a quotient grows with the size; a remainder does not
     return Dyn(value, (((name,), 1),), atoms)
 

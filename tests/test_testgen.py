@@ -32,7 +32,7 @@ def test_the_generated_tests_pass_on_the_module_and_fail_on_broken_copies(writte
     assert main(["testgen", str(problem_path("state_rnn_cell")), str(d / "rnn_cpp.py"), "-o",
                  str(tmp_path / "test_rnn.py")]) == 0
     ok = _pytest(tmp_path / "test_rnn.py", tmp_path)
-    assert ok.returncode == 0 and "10 passed, 1 skipped" in ok.stdout, ok.stdout[-2000:]
+    assert ok.returncode == 0 and "10 passed, 2 skipped" in ok.stdout, ok.stdout[-2000:]  # no run-time sizes
 
     broken = {  # off by 1e-3 in its output; forgets its state; no guard
         "off": source + "\n_f = ModelNew.forward\nModelNew.forward = lambda self, *a: _f(self, *a) + 1e-3\n",
@@ -49,6 +49,25 @@ def test_the_generated_tests_pass_on_the_module_and_fail_on_broken_copies(writte
         res = _pytest(tmp_path / f"test_{name}.py", tmp_path)
         assert res.returncode == 1 and f"FAILED test_{name}.py::{failing[name]}" in res.stdout, \
             (name, res.stdout[-1500:])
+
+
+def test_a_dynamic_module_is_tested_at_every_size_of_its_envelope(tmp_path):
+    t = translate(problem_path("l2_gemm_gelu_softmax_layernorm"), "cpp", "cpu", timing=False, seeds=(0,),
+                  dynamic="batch<=24")
+    (tmp_path / "m.py").write_text(t.source)
+    assert main(["testgen", str(problem_path("l2_gemm_gelu_softmax_layernorm")), str(tmp_path / "m.py"), "-o",
+                 str(tmp_path / "test_m.py")]) == 0
+    ok = _pytest(tmp_path / "test_m.py", tmp_path)
+    assert ok.returncode == 0 and "15 passed, 1 skipped" in ok.stdout, ok.stdout[-2000:]  # 6 sizes, 1 to 24
+    # a copy whose envelope says 2 where the kernels take 24 refuses the larger sizes
+    narrow = t.source.replace("_AKG_DYNAMIC = {'batch': 24}", "_AKG_DYNAMIC = {'batch': 2}")
+    assert narrow != t.source
+    (tmp_path / "narrow.py").write_text(narrow)
+    main(["testgen", str(problem_path("l2_gemm_gelu_softmax_layernorm")), str(tmp_path / "narrow.py"), "-o",
+          str(tmp_path / "test_narrow.py")])
+    res = _pytest(tmp_path / "test_narrow.py", tmp_path)
+    assert res.returncode == 1 and "FAILED test_narrow.py::test_matches_the_reference_at_every_size_it_takes[17]" \
+        in res.stdout, res.stdout[-1500:]
 
 
 def test_a_file_without_model_new_is_a_clear_error(tmp_path, capsys):
