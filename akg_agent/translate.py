@@ -209,7 +209,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
 
 def _lowered(problem: Any, backend: Backend, target: HardwareModel, executor: str, train: bool, allow_opaque: bool,
              conv: str, rows: bool, pure: bool, dynamic: str | None,
-             at: int | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
+             at: tuple[str, int] | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
     """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
     model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
     g = lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
@@ -241,17 +241,18 @@ def _buckets(problem: Any, backend: Backend, target: HardwareModel, executor: st
     up to 16, 64, 256, ... below the bound), its kernels named apart; the module dispatches on the size.
     Only buckets whose kernels or schedules differ from the next larger one's are kept."""
     dyn = g.meta.get("dynamic") or {}
-    if len(dyn) != 1:
+    if len(dyn) != 1 or (dynamic or "").strip() == "auto":  # one named size: the buckets split its range
         return []
+    name = next(iter(dyn))
     def signature(p: KernelProgram, sch: Schedules) -> tuple:
         return tuple((k.name, k.kind, sch[k.name]) for k in p.kernels())
 
     out: list[Bucket] = []
     serving = signature(top, top_schedules)  # the code that would serve these sizes without this bucket
-    bounds = bucket_bounds(next(iter(dyn.values()))["traced"])[:-1]
+    bounds = bucket_bounds(dyn[name]["traced"])[:-1]
     for i, upper in reversed(list(enumerate(bounds))):
         _, _, bprog, bsched = _lowered(problem, backend, target, executor, train, allow_opaque, conv, rows, pure,
-                                       dynamic, at=upper)
+                                       dynamic, at=(name, upper))
         if signature(bprog, bsched) == serving:
             continue
         serving = signature(bprog, bsched)

@@ -30,12 +30,14 @@ class DynamicDims:
     bounds: tuple[int | None, ...] = ()  # per entry of `dims`: the largest size, or None (get_inputs()')
 
     @staticmethod
-    def parse(spec: str, problem: Problem, at: int | None = None) -> DynamicDims:
-        """`at`: trace every dynamic dimension at this size (a schedule bucket's largest), not its bound."""
+    def parse(spec: str, problem: Problem, at: tuple[str, int] | None = None) -> DynamicDims:
+        """`at` (name, size): trace that size's dimensions at `size` (a schedule bucket's largest), not at
+        its bound."""
         out = DynamicDims._parse(spec, problem)
         if at is None:
             return out
-        return replace(out, bounds=(at,) * len(out.dims))
+        bounds = out.bounds or (None,) * len(out.dims)
+        return replace(out, bounds=tuple(at[1] if name == at[0] else b for (_, _, name), b in zip(out.dims, bounds)))
 
     @staticmethod
     def _parse(spec: str, problem: Problem) -> DynamicDims:

@@ -53,11 +53,11 @@ def _export(problem: Problem, model: torch.nn.Module, dims: DynamicDims | None =
 
 
 def lift(problem: Problem, *, train: bool = False, allow_opaque: bool = False,
-         seed: int = 0, dynamic: str | None = None, dynamic_at: int | None = None) -> Graph:
+         seed: int = 0, dynamic: str | None = None, dynamic_at: tuple[str, int] | None = None) -> Graph:
     """The problem's Model (weights from `seed`) as a graph. Modules are lifted in eval mode unless
     `train` (KernelBench never calls eval(): dropout and batch-norm statistics differ). `dynamic`: the
     input dimensions that vary at run time (`ir.dynamic`); their sizes are `ir.sym.Dyn` in the graph,
-    traced at their bounds, or at `dynamic_at` (a schedule bucket's largest size)."""
+    traced at their bounds, or one of them at `dynamic_at` (name, a schedule bucket's largest size)."""
     model = problem.build_model(seed)
     model.train(train)
     dims = DynamicDims.parse(dynamic, problem, at=dynamic_at) if dynamic else None
