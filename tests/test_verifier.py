@@ -196,6 +196,19 @@ def test_faster_than_speed_of_light_is_flagged():
     assert res["code"] == "faster_than_sol" and "beats the speed-of-light" in res["reason"]
 
 
+def test_no_speed_of_light_check_from_an_estimated_bandwidth(tmp_path, monkeypatch):
+    """An uncalibrated host CPU's bandwidth is a guess: a batch-1 linear whose weights stay in the last
+    level cache ran under that guess's bound and was rejected as mis-timed; no bound is used then."""
+    from akg_agent.verifier import sol_bound
+    from hardware_models.spec import load_target
+    from ir.problem import load_problem
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # no calibration file
+    assert load_target("cpu").figures["memory"]["dram_bw"].source == "estimate"
+    assert sol_bound(load_problem(SCALE), "cpu") is None
+    assert sol_bound(load_problem(SCALE), "h100") is not None  # datasheet figures
+
+
 def test_speed_of_light_bound_follows_the_algebraic_rewrites():
     from akg_agent.verifier import sol_bound
     from hardware_models.cost import speed_of_light
