@@ -31,15 +31,20 @@ class DynamicDecision(AkgError):
 
 
 @contextlib.contextmanager
-def c_syntax() -> Iterator[None]:
-    """Render run-time sizes in C syntax (`/` for floor division of non-negative sizes) while rendering
-    C-family sources; Python syntax (`//`) otherwise."""
-    prev = getattr(_TLS, "c", False)
-    _TLS.c = True
+def _setting(name: str, value: Any) -> Iterator[None]:
+    """A per-thread setting for the duration of a block (rendering syntax, inference mode)."""
+    prev = getattr(_TLS, name, None)
+    setattr(_TLS, name, value)
     try:
         yield
     finally:
-        _TLS.c = prev
+        setattr(_TLS, name, prev)
+
+
+def c_syntax() -> contextlib.AbstractContextManager[None]:
+    """Render run-time sizes in C syntax (`/` for floor division of non-negative sizes) while rendering
+    C-family sources; Python syntax (`//`) otherwise."""
+    return _setting("c", True)
 
 
 class Dyn(int):
@@ -64,7 +69,7 @@ class Dyn(int):
         return body if len(self.poly) == 1 and len(self.poly[0][0]) <= 1 and self.poly[0][1] == 1 else f"({body})"
 
     def __str__(self) -> str:
-        return self.render(getattr(_TLS, "c", False))
+        return self.render(bool(getattr(_TLS, "c", False)))
 
     __repr__ = __str__
 
@@ -242,32 +247,21 @@ def size(d: Any, names: dict[str, str] | None = None) -> int:
     expr = node.expr
     if expr.is_number:
         return int(expr)
-    return _from_sympy(expr, node.shape_env, names or getattr(_TLS, "names", {}))
+    return _from_sympy(expr, node.shape_env, names or getattr(_TLS, "names", None) or {})
 
 
-@contextlib.contextmanager
-def keep_symints() -> Iterator[None]:
+def keep_symints() -> contextlib.AbstractContextManager[None]:
     """Inside symbolic type inference: attributes an evaluation builds keep torch's SymInts."""
-    prev = getattr(_TLS, "keep", False)
-    _TLS.keep = True
-    try:
-        yield
-    finally:
-        _TLS.keep = prev
+    return _setting("keep", True)
 
 
 def keeping_symints() -> bool:
-    return getattr(_TLS, "keep", False)
+    return bool(getattr(_TLS, "keep", False))
 
 
-@contextlib.contextmanager
-def symbol_names(names: dict[str, str]) -> Iterator[None]:
-    prev = getattr(_TLS, "names", {})
-    _TLS.names = names
-    try:
-        yield
-    finally:
-        _TLS.names = prev
+def symbol_names(names: dict[str, str]) -> contextlib.AbstractContextManager[None]:
+    """While lifting: torch's size symbols (s0, ...) -> akg's size names."""
+    return _setting("names", names)
 
 
 def _from_sympy(e: Any, env: Any, names: dict[str, str]) -> int:
