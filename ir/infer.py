@@ -39,7 +39,7 @@ def _symbolic(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple) -
             return d
         for name in sorted(d.symbols):
             if name not in syms:
-                hint = _hint(d, name)
+                hint = _traced(_dyns((arg_types, attrs)), name)
                 s = env.create_symbol(hint, source=ConstantSource(name))
                 syms[name] = env.create_symintnode(s, hint=hint)
                 names[str(s)] = name[len(PREFIX):]
@@ -64,7 +64,7 @@ def _affine(op: str, arg_types: tuple[TensorType | None, ...], attrs: tuple, sym
     """Output sizes as affine functions of each run-time size, read off evaluations at the traced sizes
     and at two larger ones per size (a definition that fixes a size, such as torch's pad, still has an
     output that grows with its input); a size that is not affine is an error, never a guess."""
-    base = {n: TRACED.get(n, 2) for n in syms}
+    base = {n: _traced(_dyns((arg_types, attrs)), n) for n in syms}
 
     def at(values: dict[str, int]) -> tuple[tuple[int, ...], str]:
         def conc(v: Any) -> Any:
@@ -106,11 +106,23 @@ def _has_dyn(v: Any) -> bool:
     return isinstance(v, Dyn) or (isinstance(v, tuple) and any(_has_dyn(x) for x in v))
 
 
-def _hint(d: Dyn, name: str) -> int:
-    """The traced value of size symbol `name` inside `d` (a bare symbol carries it as its value)."""
-    for m, _ in d.poly:
-        if m == (name,) and len(d.poly) == 1:
-            return int(d)
+def _dyns(v: Any) -> list[Dyn]:
+    if isinstance(v, Dyn):
+        return [v]
+    if isinstance(v, TensorType):
+        return _dyns(v.shape)
+    if isinstance(v, tuple):
+        return [d for x in v for d in _dyns(x)]
+    return []
+
+
+def _traced(found: list[Dyn], name: str) -> int:
+    """The traced value of size symbol `name`, solved from a size affine in it alone (c * name + k)
+    among `found`; the value last traced in this process only where none is."""
+    for d in found:
+        terms = dict(d.poly)
+        if set(terms) <= {(name,), ()} and (name,) in terms:
+            return (int(d) - terms.get((), 0)) // terms[(name,)]
     return TRACED.get(name, 2)
 
 
