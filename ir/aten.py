@@ -231,6 +231,22 @@ for _op in ("var", "std"):
     converts(f"aten.{_op}.correction", f"aten.{_op}.dim", f"aten.{_op}.default")(_var_like(_op))
 
 
+def _var_mean_like(op: str):
+    spread = _var_like(op)
+
+    def conv(cx, x, dim=None, *rest, correction=None, keepdim=False, unbiased=None):
+        if rest:  # var_mean.dim(x, dim, unbiased, keepdim)
+            keepdim = rest[1] if len(rest) > 1 else keepdim
+        return (spread(cx, x, dim, *rest, correction=correction, keepdim=keepdim, unbiased=unbiased),
+                cx.add("mean", [x], dims=_dims(dim, x.type.rank), keepdim=keepdim))
+    return conv
+
+
+for _op in ("var", "std"):
+    converts(f"aten.{_op}_mean.correction", f"aten.{_op}_mean.dim", f"aten.{_op}_mean.default")(
+        _var_mean_like(_op))
+
+
 @converts("aten.linalg_vector_norm.default")
 def _vnorm(cx, x, ord=2, dim=None, keepdim=False, dtype=None):
     return cx.add("norm", [x], dims=_dims(dim, x.type.rank), keepdim=keepdim, ord=float(ord))

@@ -50,8 +50,16 @@ class Problem:
             raise AkgError(f"Model(*get_init_inputs()) in {self.path} raised {_first_line(e)}"
                            f"{_where(e, self.path)}; fix the problem file") from None
 
-    def make_inputs(self, seed: int = 0) -> list[Any]:
+    def make_inputs(self, seed: int = 0, device: torch.device | str | None = None) -> list[Any]:
+        """`device`: draw them there (gigabytes of inputs drawn on the host take seconds per trial);
+        a get_inputs that cannot run under a device context is drawn on the host."""
         torch.manual_seed(seed)
+        if device is not None and torch.device(device).type != "cpu":
+            try:
+                with torch.device(device):
+                    return list(self.get_inputs())
+            except Exception:  # noqa: BLE001 - the host draw below reports a real error
+                torch.manual_seed(seed)
         return list(self._call(self.get_inputs, "get_inputs"))
 
     def fake_inputs(self) -> tuple[FakeTensorMode, list[Any]]:

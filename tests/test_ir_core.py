@@ -167,3 +167,21 @@ def test_bitwise_not_lifts_for_masks_and_integers(tmp_path):
     inputs = p.make_inputs(0)
     for got, want in zip(run(lift(p), inputs), p.build_model(0)(*inputs)):
         torch.testing.assert_close(got, want)
+
+
+def test_var_mean_and_std_mean_lift_as_a_pair(tmp_path):
+    path = tmp_path / "varmean.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        v, m = torch.var_mean(x, dim=-1)\n"
+        "        s, m2 = torch.std_mean(x, dim=(0,), unbiased=False, keepdim=True)\n"
+        "        return v, m, s, m2\n\n\n"
+        "def get_inputs():\n    return [torch.randn(6, 10) * 3 + 1]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    p = load_problem(path)
+    inputs = p.make_inputs(0)
+    got, want = run(lift(p), inputs), p.build_model(0)(*inputs)
+    assert len(got) == 4
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)

@@ -7,6 +7,7 @@ to the job's result path. Every check that can fail names its reason in one line
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import ipaddress
 import json
@@ -15,7 +16,8 @@ import resource
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +97,24 @@ def _poison_allocator(sizes: list[int], device: torch.device, value: float = mat
     del blocks
 
 
+class _Phases:
+    """Seconds per verification phase, summed over trials (the device synchronised at each edge)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+
+
 CHUNK = 1 << 22  # elements compared at once: the float64 copies a comparison makes stay this size
 
 
@@ -143,8 +163,9 @@ def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, l
 def _signed_variant(inputs: list[Any], seed: int, fixed: frozenset[int] = frozenset()) -> list[Any]:
     """Every floating-point input drawn from N(0, 4), except those the problem marks as fixed
     (`AKG_FIXED_INPUTS`: weights passed as inputs, e.g. a graph captured by torch.compile)."""
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randn(x.shape, generator=g, dtype=torch.float32).mul_(2).to(x.dtype)
+    dev = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+    g = torch.Generator(device=dev).manual_seed(seed)  # drawn where the inputs live
+    return [torch.randn(x.shape, generator=g, dtype=torch.float32, device=dev).mul_(2).to(x.dtype)
             if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in fixed else x
             for i, x in enumerate(inputs)]
 
@@ -177,16 +198,17 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         ref64 = None
 
     # each trial's inputs are made when it runs: one trial's tensors alive at a time
+    make_inputs = functools.partial(problem.make_inputs, device=device)  # drawn where they are used
     trials: list[tuple[str, Callable[[], list[Any]]]] = [
-        (f"seed {sd}", lambda sd=sd: problem.make_inputs(sd)) for sd in job["seeds"]]
+        (f"seed {sd}", lambda sd=sd: make_inputs(sd)) for sd in job["seeds"]]
     if job.get("variants", True):
         fixed = frozenset(getattr(problem.module, "AKG_FIXED_INPUTS", ()))
         trials.append(("signed inputs",
-                       lambda: _signed_variant(problem.make_inputs(job["seeds"][0]), 1234, fixed)))
+                       lambda: _signed_variant(make_inputs(job["seeds"][0]), 1234, fixed)))
     dynamic = getattr(mod, "AKG_DYNAMIC", None) or {}
     for n in dynamic_sizes(dynamic):  # a module of run-time sizes, checked at sizes inside its envelope
         label = ", ".join(f"{k}={min(n, v['traced'])}" for k, v in dynamic.items())
-        trials.append((label, lambda n=n: sized_inputs(problem.make_inputs, job["seeds"][0], dynamic, n)))
+        trials.append((label, lambda n=n: sized_inputs(make_inputs, job["seeds"][0], dynamic, n)))
     guard_ops: set[str] = set()
     history: list[tuple[list[Any], list[Any]]] = []  # fingerprints of each trial's outputs
     details: dict[str, Any] = {"trials": [], "degenerate_outputs": [], "library_calls": declared,
@@ -202,13 +224,17 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     # random ops inside forward draw from torch's global generator: the reference, its float64 copy and
     # the candidate are seeded alike before each call, so they draw the same numbers
     details["rng"] = "torch.manual_seed(10007 + trial) before each call of the reference and the candidate"
+    phase = _Phases(device)
+    details["phase_s"] = phase.seconds  # where a verification's time goes (a real-size run takes minutes)
     for trial, (label, make) in enumerate(trials):
         rng = 10007 + trial
-        raw = make()
-        inputs = [_to(x, device) for x in raw]
-        with torch.no_grad():
+        with phase("inputs"):
+            raw = make()
+            inputs = [_to(x, device) for x in raw]
+        with torch.no_grad(), phase("reference"):
             torch.manual_seed(rng)
             ref_out = _outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        with torch.no_grad(), phase("float64_reference"):
             r64 = None
             if ref64 is not None and device.type == "cuda" and not details.get("float64_reference_on"):
                 # a float64 copy of a large problem does not fit beside the candidate: run it on the host
@@ -236,17 +262,20 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         before = [_fingerprint(x) for x in inputs]
         guard = AtenGuard()
         torch.manual_seed(rng)
-        _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
-        out = _run(cand, inputs, guard, device, label)
+        with phase("candidate"):
+            _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
+            out = _run(cand, inputs, guard, device, label)
         guard_ops |= set(guard.compute_ops())
         for i, (b, x) in enumerate(zip(before, inputs)):
             if isinstance(x, torch.Tensor) and _fingerprint(x) != b:
                 raise Reject("input_mutated", f"ModelNew.forward writes into input {i} ({label})")
         if len(out) != len(keep):
             raise Reject("wrong_outputs", f"{len(out)} outputs, the reference has {len(keep)}")
-        out_fp = [_fingerprint(o) for o in out]
+        with phase("compare"):
+            out_fp = [_fingerprint(o) for o in out]
         for i, (c, r) in enumerate(zip(out, keep)):
-            res = _compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
+            with phase("compare"):
+                res = _compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
             if res.degenerate and i not in details["degenerate_outputs"]:
                 details["degenerate_outputs"].append(i)
             details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err,
@@ -287,12 +316,13 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                       f"{', '.join(bad_ops[:6])}" + (" ..." if len(bad_ops) > 6 else ""))
     details["torch_ops_used"] = sorted(guard_ops)
     if job.get("timing"):
-        details["timing"] = _time(job, problem, ref, cand, device, dynamic)
+        with phase("timing"):
+            details["timing"] = _time(job, problem, ref, cand, device, dynamic)
         if dynamic:
             details["timed_at"] = {k: v["traced"] for k, v in dynamic.items()}
         guard = getattr(mod, "_akg_guard", None)
         if guard is not None:
-            details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000))
+            details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000, device))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
 
@@ -329,7 +359,8 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
     sizes at its largest (each dynamic dimension at its bound)."""
     t = job["timing"]
     top = max((v["traced"] for v in (dynamic or {}).values()), default=0)
-    make = (lambda sd: sized_inputs(problem.make_inputs, sd, dynamic, top)) if dynamic else problem.make_inputs
+    draw = functools.partial(problem.make_inputs, device=device)
+    make = (lambda sd: sized_inputs(draw, sd, dynamic, top)) if dynamic else draw
     sets = [[_to(x, device) for x in make(1000 + i)] for i in range(t.get("input_sets", 3))]
     trials = t.get("trials")
     out: dict[str, Any] = {}
@@ -425,7 +456,7 @@ def profile_run(job: dict[str, Any]) -> dict[str, Any]:
     cand = mod.ModelNew(*problem.get_init_inputs())
     cand.load_state_dict(ref.state_dict(), strict=True)
     cand = cand.to(device).eval()
-    inputs = [_to(x, device) for x in problem.make_inputs(0)]
+    inputs = [_to(x, device) for x in problem.make_inputs(0, device)]
     with torch.no_grad():
         cand(*inputs)
         torch.cuda.synchronize()
