@@ -58,7 +58,8 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
 def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: float) -> dict[str, Any]:
     """A problem's row from its verdict: correctness, times, speedups, fraction of speed-of-light, peers."""
     rec.update(correct=v.accepted, code=v.code, reason=v.reason, verify_s=verify_s,
-               device=v.details.get("device"), on_target=v.details.get("on_target"))
+               device=v.details.get("device"), on_target=v.details.get("on_target"),
+               phase_s=v.details.get("phase_s"))
     t = v.details.get("timing") or {}
     cand = t.get("candidate", {}).get("median_s")
     if v.details.get("guard_us") is not None:  # the module's input check, per call, on the host
