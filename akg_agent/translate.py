@@ -133,11 +133,12 @@ def device_present(target: HardwareModel) -> bool:
     return False
 
 
-def choose_schedule(backend: Backend, k: Kernel, grp: Group | None, target: HardwareModel,
-                    executor: str) -> Schedule:
-    """The backend's default, or for native GEMMs the cost model's best of the tuning space."""
-    sched = backend.default_schedule(k, target, executor)
-    if executor == "native" and k.kind == "matmul" and grp is not None and target.kind == "gpu":
+def choose_schedule(backend: Backend, k: Kernel, grp: Group | None, target: HardwareModel) -> Schedule:
+    """The backend's default, or for GPU GEMMs the cost model's best of the tuning space. Chosen for the
+    target alone: a module written where its device is absent (checked by an interpreter or emulator)
+    carries the schedule its device runs."""
+    sched = backend.default_schedule(k, target)
+    if k.kind == "matmul" and grp is not None and target.kind == "gpu":
         ranked = ranked_space(backend, k, grp, target)
         if ranked:
             sched = ranked[0]
@@ -230,7 +231,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, executor: st
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
-    schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target, executor) for k in prog.kernels()}
+    schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}
     return g, plan, prog, schedules
 
 

@@ -81,7 +81,7 @@ class Backend(Protocol):
     manifest: Manifest
     overrides: frozenset[str]  # composite ops its op table spells itself (the rest arrive expanded)
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> Schedule: ...
+    def default_schedule(self, k: Kernel, target: HardwareModel) -> Schedule: ...
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]: ...
 
@@ -147,7 +147,7 @@ class Frame(NamedTuple):
 Ref = Callable[[Buf | None], str]  # a buffer's name in the written module's forward
 
 
-def _no_schedule(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _no_schedule(k: Kernel, target: HardwareModel) -> Schedule:
     return Schedule()
 
 
@@ -162,7 +162,7 @@ class Template:
 
     render: Callable[[Kernel, Schedule, HardwareModel], str]
     launch: Callable[[Kernel, Schedule, Ref], list[str]]
-    default: Callable[[Kernel, HardwareModel, str], Schedule] = _no_schedule
+    default: Callable[[Kernel, HardwareModel], Schedule] = _no_schedule
     space: Callable[[Kernel, HardwareModel], list[Schedule]] = _one_schedule
 
 
@@ -181,8 +181,8 @@ class BackendBase:
             raise UnsupportedKernel(f"the {self.manifest.name} backend has no {k.kind} template")
         return t
 
-    def default_schedule(self, k: Kernel, target: HardwareModel, executor: str) -> Schedule:
-        return self.template(k).default(k, target, executor)
+    def default_schedule(self, k: Kernel, target: HardwareModel) -> Schedule:
+        return self.template(k).default(k, target)
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]:
         return self.template(k).space(k, target)

@@ -68,8 +68,8 @@ def test_cuda_c_and_tilelang_grids_stay_within_the_limits(big):
 def _lower_limit(monkeypatch):
     real = tr.choose_schedule
 
-    def low(backend, k, grp, target, executor):
-        s = real(backend, k, grp, target, executor)
+    def low(backend, k, grp, target):
+        s = real(backend, k, grp, target)
         return s.replace(MAX_GRID_YZ=1) if k.kind == "matmul" else s
     monkeypatch.setattr(tr, "choose_schedule", low)
 

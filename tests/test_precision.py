@@ -54,8 +54,8 @@ def test_a_tuning_budget_measures_both_numerics():
 def _force_split(monkeypatch):
     real = tr.choose_schedule
 
-    def split(backend, k, grp, target, executor):
-        s = real(backend, k, grp, target, executor)
+    def split(backend, k, grp, target):
+        s = real(backend, k, grp, target)
         return s.replace(input_precision="tf32x3") if k.kind == "matmul" else s
     monkeypatch.setattr(tr, "choose_schedule", split)
 

@@ -109,7 +109,7 @@ def test_reductions_over_a_middle_axis_take_tall_tiles_in_chunks(tmp_path):
 
     t = build(FIXTURES / "sum_middle.py", "triton", "h100")
     for k in t.program.kernels():  # the GPU's schedule, checked here through the interpreter
-        s = t.schedules[k.name] = BACKEND.default_schedule(k, t.target, "native")
+        s = t.schedules[k.name] = BACKEND.default_schedule(k, t.target)
         assert (s["BM"], s["BR"]) == (64, 64)
     src = render(t)
     assert src.count("for start in range(0, 100, BR)") == 2

@@ -325,7 +325,7 @@ TEMPLATES = {
     "pointwise": Template(_kernel(_elementwise), _launch, space=_threads_space),
     "reduce": Template(_kernel(_elementwise), _launch, space=_threads_space),
     "rownorm": Template(_kernel(_rownorm), _launch, space=_threads_space),
-    "matmul": Template(_kernel(_matmul), _launch, lambda k, target, executor: gemm_schedule(target), _gemm_space),
+    "matmul": Template(_kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
 }
 
 

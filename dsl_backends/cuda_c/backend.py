@@ -109,7 +109,7 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     return [f"_akg_check(_akg_lib().launch_{k.name}({args}, _akg_stream()), {k.name!r})"]
 
 
-def _matmul_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _matmul_default(k: Kernel, target: HardwareModel) -> Schedule:
     return wmma.SCHEDULE if wmma.eligible(k) else Schedule(BM=64, BN=64, BK=16, TM=4, TN=4)
 
 
@@ -121,7 +121,7 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
             and 64 <= (bm // tm) * (bn // tn) <= 256]
 
 
-def _groups(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _groups(k: Kernel, target: HardwareModel) -> Schedule:
     return Schedule(THREADS=256)
 
 
@@ -129,7 +129,7 @@ def _groups_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     return [Schedule(THREADS=t) for t in (64, 128, 256, 512, 1024)]
 
 
-def _grid_stride(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _grid_stride(k: Kernel, target: HardwareModel) -> Schedule:
     return Schedule(BLOCK=256)
 
 

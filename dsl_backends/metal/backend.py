@@ -95,17 +95,16 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads}{extra})"]
 
 
-def _groups(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
-    # the emulator's cost is per thread: one simdgroup per group and few groups there
-    return Schedule(THREADS=32, GROUPS=64) if executor == "emulator" else Schedule(THREADS=256)
+def _groups(k: Kernel, target: HardwareModel) -> Schedule:
+    return Schedule(THREADS=256)
 
 
 def _groups_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     return [Schedule(THREADS=t) for t in (64, 128, 256, 512, 1024)]
 
 
-def _grid_stride(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
-    return Schedule(BLOCK=32, GROUPS=64) if executor == "emulator" else Schedule(BLOCK=256)
+def _grid_stride(k: Kernel, target: HardwareModel) -> Schedule:
+    return Schedule(BLOCK=256)
 
 
 def _grid_stride_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
@@ -117,7 +116,7 @@ TEMPLATES = {
     "reduce": Template(render_kernel, _launch, _groups, _groups_space),
     "rownorm": Template(render_kernel, _launch, _groups, _groups_space),
     # one simdgroup-matrix layout so far
-    "matmul": Template(render_kernel, _launch, lambda k, t, e: MMA_SCHEDULE, lambda k, t: [MMA_SCHEDULE]),
+    "matmul": Template(render_kernel, _launch, lambda k, t: MMA_SCHEDULE, lambda k, t: [MMA_SCHEDULE]),
 }
 
 

@@ -54,7 +54,7 @@ def _red_br(k: Kernel) -> int:
     return max(min(pow2(red), render.MAX_SINGLE_PASS), 32)
 
 
-def _pointwise_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _pointwise_default(k: Kernel, target: HardwareModel) -> Schedule:
     return Schedule(BLOCK=min(pow2(k.out.numel), 1024), threads=256)
 
 
@@ -62,7 +62,7 @@ def _pointwise_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     return [Schedule(BLOCK=b, threads=t) for b in (512, 1024, 2048, 4096) for t in (128, 256)]
 
 
-def _reduce_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _reduce_default(k: Kernel, target: HardwareModel) -> Schedule:
     br = _red_br(k)
     return Schedule(BM=max(1, min(pow2(k.out.numel), 4, 4096 // br)), BR=br, threads=128)
 
@@ -72,7 +72,7 @@ def _reduce_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     return [Schedule(BM=bm, BR=br, threads=t) for bm in (1, 2, 4, 8) for t in (128, 256) if bm * br <= 16384]
 
 
-def _matmul_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _matmul_default(k: Kernel, target: HardwareModel) -> Schedule:
     M, N, _, _ = gemm_dims(k)
     return Schedule(BM=128 if M >= 128 else max(16, pow2(M)), BN=128 if N >= 128 else max(16, pow2(N)),
                     BK=32, num_stages=2, threads=128)

@@ -31,10 +31,6 @@ def _hopper(target: HardwareModel) -> bool:
     return arch.startswith("sm_") and int("".join(ch for ch in arch[3:] if ch.isdigit()) or 0) >= 90
 
 
-def _interp(executor: str) -> bool:
-    return executor == "interpreter"  # the interpreter's cost is per program: use big tiles
-
-
 def _red_extent(k: Kernel) -> int:
     return max(math.prod(v.extent for v in r.axes) for r in k.reductions())
 
@@ -58,8 +54,8 @@ def _rows_launch(rows: Callable[[Kernel], int]) -> Callable[[Kernel, Schedule, R
 
 
 # --- pointwise
-def _pointwise_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
-    return Schedule(BLOCK=min(pow2(k.out.numel), 65536 if _interp(executor) else 1024), num_warps=4)
+def _pointwise_default(k: Kernel, target: HardwareModel) -> Schedule:
+    return Schedule(BLOCK=min(pow2(k.out.numel), 1024), num_warps=4)
 
 
 def _pointwise_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
@@ -72,18 +68,17 @@ def _pointwise_launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
 
 
 # --- reductions
-def _reduce_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
-    interp, red = _interp(executor), _red_extent(k)
-    if not interp and _strided(k):
+def _reduce_default(k: Kernel, target: HardwareModel) -> Schedule:
+    red = _red_extent(k)
+    if _strided(k):
         # the reduced axis is not the contiguous one (a sum over a middle axis): tall tiles of
         # neighbouring outputs, read along their contiguous axis, sweeping the reduction in chunks
         return Schedule(BM=min(64, pow2(k.out.numel)), BR=min(64, pow2(red)), num_warps=4)
     # at least 16 lanes along the reduction on the GPU: first added when a 2-wide stacked sum was
     # wrong on the H100; the cause was negative // and % operands (fixed in ops.Ctx, triton#7749),
     # and the floor stays until a GPU run shows dropping it changes nothing
-    br = min(max(pow2(red), 1 if interp else 16), ops.MAX_SINGLE_PASS)
-    rows = k.out.numel
-    bm = max(1, min(pow2(rows), 65536 // br)) if interp else max(1, min(16, 4096 // br))
+    br = min(max(pow2(red), 16), ops.MAX_SINGLE_PASS)
+    bm = max(1, min(16, 4096 // br))
     return Schedule(BM=bm, BR=br, num_warps=4 if br <= 1024 else 8)
 
 
@@ -96,38 +91,34 @@ def _reduce_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 # --- row-fused normalisations
-def _row_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _row_default(k: Kernel, target: HardwareModel) -> Schedule:
     # one tile spans the longest row (up to MAX_SINGLE_PASS) so the row is read once
-    interp = _interp(executor)
     rows, cols = row_coords(k)
     longest = max([math.prod(v.extent for v in r.axes) for r in k.reductions()] + [math.prod(e for _, e in cols)])
-    br = min(max(pow2(longest), 1 if interp else 16), ops.MAX_SINGLE_PASS)
-    bm = max(1, min(pow2(math.prod(v.extent for v in rows)), (65536 if interp else 2048) // br))
+    br = min(max(pow2(longest), 16), ops.MAX_SINGLE_PASS)
+    bm = max(1, min(pow2(math.prod(v.extent for v in rows)), 2048 // br))
     return Schedule(BM=bm, BR=br, num_warps=4 if bm * br <= 2048 else 8 if bm * br <= 8192 else 16)
 
 
 def _row_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
-    br = _row_default(k, target, "native")["BR"]
+    br = _row_default(k, target)["BR"]
     return [Schedule(BM=bm, BR=br, num_warps=w) for bm in (1, 2, 4, 8, 16) for w in (4, 8, 16)
             if bm * br <= 32768]
 
 
 # --- scans
-def _scan_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
-    return scan.default_schedule(k, _interp(executor))
+def _scan_default(k: Kernel, target: HardwareModel) -> Schedule:
+    return scan.default_schedule(k)
 
 
 def _scan_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
-    br = scan.default_schedule(k, False)["BR"]
+    br = scan.default_schedule(k)["BR"]
     return [Schedule(BM=bm, BR=br, num_warps=w) for bm in (1, 2, 4, 8, 16) for w in (2, 4, 8) if bm * br <= 16384]
 
 
 # --- GEMMs
-def _matmul_default(k: Kernel, target: HardwareModel, executor: str) -> Schedule:
+def _matmul_default(k: Kernel, target: HardwareModel) -> Schedule:
     M, N, K, _ = gemm_dims(k)
-    if _interp(executor):
-        return Schedule(BM=min(pow2(max(M, 16)), 128), BN=min(pow2(max(N, 16)), 128),
-                        BK=min(pow2(max(K, 16)), 128), GROUP_M=8, num_warps=4, num_stages=1)
     return Schedule(BM=128 if M >= 128 else max(16, pow2(M)), BN=128 if N >= 128 else max(16, pow2(N)),
                     BK=32 if K >= 32 else 16, GROUP_M=8, num_warps=8 if M >= 128 and N >= 128 else 4, num_stages=3)
 

@@ -24,10 +24,10 @@ def scan_rows(k: Kernel) -> tuple[Any, list[Var]]:
     return scans[0], [v for v in k.coords if v != scans[0].at]
 
 
-def default_schedule(k: Kernel, interp: bool) -> Schedule:
+def default_schedule(k: Kernel) -> Schedule:
     sc, rows = scan_rows(k)
-    br = min(pow2(sc.axis.extent), 65536 if interp else MAX_SINGLE_PASS)
-    bm = max(1, min(pow2(math.prod(v.extent for v in rows)), (65536 if interp else 4096) // br))
+    br = min(pow2(sc.axis.extent), MAX_SINGLE_PASS)
+    bm = max(1, min(pow2(math.prod(v.extent for v in rows)), 4096 // br))
     return Schedule(BM=bm, BR=br, num_warps=4 if bm * br <= 2048 else 8)
 
 
