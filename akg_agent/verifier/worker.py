@@ -417,14 +417,29 @@ def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.
         cand = cand.to(device).train(ref.training)
         want = _outputs(ref(*sets[0]))
         got = _outputs(cand(*sets[0]))
+        want64 = _float64_outputs(ref, sets[0])  # judged as the main candidate is: against float64
         policy = TolerancePolicy()
         bad = [j for j, (g, w) in enumerate(zip(got, want))
-               if not compare(g.detach().cpu(), w.detach().cpu(), policy).ok]
+               if not _compare(g.detach(), w.detach(), policy,
+                               want64[j] if want64 is not None and want64[j].shape == w.shape else None).ok]
         if len(got) != len(want) or bad:
             return None, {"error": f"wrong values on the timing inputs (outputs {bad})", "correct": False}
     except Exception as e:  # noqa: BLE001
         return None, {"error": f"running it raised {_first_line(e)}"}
     return cand, {}
+
+
+def _float64_outputs(ref: Any, inputs: list[Any]) -> list[Any] | None:
+    """The reference evaluated in float64 (on the host when its copy would not fit on the device)."""
+    try:
+        dev = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        big = sum(_nbytes(x) for x in inputs)
+        if dev.type == "cuda" and 4 * big > torch.cuda.mem_get_info(dev)[0]:
+            dev = torch.device("cpu")
+        ref64 = copy.deepcopy(ref).double().to(dev)
+        return _outputs(ref64(*[_to(x, dev, double=True) for x in inputs]))
+    except Exception:  # noqa: BLE001 - some references cannot run in float64
+        return None
 
 
 def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[Any, dict[str, Any]]:
