@@ -99,9 +99,10 @@ class RowReduction:
 
 
 def row_reduction(k: Kernel, sched: Mapping[str, Any], max_single: int, chunked_ok: tuple[str, ...] = (
-        "sum", "dot", "max", "min", "prod")) -> RowReduction:
-    """The common frame of the tile templates' reductions; refuses what no chunk loop can fold (nested
-    reductions, and ops outside `chunked_ok`) when the row is longer than one tile."""
+        "sum", "dot", "max", "min", "prod"), nested_ok: bool = False) -> RowReduction:
+    """The common frame of the tile templates' reductions; refuses what no chunk loop can fold (ops
+    outside `chunked_ok`, and nested reductions unless the template sweeps once per nesting level:
+    `nested_ok`) when the row is longer than one tile."""
     reds = k.reductions()
     extents = {math.prod(v.extent for v in r.axes) for r in reds}
     if len(extents) != 1:
@@ -110,7 +111,7 @@ def row_reduction(k: Kernel, sched: Mapping[str, Any], max_single: int, chunked_
     br = sched.get("BR") or min(pow2(red), max_single)
     nested = any(isinstance(x, Reduce) for r in reds for x in walk(r.body) if x is not r)
     single = pow2(red) <= br
-    if not single and (nested or any(r.op not in chunked_ok for r in reds)):
+    if not single and ((nested and not nested_ok) or any(r.op not in chunked_ok for r in reds)):
         raise UnsupportedKernel(f"a nested or {'/'.join(sorted({r.op for r in reds}))} reduction longer than one tile")
     return RowReduction(reds, red, k.out.numel, br, nested, single)
 

@@ -28,7 +28,7 @@ def pointwise(k: Kernel, sched: Schedule) -> str:
 
 
 def reduction(k: Kernel, sched: Schedule) -> str:
-    rr = row_reduction(k, sched, MAX_SINGLE_PASS)
+    rr = row_reduction(k, sched, MAX_SINGLE_PASS, nested_ok=True)
     reds, red, rows, single = rr.reds, rr.red, rr.rows, rr.single
     head = ["pid = tl.program_id(0)", "rows = pid * BM + tl.arange(0, BM)[:, None]", f"rmask = rows < {rows}"]
     env: dict[str, str] = {}
@@ -52,21 +52,26 @@ def reduction(k: Kernel, sched: Schedule) -> str:
     else:
         accs: dict[int, str] = {}
         init = {"sum": "0.0", "dot": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
-        for i, r in enumerate(reds):
-            accs[id(r)] = f"acc{i}"
-            body.append(f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)")
-        body.append(f"for start in range(0, {red}, BR):")
-        inner: list[str] = []
-        bind_red(inner, "start + tl.arange(0, BR)[None, :]")
-        ctx = Ctx(env, [(row_vars, "rmask"), (red_vars, "jmask")])
-        p = Printer(ctx.render, prefix="u")
-        for i, r in enumerate(reds):
-            part = p(r)
-            comb = {"sum": "{a} + {p}", "dot": "{a} + {p}", "max": "tl.maximum({a}, {p})",
-                    "min": "tl.minimum({a}, {p})", "prod": "{a} * {p}"}[r.op]
-            p.lines.append(f"acc{i} = " + comb.format(a=f"acc{i}", p=part))
-        inner += p.lines
-        body += ["    " + ln for ln in inner]
+        comb = {"sum": "{a} + {p}", "dot": "{a} + {p}", "max": "tl.maximum({a}, {p})",
+                "min": "tl.minimum({a}, {p})", "prod": "{a} * {p}"}
+        # independent reductions share one sweep (the row read once); nested ones (a variance around
+        # its mean) sweep once per level, inner first, so an outer one reads the inner's total
+        sweeps = [reds] if not rr.nested else [[r] for r in reds]
+        for n_sweep, sweep in enumerate(sweeps):
+            for r in sweep:
+                i = reds.index(r)
+                body.append(f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)")
+            body.append(f"for start in range(0, {red}, BR):")
+            inner: list[str] = []
+            bind_red(inner, "start + tl.arange(0, BR)[None, :]")
+            ctx = Ctx(env, [(row_vars, "rmask"), (red_vars, "jmask")], dict(accs))
+            p = Printer(ctx.render, prefix=f"u{n_sweep}_" if rr.nested else "u")
+            for r in sweep:
+                i = reds.index(r)
+                p.lines.append(f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=p(r)))
+            inner += p.lines
+            body += ["    " + ln for ln in inner]
+            accs.update({id(r): f"acc{reds.index(r)}" for r in sweep})
         ctx2 = Ctx(env, [(row_vars, "rmask")], accs)
         p2 = Printer(ctx2.render, prefix="v")
         val = p2(k.expr)
