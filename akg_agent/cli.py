@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ir.errors import AkgError
 from ir.graph import print_graph
+from ir.jax_lift import is_jax_problem, lift_jax, load_jax_problem
 from ir.lift import lift
 from ir.passes import REGISTRY, run_passes
 from ir.passes.fusion import to_dot
@@ -20,8 +21,11 @@ from .examples import DEFAULT_PROBLEM
 
 
 def _cmd_ir(args: argparse.Namespace) -> int:
-    problem = load_problem(args.file or DEFAULT_PROBLEM)
-    g = lift(problem, train=args.train, allow_opaque=args.allow_opaque)
+    path = args.file or DEFAULT_PROBLEM
+    if is_jax_problem(path):  # a JAX program: its jaxpr converted to the same graph IR
+        g = lift_jax(load_jax_problem(path))
+    else:
+        g = lift(load_problem(path), train=args.train, allow_opaque=args.allow_opaque)
     trace = run_passes(g, args.passes or "")
     verify_graph(g)
     plan = g.plan
