@@ -172,26 +172,29 @@ def test_spearman():
 def test_bench_times_several_solution_folders_side_by_side(tmp_path, capsys):
     """`--solutions a=DIR,b=DIR`: one run per problem times every label on the same inputs against the same
     baselines; a wrong peer is caught on those inputs, a missing one is 'no solution'."""
-    dirs = {lb: tmp_path / lb for lb in ("cpp", "triton", "bad")}
+    dirs = {lb: tmp_path / lb for lb in ("cpp", "triton", "bad", "lazy")}
     for d in dirs.values():
         d.mkdir()
     shutil.copy(CASES / "genuine_cpp_scale.py", dirs["cpp"] / "mm_scalar_mul.py")
     shutil.copy(CASES / "genuine_triton_scale.py", dirs["triton"] / "mm_scalar_mul.py")
     shutil.copy(CASES / "cheat_wrong_values.py", dirs["bad"] / "mm_scalar_mul.py")
+    shutil.copy(CASES / "cheat_torch_compute.py", dirs["lazy"] / "mm_scalar_mul.py")  # right values, torch's
     spec = ",".join(f"{lb}={d}" for lb, d in dirs.items())
     out = tmp_path / "out"
     assert main(["bench", str(problem_path("mm_scalar_mul")), str(problem_path("red_sum_mean")), "--solutions", spec,
                  "--out", str(out), "--baselines", "eager", "--trials", "3"]) == 0
     doc = json.loads((out / "results.json").read_text())
     by = {lb: {r["problem"]: r for r in g["records"]} for lb, g in doc["by_label"].items()}
-    assert list(by) == ["cpp", "triton", "bad"]
+    assert list(by) == ["cpp", "triton", "bad", "lazy"]
     main_rec = doc["records"][0]
-    assert set(main_rec["peers"]) == {"triton", "bad"}  # timed in the cpp solution's run
+    assert set(main_rec["peers"]) == {"triton", "bad", "lazy"}  # timed in the cpp solution's run
     assert by["cpp"]["mm_scalar_mul"]["correct"] and by["triton"]["mm_scalar_mul"]["correct"]
     assert by["triton"]["mm_scalar_mul"]["speedup"]["eager"] > 0
     assert by["triton"]["mm_scalar_mul"]["speedup"]["eager"] == pytest.approx(
         main_rec["baseline_ms"]["eager"] / by["triton"]["mm_scalar_mul"]["candidate_ms"])
-    assert not by["bad"]["mm_scalar_mul"]["correct"] and "wrong values" in by["bad"]["mm_scalar_mul"]["reason"]
+    assert not by["bad"]["mm_scalar_mul"]["correct"] and "wrong" in by["bad"]["mm_scalar_mul"]["reason"]
+    # a side-by-side solution is verified as fully as the main one: torch doing its work is caught
+    assert not by["lazy"]["mm_scalar_mul"]["correct"] and "aten.mul" in by["lazy"]["mm_scalar_mul"]["reason"]
     assert all(by[lb]["red_sum_mean"]["reason"] == "no solution" for lb in by)
     assert doc["by_label"]["cpp"]["summary"]["correct"] == 1 and doc["summary"]["correct"] == 1
     printed = capsys.readouterr().out

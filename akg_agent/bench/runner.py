@@ -46,13 +46,28 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
         return rec
     rec["solution"] = str(solution)
     t0 = time.perf_counter()
+    # each side-by-side solution gets the main candidate's whole verification (every seed, the guards on
+    # torch compute, replays and stale memory), untimed; only those it accepts are timed beside it
+    refused: dict[str, dict[str, Any]] = {}
+    for label, path in (peers or {}).items():
+        try:
+            pv = verify(problem, path, target=target, limits=Limits(timeout_s=timeout_s))
+        except AkgError as e:
+            refused[label] = {"correct": False, "speedup": {}, "reason": str(e)}
+            continue
+        if not pv.accepted:
+            refused[label] = {"correct": False, "speedup": {}, "reason": pv.reason, "code": pv.code}
+    peers = {lb: pt for lb, pt in (peers or {}).items() if lb not in refused}
     try:
         v = verify(problem, solution, target=target, timing=True, baselines=tuple(baselines), trials=trials,
-                   limits=Limits(timeout_s=timeout_s), peers=peers, timing_lock=timing_lock)
+                   limits=Limits(timeout_s=timeout_s), peers=peers or None, timing_lock=timing_lock)
     except AkgError as e:
         rec["reason"] = str(e)
         return rec
-    return record(rec, v, baselines, time.perf_counter() - t0)
+    rec = record(rec, v, baselines, time.perf_counter() - t0)
+    if refused:
+        rec.setdefault("peers", {}).update(refused)
+    return rec
 
 
 def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: float) -> dict[str, Any]:
