@@ -157,7 +157,7 @@ def pointwise(k: Kernel, sched: Schedule) -> str:
 
 def reduction(k: Kernel, sched: Schedule) -> str:
     columns = any(r.op == "prod" for r in k.reductions())  # no product fold in the GPU lowering: a column a step
-    rr = row_reduction(k, dict(sched, BR=1) if columns else sched, MAX_SINGLE_PASS)
+    rr = row_reduction(k, dict(sched, BR=1) if columns else sched, MAX_SINGLE_PASS, nested_ok=True)
     reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
     head = ["pid = pl.program_id(0)", f"rows = pid * BM + {_arange('BM')}[:, None]", f"rmask = rows < {rows}"]
     env: dict[str, str] = {}
@@ -182,20 +182,27 @@ def reduction(k: Kernel, sched: Schedule) -> str:
         init = {"sum": "0.0", "dot": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
         comb = {"sum": "{a} + {p}", "dot": "{a} + {p}", "max": "jnp.maximum({a}, {p})",
                 "min": "jnp.minimum({a}, {p})", "prod": "{a} * {p}"}
-        accs = {id(r): f"acc{i}" for i, r in enumerate(reds)}
-        names = ", ".join(accs.values()) + ","
-        inner: list[str] = []
-        bind_red(inner, f"c * BR + {_arange('BR')}[None, :]")
-        ctx = _JCtx(env, [(row_vars, "rmask"), (red_vars, "jmask")])
-        ctx.columns = columns
-        p = Printer(ctx.render, prefix="u")
-        parts = [p(r) for r in reds]
-        inner += p.lines
-        inner.append("return (" + ", ".join(comb[r.op].format(a=f"acc{i}", p=parts[i])
-                                             for i, r in enumerate(reds)) + ",)")
-        body += ["def chunk(c, accs):", f"    {names} = accs"] + ["    " + ln for ln in inner]
-        start = ", ".join(f"jnp.full((BM, 1), {init[r.op]}, jnp.float32)" for r in reds) + ","
-        body.append(f"{names} = jax.lax.fori_loop(0, {-(-red // br)}, chunk, ({start}))")
+        accs: dict[int, str] = {}
+        # independent reductions share one loop (the row read once); nested ones (a variance around its
+        # mean) loop once per level, inner first, so an outer one reads the inner's total
+        sweeps = [reds] if not rr.nested else [[r] for r in reds]
+        for n_sweep, sweep in enumerate(sweeps):
+            own = {id(r): f"acc{reds.index(r)}" for r in sweep}
+            names = ", ".join(own.values()) + ","
+            inner: list[str] = []
+            bind_red(inner, f"c * BR + {_arange('BR')}[None, :]")
+            ctx = _JCtx(env, [(row_vars, "rmask"), (red_vars, "jmask")], dict(accs))
+            ctx.columns = columns
+            p = Printer(ctx.render, prefix=f"u{n_sweep}_" if rr.nested else "u")
+            parts = [p(r) for r in sweep]
+            inner += p.lines
+            inner.append("return (" + ", ".join(comb[r.op].format(a=own[id(r)], p=parts[i])
+                                                 for i, r in enumerate(sweep)) + ",)")
+            fn = f"chunk{n_sweep}" if rr.nested else "chunk"
+            body += [f"def {fn}(c, accs):", f"    {names} = accs"] + ["    " + ln for ln in inner]
+            start = ", ".join(f"jnp.full((BM, 1), {init[r.op]}, jnp.float32)" for r in sweep) + ","
+            body.append(f"{names} = jax.lax.fori_loop(0, {-(-red // br)}, {fn}, ({start}))")
+            accs.update(own)
         p2 = Printer(_JCtx(env, [(row_vars, "rmask")], accs).render, prefix="v")
         val = p2(k.expr)
         body += p2.lines

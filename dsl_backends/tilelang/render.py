@@ -75,7 +75,7 @@ FILL = {"sum": 0.0, "dot": 0.0, "max": -math.inf, "min": math.inf, "prod": 1.0}
 
 
 def reduction(k: Kernel, sched: Schedule) -> str:
-    rr = row_reduction(k, sched, MAX_SINGLE_PASS, chunked_ok=("sum", "dot", "max", "min"))
+    rr = row_reduction(k, sched, MAX_SINGLE_PASS, chunked_ok=("sum", "dot", "max", "min"), nested_ok=True)
     reds, red, rows, br, single = rr.reds, rr.red, rr.rows, rr.br, rr.single
     if any(r.op == "prod" for r in reds) and rr.nested:
         raise UnsupportedKernel("a product inside a nested reduction")
