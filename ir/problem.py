@@ -100,6 +100,9 @@ def load_problem(path: str | Path) -> Problem:
     except Exception as e:  # noqa: BLE001
         raise AkgError(f"importing {p} raised {_first_line(e)}{_where(e, p)}; fix the problem file") from None
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, n)]
+    if "Model" in missing and callable(getattr(mod, "model", None)) and hasattr(mod, "get_params"):
+        raise AkgError(f"{p.name} is a JAX program (model, get_params, get_inputs): `akg ir` lifts it; akg "
+                       "translate, tune and verify take PyTorch (KernelBench) problems only so far")
     if missing:
         raise AkgError(f"{p} defines no {', '.join(missing)}: a KernelBench problem needs class Model, "
                        "get_inputs() and get_init_inputs()")

@@ -76,3 +76,10 @@ def test_akg_ir_prints_a_jax_programs_graph_and_its_kernel_groups(capsys):
     out = capsys.readouterr().out
     assert "%w1: f32[64,128] = param() {key=\"w1\"}" in out
     assert "group 0 [contraction] anchor %matmul: matmul, reshape, add, maximum -> %maximum" in out
+
+
+def test_translating_a_jax_program_says_what_works_so_far():
+    from ir.problem import load_problem
+
+    with pytest.raises(AkgError, match=r"mlp.py is a JAX program .*`akg ir` lifts it"):
+        load_problem(HERE / "mlp.py")
