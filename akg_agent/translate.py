@@ -197,9 +197,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                               versions(backend.manifest))
         if found is not None:
             (conv, rows), strategy_s = (found[0]["conv"], found[0]["rows"]), found[1]
-    g, plan, prog, schedules = _lowered(problem, backend, target, executor, train, allow_opaque, conv, rows, pure,
-                                        dynamic)
-    buckets = _buckets(problem, backend, target, executor, train, allow_opaque, conv, rows, pure, dynamic, g, prog,
+    g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, conv, rows, pure, dynamic)
+    buckets = _buckets(problem, backend, target, train, allow_opaque, conv, rows, pure, dynamic, g, prog,
                        schedules)
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
@@ -208,7 +207,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                        strategy=Strategy(rows, conv), strategy_s=strategy_s, buckets=buckets)
 
 
-def _lowered(problem: Any, backend: Backend, target: HardwareModel, executor: str, train: bool, allow_opaque: bool,
+def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
              conv: str, rows: bool, pure: bool, dynamic: str | None,
              at: tuple[str, int] | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
     """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
@@ -235,7 +234,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, executor: st
     return g, plan, prog, schedules
 
 
-def _buckets(problem: Any, backend: Backend, target: HardwareModel, executor: str, train: bool, allow_opaque: bool,
+def _buckets(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
              conv: str, rows: bool, pure: bool, dynamic: str | None, g: Graph, top: KernelProgram,
              top_schedules: Schedules) -> list[Bucket]:
     """--dynamic with one size: the program lowered and scheduled again for each smaller bucket (sizes
@@ -252,8 +251,8 @@ def _buckets(problem: Any, backend: Backend, target: HardwareModel, executor: st
     serving = signature(top, top_schedules)  # the code that would serve these sizes without this bucket
     bounds = bucket_bounds(dyn[name]["traced"])[:-1]
     for i, upper in reversed(list(enumerate(bounds))):
-        _, _, bprog, bsched = _lowered(problem, backend, target, executor, train, allow_opaque, conv, rows, pure,
-                                       dynamic, at=(name, upper))
+        _, _, bprog, bsched = _lowered(problem, backend, target, train, allow_opaque, conv, rows, pure, dynamic,
+                                       at=(name, upper))
         if signature(bprog, bsched) == serving:
             continue
         serving = signature(bprog, bsched)
