@@ -51,7 +51,10 @@ class JaxProblem:
 
 def is_jax_problem(path: Path) -> bool:
     """A problem file written against JAX: it defines `model(params, ...)`, not a `Model` class."""
-    text = Path(path).read_text()
+    p = Path(path)
+    if p.suffix != ".py" or not p.is_file():  # the PyTorch loader names a missing file
+        return False
+    text = p.read_text()
     return "def model(" in text and "class Model" not in text
 
 
