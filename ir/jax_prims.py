@@ -41,6 +41,7 @@ class Cx:
     def __init__(self, graph: Graph, path: Path) -> None:
         self.g, self.path = graph, path
         self.env: dict[Any, Node] = {}
+        self.consts = 0  # array constants made weights so far (const_0, const_1, ...)
         self.eqns: list[Any] = []  # the equation being converted, inside those that call its jaxpr
 
     def where(self, eqn: Any = None) -> str:
@@ -64,8 +65,8 @@ class Cx:
             v = a.item()
             dt = ir_dtype(a.dtype)
             return self.add("scalar", [], value=float(v) if dt in ("f16", "bf16", "f32", "f64") else v, dtype=dt)
-        key = f"const_{len([k for k in self.g.weights if k.startswith('const_')])}"
-        return self.g.param(key, to_torch(a))
+        self.consts += 1
+        return self.g.param(f"const_{self.consts - 1}", to_torch(a))
 
     def read(self, v: Any) -> Node:
         from jax.extend.core import Literal

@@ -15,6 +15,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .errors import AkgError
+from .jax_lift import is_jax_problem
 
 
 def _where(exc: BaseException, path: Path) -> str:
@@ -100,7 +101,7 @@ def load_problem(path: str | Path) -> Problem:
     except Exception as e:  # noqa: BLE001
         raise AkgError(f"importing {p} raised {_first_line(e)}{_where(e, p)}; fix the problem file") from None
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, n)]
-    if "Model" in missing and callable(getattr(mod, "model", None)) and hasattr(mod, "get_params"):
+    if "Model" in missing and is_jax_problem(p):
         raise AkgError(f"{p.name} is a JAX program (model, get_params, get_inputs): `akg ir` lifts it; akg "
                        "translate, tune and verify take PyTorch (KernelBench) problems only so far")
     if missing:

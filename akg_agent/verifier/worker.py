@@ -237,9 +237,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         with torch.no_grad(), phase("float64_reference"):
             r64 = None
             if ref64 is not None and device.type == "cuda" and not details.get("float64_reference_on"):
-                # a float64 copy of a large problem does not fit beside the candidate: run it on the host
                 big = sum(_nbytes(x) for x in raw) + sum(_nbytes(o) for o in ref_out)
-                if 4 * big > torch.cuda.mem_get_info(device)[0]:
+                if _float64_home(device, big).type == "cpu":
                     ref64 = ref64.cpu()
                     details["float64_reference_on"] = "cpu"
             if ref64 is not None:
@@ -429,13 +428,19 @@ def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.
     return cand, {}
 
 
+def _float64_home(device: torch.device, nbytes: int) -> torch.device:
+    """Where a float64 evaluation of a problem of `nbytes` (inputs and outputs) runs: on the device, or on
+    the host when its copy (about 4x the problem) would not fit beside the candidate."""
+    if device.type == "cuda" and 4 * nbytes > torch.cuda.mem_get_info(device)[0]:
+        return torch.device("cpu")
+    return device
+
+
 def _float64_outputs(ref: Any, inputs: list[Any]) -> list[Any] | None:
     """The reference evaluated in float64 (on the host when its copy would not fit on the device)."""
     try:
         dev = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-        big = sum(_nbytes(x) for x in inputs)
-        if dev.type == "cuda" and 4 * big > torch.cuda.mem_get_info(dev)[0]:
-            dev = torch.device("cpu")
+        dev = _float64_home(dev, sum(_nbytes(x) for x in inputs))
         ref64 = copy.deepcopy(ref).double().to(dev)
         return _outputs(ref64(*[_to(x, dev, double=True) for x in inputs]))
     except Exception:  # noqa: BLE001 - some references cannot run in float64
