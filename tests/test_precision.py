@@ -85,3 +85,26 @@ def test_split_precision_that_fails_verification_falls_back_to_fp32(monkeypatch)
     assert seen == [True, False] and t.verdict.accepted
     assert "tf32x3" not in t.source and "fp32 kept in fp32" in t.source
     assert any("split-precision GEMMs failed verification" in n for n in t.notes)
+
+
+def test_pallas_asks_the_gpu_for_the_contraction_precision_its_schedule_names():
+    """precision=None is plain TF32 on the GPU (a 4096-long fp32 GEMM off by 0.1): every fp32 dot names
+    its algorithm, and the interpreter (XLA's CPU takes no TF32 algorithm) computes fp32 exactly."""
+    import jax
+
+    t = tr.build(GEMM_FP32, "pallas", "h100")
+    split = {n for n, s in t.schedules.items() if s.get("input_precision") == "tf32x3"}
+    assert split, t.schedules
+    src = tr.render(t)
+    assert "_akg_dot_precision('tf32x3')" in src and "precision=None" not in src
+    t = tr.build(GEMM_FP32, "pallas", "h100")
+    t.schedules = {n: s.replace(input_precision="ieee") for n, s in t.schedules.items()}
+    assert "_akg_dot_precision('ieee')" in tr.render(t)
+    ns: dict = {}
+    exec(compile(src, "m.py", "exec"), ns)  # noqa: S102 - the module written above, run for its helpers
+    presets = jax.lax.DotAlgorithmPreset
+    ns["_AKG_INTERPRET"][0] = False
+    assert [ns["_akg_dot_precision"](p) for p in ("tf32x3", "ieee", "tf32")] == \
+        [presets.TF32_TF32_F32_X3, presets.F32_F32_F32, presets.TF32_TF32_F32]
+    ns["_AKG_INTERPRET"][0] = True
+    assert ns["_akg_dot_precision"]("tf32x3") == jax.lax.Precision.HIGHEST

@@ -60,7 +60,7 @@ def run(mods: str, problems: list[str]) -> int:
             m = _load(path).ModelNew(*prob.get_init_inputs())
             m.load_state_dict(ref.state_dict())
             m = m.cuda().eval()
-            xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in prob.make_inputs(0)]
+            xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in prob.make_inputs(0, "cuda")]
             with torch.no_grad():
                 m(*xs)
             torch.cuda.synchronize()

@@ -54,6 +54,15 @@ def _akg_ld(ref, idx, mask, other):  # a masked gather; index and mask broadcast
 _AKG_INTERPRET = [False]  # set by the launcher before tracing
 
 
+def _akg_dot_precision(name):
+    """The contraction's input precision (left unnamed, the GPU would take plain TF32); XLA's CPU (the
+    interpreter) takes no TF32 algorithm and computes fp32 exactly."""
+    if _AKG_INTERPRET[0]:
+        return jax.lax.Precision.HIGHEST
+    return {"ieee": jax.lax.DotAlgorithmPreset.F32_F32_F32, "tf32": jax.lax.DotAlgorithmPreset.TF32_TF32_F32,
+            "tf32x3": jax.lax.DotAlgorithmPreset.TF32_TF32_F32_X3}[name]
+
+
 def _akg_st(ref, idx, val, mask):  # a masked scatter
     idx, mask = jnp.broadcast_arrays(idx, mask)
     if _AKG_INTERPRET[0]:
@@ -240,7 +249,7 @@ def matmul(k: Kernel, sched: Schedule) -> str:
     pb = Printer(_JCtx(dict(n_env, **{kname: "kb"}), [(kv, "kbmask"), (nv, "nmask")]).render, prefix="b")
     b_code = pb(g.b)
     in_ty = g.a.dtype if g.a.dtype in ("f16", "bf16") and g.b.dtype == g.a.dtype else "f32"
-    prec = "jax.lax.Precision.HIGHEST" if sched.get("input_precision", "ieee") == "ieee" else "None"
+    prec = f"_akg_dot_precision({str(sched.get('input_precision', 'ieee'))!r})"
     inner = [f"ka = k0 * BK + {_arange('BK')}[None, :]", f"kb = k0 * BK + {_arange('BK')}[:, None]",
              f"kamask = ka < {K}", f"kbmask = kb < {K}"] + pa.lines + pb.lines
     # an operand may not depend on every tile axis (a GEMV's vector): broadcast it to the tile
