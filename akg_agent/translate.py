@@ -90,7 +90,9 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls)."""
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
-    return f"simplify,{dec},simplify,fuse" + (",rows" if rows and "rownorm" in backend.manifest.kinds else "")
+    rows = rows and "rownorm" in backend.manifest.kinds
+    return f"simplify,{dec},simplify,fuse" + (",rows" if rows else "") + \
+        (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 
 RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a hybrid plan calls the library

@@ -7,7 +7,7 @@ from . import (
 from .evaluate import run
 from .graph import Graph, Node, print_graph
 from .interp import EvalCtx
-from .kernel import rows  # noqa: F401 - registers the row-fusion pass (it checks merges by lowering them)
+from .kernel import flash, rows  # noqa: F401 - register the row and attention fusion passes (they lower to check)
 from .text import parse_graph
 from .types import TensorType
 

@@ -13,7 +13,7 @@ from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
 from ..exprs import fold_grid, pow2, row_coords, strided_reduction
-from . import ops, render, scan, tma
+from . import flash, ops, render, scan, tma
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -164,6 +164,7 @@ TEMPLATES = {
                      _rows_launch(lambda k: math.prod(v.extent for v in scan.scan_rows(k)[1])), _scan_default,
                      _scan_space),
     "matmul": Template(_render(render.matmul), _matmul_launch, _matmul_default, _matmul_space),
+    "attention": Template(_render(flash.render), flash.launch, flash.default_schedule, flash.space),
 }
 
 

@@ -1,5 +1,6 @@
 """Kernel-IR analyses the core and every backend share: a GEMM's parts and dimensions (the launch
-grid of every GEMM template follows from them), and a row-fused kernel's row and column coordinates."""
+grid of every GEMM template follows from them), an attention kernel's parts (ir.kernel.flash), and a
+row-fused kernel's row and column coordinates."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import UnsupportedKernel
-from .ir import Const, Expr, Kernel, Reduce, Var, children, free_vars, walk
+from .ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, children, free_vars, size_args, walk
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,105 @@ def gemm_dims(k: Kernel) -> tuple[int, int, int, int]:
             math.prod(e for _, e in g.batch))
 
 
+@dataclass(frozen=True)
+class AttnParts:
+    """An attention kernel taken apart. `score` is S at (rows, j) with the Q.K^T contraction `qk` inside
+    it; `q` reads (rows, e), `k` reads (j, e), `v` reads (j, cols); batch coordinates index all three."""
+
+    out: Reduce  # the P @ V contraction over j (the kernel's value is it, or an epilogue of it)
+    score: Expr
+    qk: Reduce
+    q: Expr
+    k: Expr
+    v: Expr
+    j: Var
+    e: Var
+    rows: list[tuple[str, int]]
+    cols: list[tuple[str, int]]
+    batch: list[tuple[str, int]]
+
+
+def _same(x: Expr, y: Expr, ren: dict[str, str]) -> bool:
+    """Equal up to renaming the variables in `ren` (y's name -> x's): a score recomputed inside the
+    row maximum and the row sum at fresh coordinates is the score."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, Var):
+        return x.extent == y.extent and ren.get(y.name, y.name) == x.name  # type: ignore[attr-defined]
+    if isinstance(x, Const):
+        return x == y
+    if isinstance(x, Load):
+        assert isinstance(y, Load)
+        return (x.buf == y.buf and x.other == y.other and len(x.index) == len(y.index)
+                and all(_same(a, b, ren) for a, b in zip(x.index, y.index))
+                and (x.mask is None) == (y.mask is None) and (x.mask is None or _same(x.mask, y.mask, ren)))
+    if isinstance(x, Op):
+        assert isinstance(y, Op)
+        return (x.op, x.attrs, x.dtype, len(x.args)) == (y.op, y.attrs, y.dtype, len(y.args)) and all(
+            _same(a, b, ren) for a, b in zip(x.args, y.args))
+    if isinstance(x, IOp):
+        assert isinstance(y, IOp)
+        return x.op == y.op and _same(x.a, y.a, ren) and _same(x.b, y.b, ren)
+    if isinstance(x, Reduce):
+        assert isinstance(y, Reduce)
+        if (x.op, x.dtype, len(x.axes)) != (y.op, y.dtype, len(y.axes)):
+            return False
+        inner = dict(ren, **{b.name: a.name for a, b in zip(x.axes, y.axes) if a.extent == b.extent})
+        return len(inner) - len(ren) == len(x.axes) and _same(x.body, y.body, inner)
+    return False  # scans do not occur in attention
+
+
+def split_attention(k: Kernel) -> AttnParts:
+    """Raises UnsupportedKernel unless `k` is the attention expression of the module docstring, or a
+    pointwise epilogue of it."""
+    if size_args(k):
+        raise UnsupportedKernel("not attention: run-time sizes (the template takes fixed ones)")
+    reds = [r for r in walk(k.expr) if isinstance(r, Reduce)]
+    inner = {id(x) for r in reds for x in walk(r.body) if isinstance(x, Reduce)}
+    tops = [r for r in reds if id(r) not in inner]  # an epilogue may follow (a residual add)
+    out = tops[0] if len(tops) == 1 else None
+    if not (isinstance(out, Reduce) and out.op == "dot" and len(out.axes) == 1 and isinstance(out.body, Op)
+            and out.body.op == "mul" and len(out.body.args) == 2):
+        raise UnsupportedKernel("not attention: the output is not one P @ V contraction")
+    j = out.axes[0]
+    p, v = out.body.args
+    if not (isinstance(p, Op) and p.op == "div" and isinstance(p.args[1], Reduce) and p.args[1].op == "sum"):
+        raise UnsupportedKernel("not attention: P is not exp(S - M) / L")
+    num, lsum = p.args
+    if not (isinstance(num, Op) and num.op == "exp" and isinstance(num.args[0], Op) and num.args[0].op == "sub"):
+        raise UnsupportedKernel("not attention: P's numerator is not exp(S - M)")
+    score, mx = num.args[0].args
+    if not (isinstance(mx, Reduce) and mx.op == "max" and len(mx.axes) == 1 and len(lsum.axes) == 1):
+        raise UnsupportedKernel("not attention: M is not a row maximum")
+    # M and L recompute S and exp(S - M) at their own axis; both must be exactly those
+    if not _same(score, mx.body, {mx.axes[0].name: j.name}) or not _same(num, lsum.body, {lsum.axes[0].name: j.name}):
+        raise UnsupportedKernel("not attention: the row maximum or sum is not over the scores")
+    dots = [r for r in walk(score) if isinstance(r, Reduce)]
+    if len(dots) != 1 or dots[0].op != "dot" or len(dots[0].axes) != 1 or not isinstance(dots[0].body, Op) \
+            or dots[0].body.op != "mul":
+        raise UnsupportedKernel("not attention: the scores hold other than one Q.K^T contraction")
+    if any(isinstance(x, Scan) for x in walk(k.expr)) or any(isinstance(r, Reduce) and r.op == "dot"
+                                                             for r in walk(v)):
+        raise UnsupportedKernel("not attention: V is not loaded")
+    qk = dots[0]
+    e = qk.axes[0]
+    a, b = qk.body.args  # type: ignore[attr-defined]
+    names = {c.name for c in k.coords}
+    p_vars, v_vars = (free_vars(score) - {j.name}) & names, (free_vars(v) - {j.name}) & names
+    q_side, k_side = (a, b) if j.name not in free_vars(a) else (b, a)
+    if j.name in free_vars(q_side) or not free_vars(k_side) - {e.name} <= (names | {j.name}):
+        raise UnsupportedKernel("not attention: Q depends on the key axis")
+    coords = [(c.name, c.extent) for c in k.coords]
+    batch = [c for c in coords if c[0] in p_vars and c[0] in v_vars]
+    rows = [c for c in coords if c[0] in p_vars and c[0] not in v_vars]
+    cols = [c for c in coords if c[0] in v_vars and c[0] not in p_vars]
+    if len(batch) + len(rows) + len(cols) != len(coords) or not rows or not cols:
+        raise UnsupportedKernel("not attention: an output coordinate indexes neither P nor V")
+    if (free_vars(k_side) - {e.name, j.name}) & {n for n, _ in rows} or free_vars(v) & {n for n, _ in rows}:
+        raise UnsupportedKernel("not attention: K or V depends on the query rows")
+    return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch)
+
+
 def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
     """(row coordinates, column coordinates) of a kernel whose every reduction depends on output
     coordinates alone: the row coordinates are those some reduction reads. None otherwise."""
@@ -82,6 +182,11 @@ def _cost(e: Expr, seen: set[int]) -> int:
 def work(k: Kernel) -> int:
     """Operations a kernel performs as the templates run it: every output element evaluates the
     expression, except that a row-fused kernel computes its reductions once per row."""
+    if k.kind == "attention":  # per query row: each key's score, its exponent and its share of the output
+        a = split_attention(k)
+        d = math.prod(e for _, e in a.cols)
+        per_key = _cost(a.score, set()) + 6 + 2 * d
+        return k.out.numel // d * a.j.extent * per_key + k.out.numel * _cost(k.expr, {id(a.out)})
     if k.kind == "rownorm" and (rs := row_split(k)) is not None:
         rows = math.prod(v.extent for v in rs[0])
         reds = k.reductions()

@@ -355,6 +355,8 @@ def lower(g: Graph, plan: FusionPlan | None = None, generated: frozenset[str] = 
             if not row_kernels(lowered):  # row fusion checks this before it merges
                 raise LoweringError(f"row-fused group {grp.id} does not lower to row kernels")
             lowered = [replace(s, kind="rownorm") for s in lowered]
+        elif grp.flash:  # attention fusion checks it lowers to one attention kernel before it merges
+            lowered = [replace(s, kind="attention") for s in lowered]
         steps += lowered
     produced = {s.out.name for s in steps}
     outputs: list[Buf] = []

@@ -13,6 +13,7 @@ reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -107,6 +108,13 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
         merges.append(merged)
     if not merges:
         return plan
+    return replan(plan, groups, merges, _note)
+
+
+def replan(plan: FusionPlan, groups: list[Group], merges: list[Group],
+           note: Callable[[Group], str]) -> FusionPlan:
+    """The plan over `groups` (merged ones in place of their parts): ids renumbered in execution order,
+    boundaries inside a merged group dropped, a note per merge."""
     groups.sort(key=lambda grp: grp.id)
     renum = {grp.id: i for i, grp in enumerate(groups)}
     new_of = {p.id: m for m in merges for p in m.parts}  # parts keep their old ids
@@ -122,7 +130,7 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
     for grp in groups:
         grp.id = renum[grp.id]
     bounds = sorted(set(bounds), key=lambda b: (b.producer, b.consumer, b.value))
-    return FusionPlan(groups, bounds, plan.notes + [_note(m) for m in sorted(merges, key=lambda m: m.id)])
+    return FusionPlan(groups, bounds, plan.notes + [note(m) for m in sorted(merges, key=lambda m: m.id)])
 
 
 @register

@@ -36,7 +36,8 @@ class Group:
     outputs: list[Node] = field(default_factory=list)
     weights_only: bool = False  # reads no graph input: can be computed once when weights load
     rows: bool = False  # merged by row fusion: one kernel per row, multi-use values recomputed
-    parts: list[Group] = field(default_factory=list)  # the groups row fusion merged (for reports)
+    parts: list[Group] = field(default_factory=list)  # the groups row or attention fusion merged (for reports)
+    flash: bool = False  # merged by attention fusion: one kernel, the scores never stored
 
     @property
     def kind(self) -> str:
@@ -47,7 +48,7 @@ class Group:
         ops = ", ".join(n.op for n in self.nodes)
         outs = ", ".join(f"%{o.name}" for o in self.outputs)
         w = " (weights only: precompute once)" if self.weights_only else ""
-        kind = f"{self.kind}, rows" if self.rows else self.kind
+        kind = f"{self.kind}, rows" if self.rows else "attention" if self.flash else self.kind
         return f"group {self.id} [{kind}]{a}: {ops} -> {outs}{w}"
 
 

@@ -1,0 +1,107 @@
+"""Attention as one kernel: softmax(S) @ V with S = f(Q @ K^T) (scale, causal or added masks) computed
+tile by tile with a running maximum and sum (the flash-attention recurrence), so the score matrix is
+never stored. Fusion and row fusion leave attention as three groups (the scores GEMM with its
+epilogue, the row-fused softmax, the P @ V GEMM), each storing an n x n tensor. For a backend with an
+"attention" template this pass merges them (with the movement groups that feed only them, a K^T
+permute); the merged group lowers to one kernel whose value is the plain nested expression
+
+    out[b, i, d] = dot_j( exp(S[b, i, j] - M[b, i]) / L[b, i] * V[b, j, d] )
+    M = max_j' S[b, i, j'],  L = sum_j'' exp(S[b, i, j''] - M)
+
+which the kernel interpreter evaluates as it stands; `analysis.split_attention` takes it apart for
+templates and refuses anything else, so a merge is kept only where the template can run it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ..errors import UnsupportedKernel
+from ..graph import Graph
+from ..passes.base import Firing, Trace, register
+from ..passes.fusion import FusionPlan, Group, fuse
+from .analysis import split_attention
+from .ir import Kernel
+from .lower import lower_group
+from .rows import replan
+
+
+def _movement(grp: Group) -> bool:
+    return all(n.op in ("permute", "reshape", "expand", "contiguous", "transpose") for n in grp.nodes)
+
+
+def fuse_attention(g: Graph, plan: FusionPlan) -> FusionPlan:
+    """The plan with each scores-GEMM -> softmax rows -> P @ V chain merged into one group."""
+    users = g.users()
+    outputs = {id(o) for o in g.outputs}
+    groups = list(plan.groups)
+    where = {id(n): grp for grp in groups for n in grp.nodes}
+    merges: list[Group] = []
+    position = {id(n): i for i, n in enumerate(g.nodes)}
+
+    def producers(parts: list[Group], region: set[int]) -> list[Group]:
+        found = {id(where[id(a)]): where[id(a)] for p in parts for n in p.nodes for a in n.args
+                 if a is not None and id(a) in where and id(a) not in region}
+        return list(found.values())
+
+    def only_here(p: Group, region: set[int]) -> bool:
+        return all(id(o) not in outputs and all(id(u) in region for u in users[o]) for o in p.outputs)
+
+    for pv in reversed(plan.groups):
+        if pv not in groups or pv.kind != "contraction" or pv.rows or len(pv.outputs) != 1:
+            continue
+        region = {id(n) for n in pv.nodes}
+        parts = [pv]
+        for want in ("rows", "contraction"):  # the softmax, then the scores GEMM, each feeding only the last
+            found = [p for p in producers(parts[-1:], region) if p in groups and only_here(p, region)
+                     and (p.rows if want == "rows" else p.kind == "contraction" and not p.rows)]
+            if len(found) != 1:
+                break
+            parts.append(found[0])
+            region |= {id(n) for n in found[0].nodes}
+        if len(parts) != 3:
+            continue
+        for p in producers(parts[2:], region):  # a K^T permute materialised for the scores GEMM
+            if p in groups and _movement(p) and only_here(p, region):
+                parts.append(p)
+                region |= {id(n) for n in p.nodes}
+        parts.sort(key=lambda p: p.id)
+        nodes = sorted((n for p in parts for n in p.nodes), key=lambda n: position[id(n)])
+        merged = Group(pv.id, nodes, pv.anchor, [], list(pv.outputs), all(p.weights_only for p in parts),
+                       parts=parts, flash=True)
+        merged.inputs = [a for a in dict.fromkeys(a for n in merged.nodes for a in n.args if a is not None)
+                         if id(a) not in region]
+        lowered = lower_group(g, merged)
+        try:
+            if len(lowered) != 1 or not isinstance(lowered[0], Kernel):
+                raise UnsupportedKernel("more than one kernel")
+            split_attention(replace(lowered[0], kind="attention"))
+        except UnsupportedKernel:
+            continue
+        for p in parts:
+            groups.remove(p)
+        groups.append(merged)
+        for n in merged.nodes:
+            where[id(n)] = merged
+        merges.append(merged)
+    if not merges:
+        return plan
+    return replan(plan, groups, merges, lambda m: "attention fusion: fusion's groups "
+                  f"{', '.join(str(p.id) for p in m.parts)} -> group {m.id}, one kernel (scores never stored)")
+
+
+@register
+@dataclass(frozen=True)
+class FuseAttention:
+    """Attention fusion of the current plan (after row fusion): sets `g.plan`."""
+
+    name: ClassVar[str] = "flash"
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        before = g.plan or fuse(g)
+        g.plan = fuse_attention(g, before)
+        for note in g.plan.notes[len(before.notes):]:
+            trace.record(Firing(self.name, "merge-attention", g.outputs[0].name if g.outputs else g.name,
+                                "groups", note))
+        return False  # the graph itself is unchanged

@@ -1,0 +1,80 @@
+"""Attention fusion: the scores GEMM, the row-fused softmax and P @ V as one kernel, evaluated by the
+kernel interpreter, refused where the scores are used elsewhere, and the Triton template verified in
+the interpreter over several key tiles (partial last tiles, causal, added and boolean masks)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import akg_agent.translate as tr
+from dsl_backends import get_backend
+from ir import run
+from ir.errors import UnsupportedKernel
+from ir.kernel.analysis import split_attention
+from ir.kernel.flash import fuse_attention
+from ir.kernel.interp import run_program
+from ir.kernel.lower import lower
+from ir.kernel.rows import fuse_rows
+from ir.lift import lift
+from ir.passes import run_passes
+from ir.passes.fusion import fuse
+from ir.problem import load_problem
+
+from .conftest import ROOT, problem_path
+
+FIX = ROOT / "tests" / "fixtures"
+CASES = ["attention_plain", "attention_causal", "attention_masked"]
+
+
+def _plan(path):
+    p = load_problem(path)
+    g = lift(p)
+    run_passes(g, ["simplify", "decompose", "simplify"])
+    return p, g, fuse_attention(g, fuse_rows(g, fuse(g)))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_attention_lowers_to_one_kernel_the_interpreter_runs(name):
+    p, g, plan = _plan(FIX / f"{name}.py")
+    prog = lower(g, plan)
+    flash = [k for k in prog.kernels() if k.kind == "attention"]
+    assert len(flash) == (2 if name == "attention_masked" else 1)
+    assert len(prog.kernels()) == len(flash) + (2 if name == "attention_masked" else 0)  # q * 2, shared K^T
+    assert any("attention fusion" in n and "scores never stored" in n for n in plan.notes)
+    inputs = [x for x in p.make_inputs(3) if isinstance(x, torch.Tensor)]
+    for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def test_scores_used_twice_stay_stored():
+    """Two attentions over the same q and k share one scores GEMM: no merge may recompute it."""
+    _, g, plan = _plan(problem_path("attention_sdpa"))
+    assert not any(grp.flash for grp in plan.groups)
+
+
+def test_split_attention_refuses_a_plain_gemm():
+    _, g, plan = _plan(ROOT / "benchmarks" / "problems" / "gemm_fp32.py")
+    (k,) = lower(g, plan).kernels()
+    with pytest.raises(UnsupportedKernel, match="not attention"):
+        split_attention(k)
+
+
+def test_only_a_backend_with_the_template_asks_for_the_merge():
+    assert tr.pipeline_for(get_backend("triton")).endswith(",rows,flash")
+    assert "flash" not in tr.pipeline_for(get_backend("cuda-c"))
+    assert "flash" not in tr.pipeline_for(get_backend("triton"), rows=False)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_triton_attention_verifies_over_several_key_tiles(name, monkeypatch):
+    real = tr.choose_schedule
+
+    def small(backend, k, grp, target):  # 16 x 16 tiles: every fixture sweeps two or more key tiles
+        s = real(backend, k, grp, target)
+        return s.replace(BM=16, BN=16) if k.kind == "attention" else s
+    monkeypatch.setattr(tr, "choose_schedule", small)
+    t = tr.translate(FIX / f"{name}.py", "triton", "h100", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.reason
+    assert any(k.kind == "attention" for k in t.program.kernels())
+    assert "BM=16, BN=16" in t.source and "for n0 in range(0, " in t.source
