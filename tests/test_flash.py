@@ -78,3 +78,5 @@ def test_triton_attention_verifies_over_several_key_tiles(name, monkeypatch):
     assert t.verdict.accepted, t.verdict.reason
     assert any(k.kind == "attention" for k in t.program.kernels())
     assert "BM=16, BN=16" in t.source and "for n0 in range(0, " in t.source
+    # causal: a row tile's sweep ends at its last row's diagonal
+    assert ("hi = (pid + 1) * BM + 0" in t.source and "if n0 < hi:" in t.source) == (name == "attention_causal")

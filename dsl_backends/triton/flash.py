@@ -86,6 +86,11 @@ def render(k: Kernel, sched: Schedule) -> str:
     tail += [f"dmask = (do < {D})[None, :]", *pe.lines,
              f"tl.store(out_ptr + ({flat}) + (mo[:, None] * 0 + do[None, :] * 0), "
              f"{store_value(val, k.out.dtype, f'[BM, {bd}]')}, mask=mmask & dmask)"]
+    # causal: key tiles past the last row's diagonal hold only -inf scores and are skipped (a guard, not a
+    # loop bound that depends on the program id: Triton's interpreter cannot take one)
+    if a.key_limit is not None:
+        head.append(f"hi = (pid + 1) * BM + {a.key_limit}")
+        loop = ["if n0 < hi:"] + ["    " + ln for ln in loop]
     body = head + [f"for n0 in range(0, {N}, BN):"] + ["    " + ln for ln in loop] + tail
     sig = signature(k, ["BM: tl.constexpr", "BN: tl.constexpr"])
     return sig + "\n" + "\n".join("    " + ln for ln in body) + "\n"

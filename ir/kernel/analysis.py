@@ -64,6 +64,23 @@ class AttnParts:
     rows: list[tuple[str, int]]
     cols: list[tuple[str, int]]
     batch: list[tuple[str, int]]
+    key_limit: int | None = None  # the score is -inf wherever j > i + key_limit (causal): later keys are skipped
+
+
+def _key_limit(score: Expr, j: Var, rows: list[tuple[str, int]]) -> int | None:
+    """c where the score is where(j - i <= c, x, -inf) (a boolean where(cond, True, False) around the
+    condition allowed), i the one query-row coordinate; None otherwise."""
+    if len(rows) != 1 or not (isinstance(score, Op) and score.op == "where" and isinstance(score.args[2], Const)
+                              and score.args[2].value == float("-inf")):
+        return None
+    cond = score.args[0]
+    if isinstance(cond, Op) and cond.op == "where" and [getattr(a, "value", None) for a in cond.args[1:]] == [True,
+                                                                                                           False]:
+        cond = cond.args[0]
+    if isinstance(cond, IOp) and cond.op == "<=" and isinstance(cond.b, Const) and isinstance(cond.a, IOp) \
+            and cond.a.op == "-" and cond.a.a == j and isinstance(cond.a.b, Var) and cond.a.b.name == rows[0][0]:
+        return int(cond.b.value)
+    return None
 
 
 def _same(x: Expr, y: Expr, ren: dict[str, str]) -> bool:
@@ -144,7 +161,7 @@ def split_attention(k: Kernel) -> AttnParts:
         raise UnsupportedKernel("not attention: an output coordinate indexes neither P nor V")
     if (free_vars(k_side) - {e.name, j.name}) & {n for n, _ in rows} or free_vars(v) & {n for n, _ in rows}:
         raise UnsupportedKernel("not attention: K or V depends on the query rows")
-    return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch)
+    return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch, _key_limit(score, j, rows))
 
 
 def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
