@@ -143,14 +143,18 @@ class LocalPool:
         with ThreadPoolExecutor(self.workers) as checks, ThreadPoolExecutor(1) as timer:
             checking = {checks.submit(_run, w, self.target, False): w for w in works}
             timing: dict[Future, Work] = {}
-            for f in as_completed(checking):
-                w, verdict = checking[f], f.result()
-                if verdict["accepted"]:
-                    timing[timer.submit(_run, dataclasses.replace(w, seeds=w.seeds[:1]), self.target, True)] = w
-                else:
-                    yield Done(w, verdict, host=host, checked_by=me)
-            for f in as_completed(timing):
-                yield Done(timing[f], f.result(), host=host, device=self.device, checked_by=me)
+            try:
+                for f in as_completed(checking):
+                    w, verdict = checking[f], f.result()
+                    if verdict["accepted"]:
+                        timing[timer.submit(_run, dataclasses.replace(w, seeds=w.seeds[:1]), self.target, True)] = w
+                    else:
+                        yield Done(w, verdict, host=host, checked_by=me)
+                for f in as_completed(timing):
+                    yield Done(timing[f], f.result(), host=host, device=self.device, checked_by=me)
+            finally:  # closed early (a time limit): what has not started is dropped, not waited for
+                for f in [*checking, *timing]:
+                    f.cancel()
 
 
 class Cluster:
@@ -237,33 +241,41 @@ class Cluster:
         first = "time" if self.gpu else "check"
         for w in works:
             submit(first, w, 1, [])
-        while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            stage, w, attempt, failures, timer = pending.pop(ref)
-            if timer >= 0:
-                load[timer] -= 1
-            try:
-                res = ray.get(ref)
-            except ray.exceptions.RayTaskError as e:  # the code raised: a verifier failure, not a lost worker
-                yield Done(w, {"accepted": False, "code": "verifier_error", "reason": str(e).splitlines()[-1],
-                               "details": {}}, attempts=attempt, failures=failures)
-                continue
-            except ray.exceptions.RayError as e:  # the worker, actor or node died
-                failures = [*failures, f"{stage}: {type(e).__name__}"]
-                if attempt < ATTEMPTS:
-                    submit(stage, w, attempt + 1, failures)
-                else:
-                    yield Done(w, None, attempts=attempt, failures=failures,
-                               lost=f"its {stage} worker died {attempt} times ({failures[-1]})")
-                continue
-            if stage == "check":
-                verdict, checked[w.key] = res
-                if verdict["accepted"]:  # verified on every seed: the device's run checks one more time
-                    to_timer(dataclasses.replace(w, seeds=w.seeds[:1]), attempt, failures)
-                else:
-                    yield Done(w, verdict, host=checked[w.key].split(":")[0], attempts=attempt,
-                               checked_by=checked[w.key], failures=failures)
-                continue
-            verdict, host, device = res
-            yield Done(w, verdict, host=host, device=device, attempts=attempt, checked_by=checked.get(w.key, ""),
-                       failures=failures)
+        try:
+            while pending:
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                stage, w, attempt, failures, timer = pending.pop(ref)
+                if timer >= 0:
+                    load[timer] -= 1
+                try:
+                    res = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:  # the code raised: a verifier failure, not a lost worker
+                    yield Done(w, {"accepted": False, "code": "verifier_error", "reason": str(e).splitlines()[-1],
+                                   "details": {}}, attempts=attempt, failures=failures)
+                    continue
+                except ray.exceptions.RayError as e:  # the worker, actor or node died
+                    failures = [*failures, f"{stage}: {type(e).__name__}"]
+                    if attempt < ATTEMPTS:
+                        submit(stage, w, attempt + 1, failures)
+                    else:
+                        yield Done(w, None, attempts=attempt, failures=failures,
+                                   lost=f"its {stage} worker died {attempt} times ({failures[-1]})")
+                    continue
+                if stage == "check":
+                    verdict, checked[w.key] = res
+                    if verdict["accepted"]:  # verified on every seed: the device's run checks one more time
+                        to_timer(dataclasses.replace(w, seeds=w.seeds[:1]), attempt, failures)
+                    else:
+                        yield Done(w, verdict, host=checked[w.key].split(":")[0], attempts=attempt,
+                                   checked_by=checked[w.key], failures=failures)
+                    continue
+                verdict, host, device = res
+                yield Done(w, verdict, host=host, device=device, attempts=attempt, checked_by=checked.get(w.key, ""),
+                           failures=failures)
+        finally:  # closed early (a time limit): tasks not yet finished are cancelled
+            for ref in pending:
+                try:
+                    ray.cancel(ref)
+                except Exception:  # noqa: BLE001 - an actor task that has started runs to its end
+                    pass
+

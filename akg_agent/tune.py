@@ -88,6 +88,11 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     best: tuple[float, Translation] | None = None
     try:
         for strategy in strategies_for(base) if strategies else [Strategy()]:
+            if best is not None and _past(start, time_limit_s):  # the default strategy always gets a module
+                report["strategies"].append({"strategy": strategy.describe(), "time_s": None,
+                                             "verdict": f"not tried: the --time limit ({time_limit_s:g} s) passed"})
+                report["time_limit_hit"] = True
+                continue
             try:
                 t = base if strategy == Strategy() else build(problem, dsl, target, tuned=False, rows=strategy.rows,
                                                               conv=strategy.conv, dynamic=dynamic)
@@ -149,7 +154,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         times: dict[int, float] = {}
         works: list[Work] = []
         for i, sched in enumerate(cands):
-            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+            if _past(start, time_limit_s):
+                report["time_limit_hit"] = True
                 break
             known = db.get(hw, dsl, sig, ver, sched)
             if known is None:
@@ -159,7 +165,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                 report["from_db"] += 1
         tried = len(times) + len(works)
         lost = 0
-        for done in measure(works):
+        for done in _until(measure(works), start, time_limit_s, report):
             i = done.work.key[1]
             if done.verdict is None:  # lost: not committed, so a rerun tries it again
                 lost += 1
@@ -182,3 +188,22 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried})
     return kernels
+
+
+def _past(start: float, limit_s: float | None) -> bool:
+    return limit_s is not None and time.perf_counter() - start > limit_s
+
+
+def _until(done: Iterator[Done], start: float, limit_s: float | None, report: dict[str, Any]) -> Iterator[Done]:
+    """Results as they arrive until the time limit passes; then the source is closed, so candidates not
+    yet started are dropped (those running finish: a limit is overrun by at most one candidate's time)."""
+    try:
+        for d in done:
+            yield d
+            if _past(start, limit_s):
+                report["time_limit_hit"] = True
+                return
+    finally:
+        close = getattr(done, "close", None)
+        if close is not None:
+            close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
@@ -102,3 +103,16 @@ def test_tune_compiles_candidates_in_parallel_and_times_them_one_at_a_time(tmp_p
     assert rep["workers"] == 2 and rep["measured"] == 6 and not rep["lost"]
     assert all(c["median_s"] and c["checked_by"] and c["device"].endswith(":cpu") for c in rep["candidates"])
     assert rep["verdict"].startswith("accepted")
+
+
+def test_a_time_limit_stops_candidates_already_queued(tmp_path, monkeypatch):
+    """With --jobs every candidate is queued at once: the limit must stop the measuring, not the queuing
+    (an attention tune given 200 s ran past 230). Later strategies are reported as not tried."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    t0 = time.perf_counter()
+    rep = tune(str(problem_path("l2_gemm_gelu_softmax_layernorm")), "cpu", "cpp", budget=8, jobs=2,
+               time_limit_s=0.5, db=TuningDB(tmp_path / "t.sqlite"))
+    assert rep["time_limit_hit"] and rep["measured"] <= 2, rep["measured"]  # the two running when it passed
+    assert any(s["verdict"].startswith("not tried: the --time limit") for s in rep["strategies"])
+    assert rep["verdict"].startswith("accepted")  # the default strategy's module, verified
+    assert time.perf_counter() - t0 < 120

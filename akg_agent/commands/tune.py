@@ -66,7 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", required=True)
     p.add_argument("--dsl", default="all", help="a DSL, or all that target the device")
     p.add_argument("--budget", type=int, default=8, help="schedules tried per kernel")
-    p.add_argument("--time", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--time", type=float, default=None,
+                   help="stop starting candidates and strategies after this many seconds (those running finish)")
     p.add_argument("-o", default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--dynamic", default=None, metavar="SPEC",
