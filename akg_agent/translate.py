@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dsl_backends import Backend, UnsupportedKernel, available, get_backend
+from dsl_backends.jax_bridge import jax_entry
 from dsl_backends.module import Bucket, with_header
 from hardware_models.cost import SPLIT_PRODUCTS
 from hardware_models.counting import necessary_ops
@@ -16,6 +17,7 @@ from hardware_models.spec import HardwareModel, load_target
 from ir.dynamic import bucket_bounds
 from ir.errors import AkgError
 from ir.graph import Graph, Node
+from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
@@ -192,7 +194,10 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
         takes = ", ".join(sorted(n for n, m in available().items() if m.dynamic))
         raise AkgError(f"the {dsl} backend does not take run-time sizes yet (--dynamic): translate without "
                        f"--dynamic for get_inputs()' sizes, or use a backend that does ({takes})")
-    problem = load_problem(problem_path)
+    problem = load_jax_problem(problem_path) if is_jax_problem(Path(problem_path)) else load_problem(problem_path)
+    if isinstance(problem, JaxProblem) and (train or dynamic):
+        raise AkgError(f"{problem.path.name} is a JAX program: translate it without --train and --dynamic "
+                       "(not taken for JAX programs yet)")
     strategy_s = None
     if tuned and executor == "native" and (conv, rows) == ("library", True) and not pure:
         found = best_strategy(TuningDB.default_path(), hardware_key(target), dsl, problem_signature(problem.path),
@@ -214,7 +219,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
              at: tuple[str, int] | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
     """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
     model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
-    g = lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
+    g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
+        lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
     run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), rows))
     plan = g.plan
     try:
@@ -339,6 +345,8 @@ def render(t: Translation, timing: dict[str, Any] | None = None) -> str:
                                          t.buckets)
         except UnsupportedKernel as e:
             raise AkgError(f"the {t.dsl} backend cannot express a kernel of {t.problem.name}: {e}") from None
+        if "jax_params" in t.graph.meta:  # a JAX problem: the module's entry is model(params, *inputs)
+            body += jax_entry(t.graph.meta["jax_params"], t.graph.meta["jax_inputs"])
         t._body = (key, body)
     return with_header(header(t, timing), t._body[1])
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from dsl_backends import get_backend
 from ir.errors import AkgError
+from ir.jax_lift import is_jax_problem
 from ir.kernel.schedule import Schedule
 
 from .cluster import Cluster, Done, LocalPool, Work
@@ -74,6 +75,9 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     schedules are searched, then the whole module is verified and timed; the fastest strategy's module is
     written, and every strategy's time goes to the database, where `akg translate` finds it. `dynamic`:
     a module of run-time sizes (`--dynamic`), its candidates timed at the bound."""
+    if is_jax_problem(Path(problem)):  # its verification is not timed yet
+        raise AkgError(f"{Path(problem).name} is a JAX program: akg translate writes and verifies its module; "
+                       "tuning takes PyTorch (KernelBench) problems only so far")
     # the cost model's schedules: the database keys kernels by them
     base = build(problem, dsl, target, tuned=False, dynamic=dynamic)
     if base.executor != "native":

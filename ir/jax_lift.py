@@ -90,10 +90,14 @@ def lift_jax(problem: JaxProblem) -> Graph:
     if len(jaxpr.invars) != n_params + len(inputs):
         raise AkgError(f"{problem.path.name}: model's inputs must be arrays (got {len(jaxpr.invars) - n_params} "
                        f"array leaves for {len(inputs)} inputs)")
+    keys = []
     for (kp, leaf), var in zip(flat, jaxpr.invars[:n_params]):
-        key = ".".join(_key_part(k) for k in kp) or "params"
-        cx.env[var] = g.param(key, to_torch(leaf))
+        keys.append(".".join(_key_part(k) for k in kp) or "params")
+        cx.env[var] = g.param(keys[-1], to_torch(leaf))
     names = problem.input_names() or [f"x{i}" for i in range(len(inputs))]
+    g.meta.update(jax_params=keys, jax_inputs=names)  # a written module's JAX entry takes these
+    g.meta["state_dict"] = [(k, tuple(int(d) for d in leaf.shape), ir_dtype(leaf.dtype), "parameter")
+                            for k, (_, leaf) in zip(keys, flat)]  # ModelNew holds every leaf, as params
     for i, var in enumerate(jaxpr.invars[n_params:]):
         aval = var.aval
         cx.env[var] = g.input(names[i] if i < len(names) else f"x{i}",

@@ -102,8 +102,8 @@ def load_problem(path: str | Path) -> Problem:
         raise AkgError(f"importing {p} raised {_first_line(e)}{_where(e, p)}; fix the problem file") from None
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, n)]
     if "Model" in missing and is_jax_problem(p):
-        raise AkgError(f"{p.name} is a JAX program (model, get_params, get_inputs): `akg ir` lifts it; akg "
-                       "translate, tune and verify take PyTorch (KernelBench) problems only so far")
+        raise AkgError(f"{p.name} is a JAX program (model, get_params, get_inputs): `akg ir`, translate and verify "
+                       "take it; tune and bench take PyTorch (KernelBench) problems only so far")
     if missing:
         raise AkgError(f"{p} defines no {', '.join(missing)}: a KernelBench problem needs class Model, "
                        "get_inputs() and get_init_inputs()")

@@ -77,8 +77,8 @@ def test_akg_ir_prints_a_jax_programs_graph_and_its_kernel_groups(capsys):
     assert "group 0 [contraction] anchor %matmul: matmul, reshape, add, maximum -> %maximum" in out
 
 
-def test_translating_a_jax_program_says_what_works_so_far():
+def test_a_jax_program_given_to_a_pytorch_only_command_says_what_takes_it():
     from ir.problem import load_problem
 
-    with pytest.raises(AkgError, match=r"mlp.py is a JAX program .*`akg ir` lifts it"):
+    with pytest.raises(AkgError, match=r"mlp.py is a JAX program .*translate and verify take it; tune and bench"):
         load_problem(HERE / "mlp.py")

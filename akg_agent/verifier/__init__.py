@@ -13,6 +13,7 @@ from typing import Any
 from hardware_models.cost import speed_of_light
 from hardware_models.spec import load_target
 from ir.errors import AkgError
+from ir.jax_lift import is_jax_problem, load_jax_problem
 from ir.lift import lift
 from ir.passes import run_passes
 from ir.problem import load_problem
@@ -78,6 +79,17 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")
+    if is_jax_problem(ref):  # checked against its JAX model on the host; not timed yet
+        load_jax_problem(ref)  # fails fast, in one line, on a bad reference
+        job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": "cpu", "seeds": list(seeds),
+               "frontend": "jax", "tolerances": tolerances or {}, "lock": timing_lock, "timing": None,
+               "build_cache": str(build_cache) if build_cache else None}
+        res = run_job(job, limits or Limits())
+        if res["status"] == "error":
+            raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
+        res.setdefault("details", {}).update(device="cpu", target=target, on_target=load_target(target).kind == "cpu",
+                                             sol_s=None)
+        return Verdict(res["status"] == "accepted", res["code"], res["reason"], res["details"])
     problem = load_problem(ref)  # fails fast, in one line, on a bad reference
     device = device_for(target)
     on_target = (device == "cuda") == (load_target(target).kind == "gpu")

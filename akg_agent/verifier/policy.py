@@ -23,6 +23,12 @@ DEFAULT_TOLERANCES = {
 }
 
 
+class Reject(Exception):
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code, self.reason = code, reason
+
+
 NOISE_SLACK = 8  # a degenerate output may carry this many times the reference's own rounding noise
 
 

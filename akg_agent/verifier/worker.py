@@ -27,15 +27,10 @@ from ir.problem import load_problem
 
 from . import timing
 from .guard import AtenGuard, undeclared
-from .policy import TolerancePolicy, compare
+from .jax_check import check_jax
+from .policy import Reject, TolerancePolicy, compare
 from .sizes import dynamic_sizes, sized_inputs
 from .timing import side_stream_suspected, time_callable
-
-
-class Reject(Exception):
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code, self.reason = code, reason
 
 
 def _block_network() -> None:
@@ -62,7 +57,7 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[0] if msg else ''}".rstrip(": ")
 
 
-def _load_candidate(path: Path, name: str = "akg_candidate") -> Any:
+def _load_candidate(path: Path, name: str = "akg_candidate", modelnew: bool = True) -> Any:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -73,7 +68,7 @@ def _load_candidate(path: Path, name: str = "akg_candidate") -> Any:
         raise Reject("compile_error", f"candidate does not compile: line {e.lineno}: {e.msg}") from None
     except Exception as e:  # noqa: BLE001 - candidate code may raise anything
         raise Reject("import_error", f"importing the candidate raised {_first_line(e)}") from None
-    if not hasattr(mod, "ModelNew"):
+    if modelnew and not hasattr(mod, "ModelNew"):
         raise Reject("no_modelnew", "the candidate defines no ModelNew")
     return mod
 
@@ -497,7 +492,8 @@ def main(argv: list[str]) -> int:
         timing.WAIT_PATH = str(result_path.parent / timing.LOCK_WAIT_FILE)
         timing.hold_shared()
     try:
-        result = profile_run(job) if job.get("profile") else check(job)
+        result = profile_run(job) if job.get("profile") else \
+            check_jax(job, _load_candidate) if job.get("frontend") == "jax" else check(job)
     except Reject as r:
         result = {"status": "rejected", "code": r.code, "reason": r.reason, "details": {}}
     except MemoryError:
