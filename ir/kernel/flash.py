@@ -19,12 +19,12 @@ from typing import ClassVar
 
 from ..errors import UnsupportedKernel
 from ..graph import Graph
-from ..passes.base import Firing, Trace, register
-from ..passes.fusion import FusionPlan, Group, fuse
+from ..passes.base import Trace, register
+from ..passes.fusion import FusionPlan, Group
 from .analysis import split_attention
 from .ir import Kernel
 from .lower import lower_group
-from .rows import replan
+from .rows import replan, replan_pass, take
 
 
 def _movement(grp: Group) -> bool:
@@ -79,12 +79,7 @@ def fuse_attention(g: Graph, plan: FusionPlan) -> FusionPlan:
             split_attention(replace(lowered[0], kind="attention"))
         except UnsupportedKernel:
             continue
-        for p in parts:
-            groups.remove(p)
-        groups.append(merged)
-        for n in merged.nodes:
-            where[id(n)] = merged
-        merges.append(merged)
+        take(merged, groups, where, merges)
     if not merges:
         return plan
     return replan(plan, groups, merges, lambda m: "attention fusion: fusion's groups "
@@ -99,9 +94,4 @@ class FuseAttention:
     name: ClassVar[str] = "flash"
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        before = g.plan or fuse(g)
-        g.plan = fuse_attention(g, before)
-        for note in g.plan.notes[len(before.notes):]:
-            trace.record(Firing(self.name, "merge-attention", g.outputs[0].name if g.outputs else g.name,
-                                "groups", note))
-        return False  # the graph itself is unchanged
+        return replan_pass(self.name, "merge-attention", fuse_attention, g, trace)

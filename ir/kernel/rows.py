@@ -100,15 +100,20 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
             # a row that is not one (a group norm's group index read through a reshape makes every
             # element its own row): the merge would recompute the reductions per element
             continue
-        for p in parts:
-            groups.remove(p)
-        groups.append(merged)
-        for n in merged.nodes:
-            where[id(n)] = merged
-        merges.append(merged)
+        take(merged, groups, where, merges)
     if not merges:
         return plan
     return replan(plan, groups, merges, _note)
+
+
+def take(merged: Group, groups: list[Group], where: dict[int, Group], merges: list[Group]) -> None:
+    """`merged` in place of its parts, in the group list and the node -> group map."""
+    for p in merged.parts:
+        groups.remove(p)
+    groups.append(merged)
+    for n in merged.nodes:
+        where[id(n)] = merged
+    merges.append(merged)
 
 
 def replan(plan: FusionPlan, groups: list[Group], merges: list[Group],
@@ -141,8 +146,14 @@ class FuseRows:
     name: ClassVar[str] = "rows"
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        before = g.plan or fuse(g)
-        g.plan = fuse_rows(g, before)
-        for note in g.plan.notes[len(before.notes):]:
-            trace.record(Firing(self.name, "merge-rows", g.outputs[0].name if g.outputs else g.name, "groups", note))
-        return False  # the graph itself is unchanged
+        return replan_pass(self.name, "merge-rows", fuse_rows, g, trace)
+
+
+def replan_pass(name: str, rule: str, merge: Callable[[Graph, FusionPlan], FusionPlan], g: Graph,
+                trace: Trace) -> bool:
+    """A plan pass's run: `merge` applied to the current plan (fusion's, when none yet), each merge traced."""
+    before = g.plan or fuse(g)
+    g.plan = merge(g, before)
+    for note in g.plan.notes[len(before.notes):]:
+        trace.record(Firing(name, rule, g.outputs[0].name if g.outputs else g.name, "groups", note))
+    return False  # the graph itself is unchanged
