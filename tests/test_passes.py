@@ -12,6 +12,7 @@ from ir.passes.simplify import SIMPLIFY_RULES
 from ir.types import TensorType
 from ir.verify import verify_graph
 
+from .conftest import ROOT
 from .helpers import assert_matches_module, assert_same_values
 
 # rule -> suite problem in which it must fire
@@ -59,11 +60,14 @@ def _noop_graph(op: str) -> Graph:
 
 
 NOOP_RULES = {"reshape-noop": "reshape", "expand-noop": "expand", "cast-noop": "cast", "permute-noop": "permute"}
+# rules for the shapes a JAX program's jaxpr takes: rule -> JAX problem (tests/jax_problems) where it fires
+JAX_RULES = {"reduction-keeps-its-dims": "attention", "max-with-minus-inf": "attention"}
 
 
 def test_every_rule_has_a_test():
     names = {r.name for r in CANONICAL_RULES + SIMPLIFY_RULES}
-    assert names <= set(RULE_PROBLEMS) | set(NOOP_RULES), sorted(names - set(RULE_PROBLEMS) - set(NOOP_RULES))
+    tested = set(RULE_PROBLEMS) | set(NOOP_RULES) | set(JAX_RULES)
+    assert names <= tested, sorted(names - tested)
 
 
 @pytest.mark.parametrize("rule", sorted(RULE_PROBLEMS))
@@ -76,6 +80,24 @@ def test_rule_fires_and_keeps_values(rule, lifted):
     for seed in (5, 6):
         assert_same_values(before, g, problem.make_inputs(seed))
     assert_matches_module(problem, g, seeds=(7,))
+
+
+@pytest.mark.parametrize("rule", sorted(JAX_RULES))
+def test_jax_rule_fires_and_keeps_jaxs_values(rule):
+    pytest.importorskip("jax")
+    import numpy as np
+
+    from ir import run
+    from ir.jax_lift import lift_jax, load_jax_problem
+
+    problem = load_jax_problem(ROOT / "tests" / "jax_problems" / f"{JAX_RULES[rule]}.py")
+    g = lift_jax(problem)
+    assert rule in run_passes(g, ["simplify"]).rules()
+    verify_graph(g)
+    params, inputs = problem.make(3)
+    want = np.asarray(problem.model(params, *inputs))
+    got = run(g, [torch.from_numpy(np.array(x)) for x in inputs])[0]
+    torch.testing.assert_close(got, torch.from_numpy(want), atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("rule", sorted(NOOP_RULES))

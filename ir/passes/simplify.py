@@ -257,6 +257,18 @@ def _slice_of_concat(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return None  # the slice spans operands
 
 
+# --- a reduction reshaped to its keepdim shape (JAX keeps no dims, then broadcasts back) keeps its dims
+def _keepdim_reduction(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    red = b["red"]
+    x = red.args[0]
+    if red.attrs.get("keepdim") or x is None:
+        return None
+    axes = _reduced_axes(red)
+    if list(r.root.shape) != [1 if i in axes else d for i, d in enumerate(x.shape)]:
+        return None
+    return r.op(red.op, list(red.args), **dict(red.attrs, keepdim=True))
+
+
 def _annotate_users(g: Graph) -> None:
     for n, us in g.users().items():
         n.meta["_users"] = len(us) + sum(o is n for o in g.outputs)
@@ -276,11 +288,15 @@ SIMPLIFY_RULES = (
     Rule("full-window-avg-pool-is-mean", P("avg_pool", X("x")), _full_window_avg_pool),
     Rule("reduce-of-reduce", P(("sum", "mean", "amax", "amin"), P(("sum", "mean", "amax", "amin"), X("x"),
                                                                    bind="inner")), _reduce_reduce),
+    Rule("reduction-keeps-its-dims", P("reshape", P(("sum", "mean", "amax", "amin", "prod", "var", "std"), bind="red",
+                                                   where=lambda n: _users(n) == 1)), _keepdim_reduction),
     Rule("mul-by-one", P("mul", X("x"), X("c", _const_is(1))), _keep_x),
     Rule("one-times", P("mul", X("c", _const_is(1)), X("x")), _keep_x),
     Rule("add-zero", P(("add", "sub"), X("x"), X("c", _const_is(0))), _keep_x),
     Rule("zero-plus", P("add", X("c", _const_is(0)), X("x")), _keep_x),
     Rule("div-by-one", P("div", X("x"), X("c", _const_is(1))), _keep_x),
+    # max(x, -inf) is x, NaN included (JAX's softmax takes the row maximum against an initial -inf)
+    Rule("max-with-minus-inf", P("maximum", X("c", _const_is(-math.inf)), X("x")), _keep_x),
     Rule("pow-one", P("pow", X("x"), X("c", _const_is(1))), _keep_x),
     Rule("dropout-off", P("dropout", X("x")), _dropout_off),
     Rule("clamp-of-clamp", P(("clamp", "relu"), P(("clamp", "relu"), X("x"), bind="inner")), _clamp_clamp),
