@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.analysis import split_attention
+from ir.kernel.analysis import AttnParts, split_attention
 from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
@@ -16,25 +16,23 @@ from ..exprs import Printer, fold_grid, pow2, py_decode
 from .ops import TL, Ctx, signature, store_value
 
 
-def _dims(k: Kernel) -> tuple[int, int, int, int, int]:
+def _dims(a: AttnParts) -> tuple[int, int, int, int, int]:
     """(query rows M, keys N, key width E, value width D, batch B)."""
-    a = split_attention(k)
     return (math.prod(e for _, e in a.rows), a.j.extent, a.e.extent, math.prod(e for _, e in a.cols),
             math.prod(e for _, e in a.batch))
 
 
-def _in_type(k: Kernel) -> str:
-    a = split_attention(k)
+def _in_type(a: AttnParts) -> str:
     ts = {a.q.dtype, a.k.dtype, a.v.dtype}
     return ts.pop() if len(ts) == 1 and ts <= {"f16", "bf16"} else "f32"
 
 
 def render(k: Kernel, sched: Schedule) -> str:
     a = split_attention(k)
-    M, N, E, D, B = _dims(k)
+    M, N, E, D, B = _dims(a)
     be, bd = max(16, pow2(E)), max(16, pow2(D))  # tl.dot wants 16 or more along each axis
     prec = sched.get("input_precision", "ieee")
-    in_ty = _in_type(k)
+    in_ty = _in_type(a)
     dot = (lambda x, y: f"tl.dot({x}, {y}, input_precision=\"{prec}\")") if in_ty == "f32" else \
         (lambda x, y: f"tl.dot({x}, {y})")
     grid = ([f"pid = tl.program_id(0) % tl.cdiv({M}, BM)", f"bid = tl.program_id(0) // tl.cdiv({M}, BM)"]
@@ -97,7 +95,7 @@ def render(k: Kernel, sched: Schedule) -> str:
 
 
 def default_schedule(k: Kernel, target: HardwareModel) -> Schedule:
-    M, N, E, D, _ = _dims(k)
+    M, N, E, D, _ = _dims(split_attention(k))
     wide = max(pow2(E), pow2(D)) > 64  # registers: a 128-wide head halves the key tile
     s = Schedule(BM=min(128, max(16, pow2(M))), BN=min(32 if wide else 64, max(16, pow2(N))),
                  num_warps=8 if wide else 4, num_stages=2)
@@ -114,11 +112,11 @@ def space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 def _split(k: Kernel, target: HardwareModel) -> bool:
     """fp32 attention on an NVIDIA chip with TF32 tensor cores: 3xTF32 (the verifier checks it)."""
-    return _in_type(k) == "f32" and target.vendor == "nvidia" and bool(target.peak("tensor", "tf32"))
+    return _in_type(split_attention(k)) == "f32" and target.vendor == "nvidia" and bool(target.peak("tensor", "tf32"))
 
 
 def launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
-    M, _, _, _, B = _dims(k)
+    M, _, _, _, B = _dims(split_attention(k))
     tiles = f"triton.cdiv({M}, {s['BM']})"
     grid = f"({tiles} * {B},)" if fold_grid(s, B) else f"({tiles}, {B})"
     args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
