@@ -80,3 +80,55 @@ def test_triton_attention_verifies_over_several_key_tiles(name, monkeypatch):
     assert "BM=16, BN=16" in t.source and "for n0 in range(0, " in t.source
     # causal: a row tile's sweep ends at its last row's diagonal
     assert ("hi = (pid + 1) * BM + 0" in t.source and "if n0 < hi:" in t.source) == (name == "attention_causal")
+
+
+def _sdpa_file(tmp_path, head: int):
+    f = tmp_path / f"sdpa_{head}.py"
+    f.write_text(f'''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+def get_inputs():
+    return [torch.randn(1, 2, 32, {head}), torch.randn(1, 2, 32, {head}), torch.randn(1, 2, 32, {head})]
+
+
+def get_init_inputs():
+    return []
+''')
+    return f
+
+
+def test_a_head_wider_than_the_template_takes_keeps_three_kernels(tmp_path):
+    """KernelBench level 1 #97 (head 1024) asked Triton for 1.5 MB of shared memory: refused, it is
+    planned as the scores GEMM, the softmax rows and P @ V."""
+    p, g, plan = _plan(_sdpa_file(tmp_path, 512))
+    assert not any(grp.flash for grp in plan.groups)
+    prog = lower(g, plan)
+    assert len(prog.kernels()) >= 3 and not [k for k in prog.kernels() if k.kind == "attention"]
+    inputs = p.make_inputs(0)
+    torch.testing.assert_close(run_program(prog, inputs, g.weights)[0], run(g, inputs)[0], atol=1e-5, rtol=1e-5)
+    assert any(grp.flash for grp in _plan(_sdpa_file(tmp_path, 256))[2].groups)
+
+
+def test_attention_schedules_fit_the_gpus_shared_memory(tmp_path):
+    from dsl_backends.triton import flash
+    from hardware_models.spec import load_target
+
+    h100 = load_target("h100")
+    cap = int(h100.chip("local_mem_per_unit_bytes")) - 1024
+    for head in (64, 256):
+        _, g, plan = _plan(_sdpa_file(tmp_path, head))
+        assert any(grp.flash for grp in plan.groups)
+        (k,) = [k for k in lower(g, plan).kernels() if k.kind == "attention"]
+        s = flash.default_schedule(k, h100)
+        assert flash.local_bytes(k, s) <= cap
+        space = flash.space(k, h100)
+        assert space and all(flash.local_bytes(k, x) <= cap for x in space)
+    # Triton's layout (it reported 4 * (128 * 1024 + 2 * 32 * 2048) B for #97): Q, two stages of K and V, P
+    assert flash.local_bytes(k, s.replace(BM=128, BN=32, num_stages=2)) == 4 * (128 * 256 + 2 * 32 * 512 + 128 * 32)

@@ -94,20 +94,41 @@ def render(k: Kernel, sched: Schedule) -> str:
     return sig + "\n" + "\n".join("    " + ln for ln in body) + "\n"
 
 
+def local_bytes(k: Kernel, s: Schedule) -> int:
+    """Shared memory the schedule asks for, as Triton lays it out: the Q tile, num_stages buffers of
+    the K and V tiles, and the probabilities tile converted for the second dot."""
+    a = split_attention(k)
+    _, _, E, D, _ = _dims(a)
+    be, bd = max(16, pow2(E)), max(16, pow2(D))
+    item = 2 if _in_type(a) in ("f16", "bf16") else 4
+    bm, bn, st = s["BM"], s["BN"], max(1, s.get("num_stages", 2))
+    return item * (bm * be + st * bn * (be + bd) + bm * bn)
+
+
 def default_schedule(k: Kernel, target: HardwareModel) -> Schedule:
     M, N, E, D, _ = _dims(split_attention(k))
     wide = max(pow2(E), pow2(D)) > 64  # registers: a 128-wide head halves the key tile
     s = Schedule(BM=min(128, max(16, pow2(M))), BN=min(32 if wide else 64, max(16, pow2(N))),
                  num_warps=8 if wide else 4, num_stages=2)
+    cap = _local_cap(target)
+    while local_bytes(k, s) > cap and (s["BM"] > 16 or s["BN"] > 16):  # a wide head: smaller tiles
+        s = s.replace(BM=s["BM"] // 2) if s["BM"] >= s["BN"] and s["BM"] > 16 else s.replace(BN=s["BN"] // 2)
     return s.replace(input_precision="tf32x3") if _split(k, target) else s
 
 
 def space(k: Kernel, target: HardwareModel) -> list[Schedule]:
-    out = [Schedule(BM=bm, BN=bn, num_warps=w, num_stages=st) for bm in (32, 64, 128) for bn in (32, 64, 128)
-           for w in (4, 8) for st in (1, 2, 3)]
+    cap = _local_cap(target)
+    out = [s for s in (Schedule(BM=bm, BN=bn, num_warps=w, num_stages=st) for bm in (16, 32, 64, 128)
+                       for bn in (16, 32, 64, 128) for w in (4, 8) for st in (1, 2, 3))
+           if local_bytes(k, s) <= cap]
     if _split(k, target):
         out = [s.replace(input_precision="tf32x3") for s in out] + out
     return out
+
+
+def _local_cap(target: HardwareModel) -> int:
+    """Shared memory one program may take: the SM's less the 1 KB CUDA reserves per block."""
+    return int(target.chip("local_mem_per_unit_bytes")) - 1024
 
 
 def _split(k: Kernel, target: HardwareModel) -> bool:

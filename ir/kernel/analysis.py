@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from ..errors import UnsupportedKernel
 from .ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, children, free_vars, size_args, walk
 
+# The widest query/value head an attention template takes (FlashAttention's bound too): its query tile
+# and output accumulator stay in registers / local memory for the whole sweep over the keys.
+MAX_HEAD = 256
+
 
 @dataclass(frozen=True)
 class GemmParts:
@@ -161,6 +165,10 @@ def split_attention(k: Kernel) -> AttnParts:
         raise UnsupportedKernel("not attention: an output coordinate indexes neither P nor V")
     if (free_vars(k_side) - {e.name, j.name}) & {n for n, _ in rows} or free_vars(v) & {n for n, _ in rows}:
         raise UnsupportedKernel("not attention: K or V depends on the query rows")
+    width = max(e.extent, math.prod(x for _, x in cols))
+    if width > MAX_HEAD:
+        raise UnsupportedKernel(f"not template-sized attention: head width {width} > {MAX_HEAD} (a query tile and "
+                                "its output accumulator must stay on chip)")
     return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch, _key_limit(score, j, rows))
 
 
