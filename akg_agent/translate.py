@@ -324,7 +324,9 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
         where = f" at {', '.join(f'{k}={v}' for k, v in at.items())}" if at else ""
         lines.append(f"measured{where}: {cand * 1e3:.4g} ms; speedup " + ", ".join(parts))
     else:
-        lines.append("measured: not timed" + ("" if t.executor == "native" else f" (no {t.target.name} here)"))
+        how = get_backend(t.dsl).manifest.checked_on.get(t.target.kind)
+        lines.append("measured: not timed" + ("" if t.executor == "native" else f" (no {t.target.name} here" +
+                                              (f": {how})" if how else ")")))
     return "\n".join(lines)
 
 

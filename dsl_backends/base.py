@@ -50,6 +50,7 @@ class Manifest:
     # order among backends that run natively on the same target when the user names none (lower first)
     preference: int = 50
     dynamic: bool = False  # its kernels take run-time sizes (`ir.sym`) as arguments: --dynamic
+    checked_on: dict[str, str] = field(default_factory=dict)  # target kind -> `checked_by` for that kind
 
     @staticmethod
     def load(path: Path) -> Manifest:
@@ -58,7 +59,7 @@ class Manifest:
                         d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""),
                         tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
                         dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))),
-                        int(d.get("preference", 50)), bool(d.get("dynamic", False)))
+                        int(d.get("preference", 50)), bool(d.get("dynamic", False)), dict(d.get("checked_on", {})))
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""

@@ -56,7 +56,7 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
                                 round(est, 6) if math.isfinite(est) else None, why))
     measurable = t.executor == "native"
     manifest = get_backend(t.dsl).manifest
-    how = (manifest.checked_by if t.executor == manifest.fallback else "") or \
+    how = (manifest.checked_on.get(t.target.kind, manifest.checked_by) if t.executor == manifest.fallback else "") or \
         CHECKED_BY.get(t.executor, t.executor)
     return Plan(t.problem.name, t.dsl, t.target.name, groups, round(sol_ms, 6),
                 round(sol_ms / goal_frac, 6) if measurable else None, by="rules",

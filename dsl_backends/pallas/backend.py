@@ -15,7 +15,7 @@ from ..base import BackendBase, Frame, Manifest, Ref
 from ..exprs import fold_grid
 from ..triton.backend import TEMPLATES as TRITON
 from ..triton.backend import TritonBackend
-from . import render
+from . import render, tpu
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 # the module's runtime: pallas_call built once per kernel, grid, output and executor
@@ -84,12 +84,30 @@ TEMPLATES = {kind: replace(TRITON[kind], render=lambda k, s, target, fn=fn: fn(k
 
 
 class PallasBackend(BackendBase):
+    """GPU targets: Triton's templates spelled in JAX; TPU targets: `tpu`'s BlockSpec kernels (the
+    schedule says which: a TPU schedule has layout="tpu")."""
+
     manifest = MANIFEST
     overrides = TritonBackend.overrides
     templates = TEMPLATES
 
+    def default_schedule(self, k: Kernel, target: HardwareModel) -> Schedule:
+        return tpu.default_schedule(k, target) if target.kind == "tpu" else super().default_schedule(k, target)
+
+    def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]:
+        return tpu.space(k, target) if target.kind == "tpu" else super().tuning_space(k, target)
+
+    def render_kernel(self, k: Kernel, schedule: Schedule, target: HardwareModel) -> str:
+        return tpu.render(k, schedule) if target.kind == "tpu" else super().render_kernel(k, schedule, target)
+
+    def launch(self, k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
+        return tpu.launch(k, schedule, ref) if schedule.get("layout") == "tpu" else super().launch(k, schedule, ref)
+
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
+        if target.kind == "tpu":
+            vmem = f"_AKG_VMEM_LIMIT = {int(target.chip('local_mem_per_unit_bytes')) * 3 // 4}\n"
+            return Frame(IMPORTS + tpu.IMPORTS, render.PRELUDE + vmem + tpu.RUNTIME, sources)
         return Frame(IMPORTS, render.PRELUDE + RUNTIME, sources)
 
 
