@@ -70,7 +70,11 @@ def generate(problem_path: str | Path, module_path: str | Path, out: str | Path,
                          problem_source=repr(problem_path.read_text()), module_source=repr(module_source),
                          tolerances=repr(tolerances), seeds=repr(tuple(seeds)), dynamic=repr(dynamic),
                          sizes=repr(sizes))
-    out.write_text(text + BODY.read_text())
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + BODY.read_text())
+    except OSError as e:
+        raise AkgError(f"cannot write the test file {out}: {e.strerror}; pass -o a path in a writable folder") from None
     return out
 
 

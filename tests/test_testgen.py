@@ -114,3 +114,18 @@ def test_ten_suite_problems_pass_on_their_modules_and_fail_on_broken_ones(tmp_pa
     failed = {ln.split("::")[0].removeprefix("FAILED ").split("/")[-1] for ln in res.stdout.splitlines()
               if ln.startswith("FAILED") and "test_matches_the_reference[" in ln}
     assert res.returncode == 1 and failed == {f"test_{n}.py" for n in TEN}, (sorted(failed), res.stdout[-1500:])
+
+
+def test_a_pallas_tpu_module_gets_its_test_file_in_a_new_folder(tmp_path):
+    """The MaxKernel loop's last step: a Pallas TPU module (TPU interpret mode here) and its test file,
+    which passes on it and fails on a nudged copy; -o may name a folder not yet made."""
+    pytest.importorskip("jax")
+    t = translate(problem_path("softmax_logsoftmax"), "pallas", "tpu-v5p", timing=False, seeds=(0,))
+    (tmp_path / "sm.py").write_text(t.source)
+    (tmp_path / "sm_off.py").write_text(t.source + OFF)
+    for name, sub in (("sm", "good"), ("sm_off", "bad")):
+        assert main(["testgen", str(problem_path("softmax_logsoftmax")), str(tmp_path / f"{name}.py"), "-o",
+                     str(tmp_path / sub / "new" / "test_sm.py")]) == 0
+    assert _pytest(tmp_path / "good" / "new", tmp_path).returncode == 0
+    bad = _pytest(tmp_path / "bad" / "new", tmp_path)
+    assert bad.returncode == 1 and "test_matches_the_reference[" in bad.stdout
