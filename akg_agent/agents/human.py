@@ -76,3 +76,67 @@ class ScriptedHuman:
     def after_attempt(self, att: Attempt, next_action: str) -> tuple[str, str]:
         self.seen.append(att.line())
         return self.answers.pop(0) if self.answers else ("continue", "")
+
+
+@dataclass
+class FileHuman:
+    """The person answers through files in the run directory (what `akg ui` writes): the plan waits in
+    `pending_plan.json` for `plan_decision.json` ({"action": "approve" | "edit" | "reject", "plan": ...}),
+    an attempt in `pending_step.json` for `step_decision.json` ({"action": "continue" | "stop" |
+    "redirect", "text": ...}). A stop the conductor would make anyway is not asked about."""
+
+    poll_s: float = 0.2
+    timeout_s: float = 24 * 3600.0
+    run_dir: Path = Path(".")
+
+    def _wait(self, run_dir: Path, pending: str, decision: str, doc: dict) -> dict:
+        import json
+        import time
+
+        (run_dir / decision).unlink(missing_ok=True)
+        (run_dir / pending).write_text(json.dumps(doc, indent=1, default=str))
+        end = time.monotonic() + self.timeout_s
+        try:
+            while time.monotonic() < end:
+                path = run_dir / decision
+                if path.is_file():
+                    try:
+                        ans = json.loads(path.read_text())
+                    except json.JSONDecodeError:  # written while read: the next poll sees it whole
+                        time.sleep(self.poll_s)
+                        continue
+                    path.unlink(missing_ok=True)
+                    return ans if isinstance(ans, dict) else {}
+                time.sleep(self.poll_s)
+            return {"action": "reject" if pending == "pending_plan.json" else "stop", "why": "no answer in time"}
+        finally:
+            (run_dir / pending).unlink(missing_ok=True)
+
+    def review_plan(self, plan: Plan, run_dir: Path) -> Plan | None:
+        self.run_dir = run_dir
+        while True:
+            ans = self._wait(run_dir, "pending_plan.json", "plan_decision.json",
+                             {"plan": plan.to_json(), "summary": plan.summary()})
+            action = ans.get("action")
+            if action == "approve":
+                return plan
+            if action == "reject":
+                return None
+            if action == "edit":
+                import json
+
+                text = ans.get("plan")
+                try:
+                    plan = edit_plan(plan, text if isinstance(text, str) else json.dumps(text))
+                except ReplyError as e:
+                    (run_dir / "plan_error.txt").write_text(f"that plan is not valid: {e}; the previous plan stands")
+
+    def after_attempt(self, att: Attempt, next_action: str) -> tuple[str, str]:
+        if next_action == "stop":
+            return "continue", ""
+        ans = self._wait(self.run_dir, "pending_step.json", "step_decision.json",
+                         {"attempt": att.n, "line": att.line(), "next": next_action})
+        action = ans.get("action")
+        if action in ("stop", "redirect"):
+            return action, str(ans.get("text", ""))
+        return "continue", ""

@@ -11,7 +11,7 @@ from dsl_backends import available
 from ir.errors import AkgError
 
 from ..agents import RunConfig, run
-from ..agents.human import ConsoleHuman
+from ..agents.human import ConsoleHuman, FileHuman
 from ..examples import DEFAULT_PROBLEM
 from ..tuning_db import TuningDB
 
@@ -31,7 +31,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
                     out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
                     timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu,
                     conv=args.conv, pure=args.pure, dynamic=args.dynamic)
-    st = run(cfg, human=ConsoleHuman() if args.interactive else None, resume=resume, db=TuningDB())
+    human = FileHuman() if args.await_decisions else ConsoleHuman() if args.interactive else None
+    st = run(cfg, human=human, resume=resume, db=TuningDB())
     best = next(a for a in st.attempts if a.n == st.result["attempt"])
     if args.json:
         print(json.dumps({"out": out, "run_dir": str(st.run_dir), "result": st.result,
@@ -62,6 +63,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=int, default=None, help="attempts (default 1 with rules, 5 with a model)")
     p.add_argument("--goal", type=float, default=0.5, help="stop once this fraction of speed-of-light is reached")
     p.add_argument("--interactive", action="store_true", help="approve or edit the plan; steer after each attempt")
+    p.add_argument("--await-decisions", action="store_true", help="interactive through files in the run "
+                   "directory (what `akg ui` starts): the plan waits for plan_decision.json, each attempt for "
+                   "step_decision.json")
     p.add_argument("--resume", default=None, help="go on with the run saved in this run directory")
     p.add_argument("--run-dir", default=None, help="where the run's trace and attempts go (default runs/...)")
     p.add_argument("--baselines", default="eager", help="timed baselines when the device is present")
