@@ -1,8 +1,9 @@
-"""`akg testgen PROBLEM MODULE`: a standalone pytest file for a written module. It needs torch and the
-module's DSL runtime only (not akg): the problem and the module travel inside it as text. It checks the
-module against the reference (and its float64 evaluation) on several seeds, on signed, large and zero
-inputs, that NaN propagates where the reference propagates it, and that the guard refuses inputs
-outside the module's envelope; a benchmark runs with AKG_BENCHMARK=1."""
+"""`akg testgen PROBLEM MODULE`: a standalone pytest file for a written module. It needs torch (JAX for
+a JAX problem, whose module is checked as `model(params, *inputs)`) and the module's DSL runtime only
+(not akg): the problem and the module travel inside it as text. It checks the module against the
+reference (and its float64 evaluation) on several seeds, on signed, large and zero inputs, that NaN
+propagates where the reference propagates it, and that the guard refuses inputs outside the module's
+envelope; a benchmark runs with AKG_BENCHMARK=1."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ir.errors import AkgError
+from ir.jax_lift import is_jax_problem, load_jax_problem
 from ir.problem import load_problem
 
 from .verifier.policy import DEFAULT_TOLERANCES
@@ -18,6 +20,7 @@ from .verifier.sizes import dynamic_sizes
 from .version import __version__
 
 BODY = Path(__file__).with_name("testgen_body.py.txt")
+JAX_BODY = Path(__file__).with_name("testgen_jax_body.py.txt")  # a JAX problem: model(params, *inputs)
 
 HEADER = '''"""Tests of {module} against {problem}, written by `akg testgen` (akg {version}).
 Needs torch and the module's DSL runtime. Run: pytest {out}; time it: AKG_BENCHMARK=1 pytest {out}
@@ -55,11 +58,16 @@ _DIR = Path(tempfile.mkdtemp(prefix="akg-testgen-"))
 def generate(problem_path: str | Path, module_path: str | Path, out: str | Path,
              seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> Path:
     problem_path, module_path, out = Path(problem_path), Path(module_path), Path(out)
-    load_problem(problem_path)  # a problem that does not load is a one-line error here, not in the test
+    jax_problem = is_jax_problem(problem_path)
+    # a problem that does not load is a one-line error here, not in the test
+    load_jax_problem(problem_path) if jax_problem else load_problem(problem_path)
     try:
         module_source = module_path.read_text()
     except OSError as e:
         raise AkgError(f"cannot read the module {module_path}: {e.strerror}") from None
+    if jax_problem and "\ndef model(params, " not in module_source:
+        raise AkgError(f"{module_path} defines no model(params, *inputs): pass the module akg translate wrote for "
+                       f"{problem_path.name}")
     if "class ModelNew" not in module_source:
         raise AkgError(f"{module_path} defines no ModelNew: pass a module written by akg translate (or one of "
                        "the same form)")
@@ -72,7 +80,7 @@ def generate(problem_path: str | Path, module_path: str | Path, out: str | Path,
                          sizes=repr(sizes))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + BODY.read_text())
+        out.write_text(text + (JAX_BODY if jax_problem else BODY).read_text())
     except OSError as e:
         raise AkgError(f"cannot write the test file {out}: {e.strerror}; pass -o a path in a writable folder") from None
     return out

@@ -161,3 +161,39 @@ def test_in_a_browser_a_plan_approved_on_the_page_runs_to_a_verified_module(ui, 
     doc = json.loads((run / "run.json").read_text())
     assert doc["result"]["verified"] and (run / "module.py").is_file()
     assert "class ModelNew" in (run / "module.py").read_text()
+
+
+def test_maxkernel_loop_jax_in_plan_approved_pallas_tpu_module_and_its_tests_out(ui, tmp_path):
+    """The README's walk-through: a JAX function in, the plan approved through the page's API, a Pallas
+    TPU module (lowered for TPU, run in TPU interpret mode) and a test file out that passes on it and
+    fails on a copy whose answer is nudged."""
+    pytest.importorskip("jax")
+    import subprocess
+    import sys
+
+    from akg_agent.cli import main
+
+    jax_problem = Path(__file__).parent / "jax_problems" / "softmax.py"
+    code, doc = _call(ui, "/api/start", {"problem": str(jax_problem), "dsl": "pallas", "target": "tpu-v5p"},
+                      token=ui["token"])
+    assert code == 200
+    rid, end = doc["id"], time.monotonic() + 300
+    while _call(ui, f"/api/runs/{rid}")[1]["status"] != "waiting for plan approval":
+        assert time.monotonic() < end, _call(ui, f"/api/runs/{rid}")[1]["console"][-2000:]
+        time.sleep(0.2)
+    assert _call(ui, f"/api/runs/{rid}/plan", {"action": "approve"}, token=ui["token"])[0] == 200
+    while (d := _call(ui, f"/api/runs/{rid}")[1])["status"] not in ("verified", "failed"):
+        assert time.monotonic() < end, d["console"][-2000:]
+        time.sleep(0.2)
+    assert d["status"] == "verified", d["console"][-2000:]
+    module = ui["root"] / rid / "module.py"
+    assert "lowered for TPU, run in TPU interpret mode" in module.read_text()
+    nudge = "\n_m = model\nmodel = lambda params, x: _m(params, x) * 1.001\n"
+    (tmp_path / "off.py").write_text(module.read_text() + nudge)
+    for mod, sub in ((module, "good"), (tmp_path / "off.py", "bad")):
+        assert main(["testgen", str(jax_problem), str(mod), "-o", str(tmp_path / sub / "test_softmax.py")]) == 0
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    ok = subprocess.run([*run, str(tmp_path / "good")], capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    bad = subprocess.run([*run, str(tmp_path / "bad")], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 1 and "test_matches_the_reference[" in bad.stdout, bad.stdout[-2000:]
