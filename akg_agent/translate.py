@@ -23,6 +23,7 @@ from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.lower import LoweringError, lower
 from ir.kernel.schedule import Schedule, Schedules
+from ir.kernel.unroll import unroll_program
 from ir.lift import lift
 from ir.passes import run_passes
 from ir.passes.fusion import FusionPlan, Group
@@ -236,6 +237,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
         raise AkgError(f"--pure: the {backend.manifest.name} backend generates no kernel for {what} in "
                        f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
+    prog = unroll_program(prog)  # small windows (pooling) as pointwise kernels
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from ir.errors import AkgError
 
+from ..ui.server import serve
+
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from ..ui.server import serve
-
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.allow_remote:
         raise AkgError(f"--host {args.host} would let other machines reach the page: add --allow-remote to mean it")
     try:

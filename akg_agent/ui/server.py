@@ -145,7 +145,7 @@ class Runs:
         if not Path(problem).is_file():
             raise ValueError(f"no such problem file: {problem}")
         if not (NAME.match(dsl) and NAME.match(target)):
-            raise ValueError("dsl and target are names (e.g. cpp, cpu)")
+            raise ValueError("dsl and target are names: letters, digits, '.', '_' or '-'")
         rid = f"{Path(problem).stem}-{dsl}-{target}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
         d = self.root / rid
         d.mkdir(parents=True)

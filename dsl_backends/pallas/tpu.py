@@ -140,9 +140,6 @@ class _TpuCtx(Ctx):
         super().__init__({}, [])
         self.lay, self.operands, self.iotas = lay, operands, iotas
 
-    def shape(self, e: Expr) -> tuple[int, ...]:
-        return self.lay.shape(free_vars(e, self.fv) & set(self.lay.pos), blocked=True)
-
     def render(self, e: Expr, p: Printer) -> str:
         if isinstance(e, Var):
             return self.iotas[e.name]
@@ -242,7 +239,17 @@ def _gemm(k: Kernel) -> tuple | None:
 
 def _reads_coordinates(e: Expr) -> bool:
     """Whether a variable is used as a value (not only inside a load's index)."""
-    return not isinstance(e, Load) and (isinstance(e, Var) or any(_reads_coordinates(c) for c in children(e)))
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, Load):
+            continue
+        if isinstance(x, Var):
+            return True
+        seen.add(id(x))
+        stack.extend(children(x))
+    return False
 
 
 def render(k: Kernel, s: Schedule) -> str:
