@@ -156,3 +156,51 @@ def test_gemms_with_few_rows_stream_the_weights(rows, tmp_path):
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+STRIDED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.sum(dim=1) * 0.5, x.amax(dim=1) + 1.0, x.prod(dim=1)
+
+
+def get_inputs():
+    return [torch.randn(6, 30, 3000) * 0.1 + 1.0]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_reductions_over_a_middle_axis_vectorise_along_the_contiguous_outputs(tmp_path):
+    """A sum, a max (NaN propagating) and a product over a non-contiguous axis: the reduction loop
+    outside, the contiguous outputs inside a SIMD loop (accumulators on the heap past 2048 outputs);
+    verified, a NaN included."""
+    from dsl_backends.cpp.backend import _strided_ok
+
+    path = tmp_path / "p.py"
+    path.write_text(STRIDED)
+    t = build(path, "cpp", "cpu")
+    assert [_strided_ok(k) is not None for k in t.program.kernels()] == [True, True, True]
+    text = render(t)
+    assert text.count("#pragma omp simd\n            for (int64_t akg_c = 0; akg_c < 3000;") == 3
+    assert "std::vector<double> akg_acc0_v(3000" in text
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+    spec = __import__("importlib.util").util.spec_from_file_location("strided_mod", cand)
+    mod = __import__("importlib.util").util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = torch.randn(6, 30, 3000) * 0.1 + 1.0
+    x[2, 7, 11] = float("nan")
+    got = mod.ModelNew()(x)
+    assert torch.isnan(got[0][2, 11]) and torch.isnan(got[1][2, 11]) and torch.isnan(got[2][2, 11])
+    assert not torch.isnan(got[1][2, 12]) and torch.allclose(got[1][3], x.amax(dim=1)[3] + 1.0)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
-from ir.kernel.ir import Kernel, KernelProgram, size_args
+from ir.kernel.ir import Kernel, KernelProgram, Load, Reduce, Var, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 from ir.sym import c_syntax
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, CStyle, decode, row_sweep
-from ..exprs import row_coords
+from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -141,6 +141,81 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
     out += row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd")
     return out + ["    }"]
+
+
+STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 KB of doubles)
+
+
+def _strided_ok(k: Kernel) -> list[Reduce] | None:
+    """The top-level reductions of a kernel that reduces along a non-contiguous axis, reading along its
+    last coordinate (a sum over a middle axis, a norm over channels); None where the strided template
+    does not apply (nested or arg-reductions, a load inside a reduction whose innermost index is not
+    the last coordinate)."""
+    if k.kind != "reduce" or not k.coords or size_args(k) or not strided_reduction(k) or k.coords[-1].extent < 8:
+        return None
+    reds = k.reductions()
+    inner = {id(x) for r in reds for x in walk(r.body) if isinstance(x, Reduce)}
+    tops = [r for r in reds if id(r) not in inner]
+    last = k.coords[-1].name
+    loads = [e for r in tops for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
+    if inner or any(r.op not in ("sum", "max", "min", "prod") for r in tops) or \
+            not all(isinstance(e.index[-1], Var) and e.index[-1].name == last for e in loads):
+        return None
+    return tops
+
+
+def _strided(k: Kernel, s: Schedule) -> list[str]:
+    """Per outer output (in parallel): one double accumulator per contiguous output, the reduction loop
+    outside and the contiguous outputs inside (a SIMD loop reading neighbouring elements), then the
+    epilogue over the row of outputs. The plain template reads one element per output per step."""
+    tops = _strided_ok(k)
+    assert tops is not None
+    *outer, inner = k.coords
+    n_in, n_out = inner.extent, math.prod(v.extent for v in outer)
+    out = [_omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{"]
+    p = CPrinter(STYLE, {}, indent="        ")
+    decode([(v.name, v.extent) for v in outer], "akg_o", p)
+    out += p.lines
+    fixed: dict[int, str] = {}
+    for i, r in enumerate(tops):
+        acc = f"akg_acc{i}"
+        init = {"sum": "0.0", "prod": "1.0"}.get(r.op) or STYLE.inf(r.op == "max", "double")
+        if n_in <= STACK_ACC:  # on the stack: no allocation per outer output
+            out += [f"        double {acc}[{n_in}];", f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) "
+                    f"{acc}[akg_c] = {init};"]
+        else:
+            out += [f"        std::vector<double> {acc}_v({n_in}, {init});", f"        double* {acc} = {acc}_v.data();"]
+        ext = math.prod(v.extent for v in r.axes)
+        out.append(f"        for (int64_t akg_j = 0; akg_j < {ext}; ++akg_j) {{")
+        pr = CPrinter(STYLE, dict(p.env), prefix=f"r{i}_", indent="            ")
+        stride = 1
+        for v in reversed(r.axes):
+            pr.env[v.name] = v.name
+            pr.emit(f"const int64_t {v.name} = (akg_j / {stride}) % {v.extent};")
+            stride *= v.extent
+        out += pr.lines
+        out += ["            #pragma omp simd", f"            for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) {{"]
+        pb = CPrinter(STYLE, dict(pr.env, **{inner.name: "akg_c"}), prefix=f"b{i}_", indent="                ")
+        b = pb(r.body)
+        out += pb.lines
+        upd = {"sum": f"{acc}[akg_c] += (double)({b});", "prod": f"{acc}[akg_c] *= (double)({b});",
+               "max": f"{acc}[akg_c] = ((double)({b}) > {acc}[akg_c] || ({b}) != ({b})) ? (double)({b}) : "
+                      f"{acc}[akg_c];",
+               "min": f"{acc}[akg_c] = ((double)({b}) < {acc}[akg_c] || ({b}) != ({b})) ? (double)({b}) : "
+                      f"{acc}[akg_c];"}
+        out += [f"                {upd[r.op]}", "            }", "        }"]
+        fixed[id(r)] = f"(({STYLE.ctype_compute(r.dtype)}){acc}[akg_c])"
+    out += ["        #pragma omp simd", f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) {{"]
+    pe = CPrinter(STYLE, dict(p.env, **{inner.name: "akg_c"}), prefix="e", indent="            ")
+    pe.fixed = fixed
+    val = pe(k.expr)
+    out += pe.lines + [f"            out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};", "        }",
+                       "    }"]
+    return out
+
+
+def _reduce(k: Kernel, s: Schedule) -> list[str]:
+    return _strided(k, s) if _strided_ok(k) is not None else _elementwise(k, s)
 
 
 GEMM_SCHEDULE = {"MR": 8, "NR": 32, "NB": 256, "KC": 256}
@@ -323,7 +398,7 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
 
 TEMPLATES = {
     "pointwise": Template(_kernel(_elementwise), _launch, space=_threads_space),
-    "reduce": Template(_kernel(_elementwise), _launch, space=_threads_space),
+    "reduce": Template(_kernel(_reduce), _launch, space=_threads_space),
     "rownorm": Template(_kernel(_rownorm), _launch, space=_threads_space),
     "matmul": Template(_kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
 }
