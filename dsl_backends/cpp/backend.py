@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
-from ir.kernel.ir import Kernel, KernelProgram, Load, Reduce, Var, size_args, walk
+from ir.kernel.ir import Const, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 from ir.sym import c_syntax
 
@@ -118,8 +118,35 @@ def _kernel(body: Callable[[Kernel, Schedule], list[str]]) -> Callable[[Kernel, 
     return render
 
 
+ROW_LOOP_MIN = 16  # a pointwise kernel whose last dimension is at least this long loops rows x columns
+
+
+def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
+    """A pointwise kernel as a parallel loop over rows (all but the last coordinate, decoded once per
+    row, with the values that depend on the row alone) around a SIMD loop along the last one:
+    contiguous loads, no division per element."""
+    *outer, last = k.coords
+    n_in, n_out = last.extent, math.prod(v.extent for v in outer)
+    p = CPrinter(STYLE, {}, indent="        ")
+    decode([(v.name, v.extent) for v in outer], "akg_o", p)
+    memo: dict[int, frozenset[str]] = {}
+    for e in walk(k.expr):  # values of the row alone (a channel's scale and shift): once per row
+        if not isinstance(e, (Var, Const)) and last.name not in free_vars(e, memo):
+            p(e)
+    pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent="            ")
+    pi.counter, pi.names = p.counter, dict(p.names)
+    pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
+    val = pi(k.expr)
+    return [_omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, "        #pragma omp simd",
+            f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) {{", *pi.lines,
+            f"            out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};", "        }", "    }"]
+
+
 def _elementwise(k: Kernel, s: Schedule) -> list[str]:
     """Pointwise and reduce kernels: a parallel loop over the outputs, reductions as serial loops."""
+    if k.kind == "pointwise" and len(k.coords) >= 2 and k.coords[-1].extent >= ROW_LOOP_MIN and \
+            math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k):
+        return _rows_then_columns(k, s)
     p = CPrinter(STYLE, {}, indent="        ")
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
