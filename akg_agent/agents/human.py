@@ -3,9 +3,11 @@ then after each verification stop, continue or redirect (guidance that goes into
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +40,6 @@ class ConsoleHuman:
                 return None
             if ans == "e":
                 path = run_dir / "plan.json"
-                import json
-
                 path.write_text(json.dumps(plan.to_json(), indent=1))
                 editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
                 if editor:
@@ -90,9 +90,6 @@ class FileHuman:
     run_dir: Path = Path(".")
 
     def _wait(self, run_dir: Path, pending: str, decision: str, doc: dict) -> dict:
-        import json
-        import time
-
         (run_dir / decision).unlink(missing_ok=True)
         (run_dir / pending).write_text(json.dumps(doc, indent=1, default=str))
         end = time.monotonic() + self.timeout_s
@@ -123,8 +120,6 @@ class FileHuman:
             if action == "reject":
                 return None
             if action == "edit":
-                import json
-
                 text = ans.get("plan")
                 try:
                     plan = edit_plan(plan, text if isinstance(text, str) else json.dumps(text))
