@@ -27,17 +27,29 @@ def _small(r: Reduce) -> bool:
         n * sum(1 for _ in walk(r.body)) <= BODY_MAX
 
 
-class _Subst:
-    """`e` with variables bound to constants; integer arithmetic on constants folded."""
+class _Rewrite:
+    """A rewrite of an expression DAG, each shared node rewritten once (the node is held beside its
+    rewrite so that its id is not reused by a temporary)."""
 
-    def __init__(self, env: dict[str, int]) -> None:
-        self.env, self.memo = env, {}  # type: ignore[var-annotated]
+    def __init__(self) -> None:
+        self.memo: dict[int, tuple[Expr, Expr]] = {}
 
     def __call__(self, e: Expr) -> Expr:
         key = id(e)
         if key not in self.memo:
             self.memo[key] = (e, self._go(e))
         return self.memo[key][1]
+
+    def _go(self, e: Expr) -> Expr:
+        raise NotImplementedError
+
+
+class _Subst(_Rewrite):
+    """`e` with variables bound to constants; integer arithmetic on constants folded."""
+
+    def __init__(self, env: dict[str, int]) -> None:
+        super().__init__()
+        self.env = env
 
     def _go(self, e: Expr) -> Expr:
         if isinstance(e, Var):
@@ -73,16 +85,7 @@ def _unrolled(r: Reduce) -> Expr:
     return terms[0]
 
 
-class _Unroller:
-    def __init__(self) -> None:
-        self.memo: dict[int, tuple[Expr, Expr]] = {}
-
-    def __call__(self, e: Expr) -> Expr:
-        key = id(e)
-        if key not in self.memo:
-            self.memo[key] = (e, self._go(e))
-        return self.memo[key][1]
-
+class _Unroller(_Rewrite):
     def _go(self, e: Expr) -> Expr:
         if isinstance(e, Reduce):
             return _unrolled(e) if _small(e) else e
