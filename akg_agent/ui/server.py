@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import secrets
 import subprocess
@@ -35,8 +36,7 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _status(d: Path) -> str:
-    run, job = _json(d / "run.json"), _json(d / "job.json") or {}
+def _status(d: Path, run: dict | None, job: dict) -> str:
     if (d / "pending_plan.json").is_file():
         return "waiting for plan approval"
     if (d / "pending_step.json").is_file():
@@ -54,8 +54,6 @@ def _alive(pid: Any) -> bool:
     if not isinstance(pid, int):
         return False
     try:
-        import os
-
         os.kill(pid, 0)
         return True
     except OSError:
@@ -87,7 +85,7 @@ class Runs:
             times = [a["time_ms"] for a in atts if a.get("accepted") and a.get("time_ms")]
             out.append({"id": d.name, "kind": job.get("kind", "translate"),
                         "problem": Path(str(cfg.get("problem", "?"))).name, "dsl": cfg.get("dsl"),
-                        "target": cfg.get("target"), "status": _status(d),
+                        "target": cfg.get("target"), "status": _status(d, run, job),
                         "attempts": len(atts), "best_ms": min(times) if times else None,
                         "modified": d.stat().st_mtime})
         return out
@@ -105,7 +103,7 @@ class Runs:
         plan = run.get("plan")
         pending = _json(d / "pending_plan.json")
         console = (d / "console.log").read_text(errors="replace")[-20000:] if (d / "console.log").is_file() else ""
-        return {"id": rid, "status": _status(d), "config": run.get("config") or job.get("config"), "job": job,
+        return {"id": rid, "status": _status(d, run, job), "config": run.get("config") or job.get("config"), "job": job,
                 "plan": plan, "pending_plan": pending, "pending_step": _json(d / "pending_step.json"),
                 "plan_error": (d / "plan_error.txt").read_text() if (d / "plan_error.txt").is_file() else "",
                 "attempts": atts, "result": run.get("result"), "guidance": run.get("guidance") or [],

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..types import FLOAT_DTYPES as FLOATS
 from .build import op
-from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Scan, walk
+from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Rewrite, Scan, walk
 
 # the primitives every DSL's table spells (besides integer index arithmetic, loads and reductions)
 PRIMITIVES = frozenset(
@@ -154,20 +154,12 @@ RULES: dict[str, Rule] = {
 COMPOSITES = frozenset(RULES) - PRIMITIVES  # pow and div expand only in some forms
 
 
-class _Expander:
+class _Expander(Rewrite):
     def __init__(self, keep: frozenset[str]) -> None:
+        super().__init__()
         self.keep = keep
-        # id -> (the node, its expansion): holding the node keeps its id from being reused by a
-        # temporary of a later expansion
-        self.memo: dict[int, tuple[Expr, Expr]] = {}
 
-    def __call__(self, e: Expr) -> Expr:
-        key = id(e)
-        if key not in self.memo:
-            self.memo[key] = (e, self._rebuild(e))
-        return self.memo[key][1]
-
-    def _rebuild(self, e: Expr) -> Expr:
+    def _go(self, e: Expr) -> Expr:
         if isinstance(e, Op):
             args = tuple(self(a) for a in e.args)
             new = e if all(a is b for a, b in zip(args, e.args)) else replace(e, args=args)

@@ -181,6 +181,23 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+class Rewrite:
+    """A rewrite of an expression DAG: each shared node rewritten once, `_go` says how. The node is
+    held beside its rewrite, so its id is not reused by a temporary of a later rewrite."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, tuple[Expr, Expr]] = {}
+
+    def __call__(self, e: Expr) -> Expr:
+        key = id(e)
+        if key not in self.memo:
+            self.memo[key] = (e, self._go(e))
+        return self.memo[key][1]
+
+    def _go(self, e: Expr) -> Expr:
+        raise NotImplementedError
+
+
 def walk(e: Expr):
     """Every sub-expression once, children before parents (shared sub-trees visited once)."""
     seen: set[int] = set()

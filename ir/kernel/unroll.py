@@ -13,7 +13,7 @@ import itertools
 import math
 from dataclasses import replace
 
-from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Scan, Var, walk
+from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Rewrite, Scan, Var, walk
 
 WINDOW_MAX = 27  # positions (a 3x3x3 window); wider reductions keep a reduce template
 BODY_MAX = 400  # sub-expressions in body x positions: larger unrolls would bloat the kernel
@@ -27,24 +27,7 @@ def _small(r: Reduce) -> bool:
         n * sum(1 for _ in walk(r.body)) <= BODY_MAX
 
 
-class _Rewrite:
-    """A rewrite of an expression DAG, each shared node rewritten once (the node is held beside its
-    rewrite so that its id is not reused by a temporary)."""
-
-    def __init__(self) -> None:
-        self.memo: dict[int, tuple[Expr, Expr]] = {}
-
-    def __call__(self, e: Expr) -> Expr:
-        key = id(e)
-        if key not in self.memo:
-            self.memo[key] = (e, self._go(e))
-        return self.memo[key][1]
-
-    def _go(self, e: Expr) -> Expr:
-        raise NotImplementedError
-
-
-class _Subst(_Rewrite):
+class _Subst(Rewrite):
     """`e` with variables bound to constants; integer arithmetic on constants folded."""
 
     def __init__(self, env: dict[str, int]) -> None:
@@ -85,7 +68,7 @@ def _unrolled(r: Reduce) -> Expr:
     return terms[0]
 
 
-class _Unroller(_Rewrite):
+class _Unroller(Rewrite):
     def _go(self, e: Expr) -> Expr:
         if isinstance(e, Reduce):
             return _unrolled(e) if _small(e) else e
