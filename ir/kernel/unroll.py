@@ -2,8 +2,8 @@
 channels) written out as a tree of the combining op over the body at each window position.
 
 A reduce template spends a program (and a row of lanes) on each output and leaves most lanes idle when
-the window is 4 or 9 elements wide (max pooling ran at 0.17x torch.compile on the H100 that way); as a
-pointwise kernel every lane computes one output, the window unrolled. The value is the same expression
+the window is 4 or 9 elements wide; as a pointwise kernel every lane computes one output, the window
+unrolled. The value is the same expression
 (the kernel interpreter checks it); only the summation order of a sum changes.
 """
 
