@@ -27,6 +27,7 @@ from ir.kernel.unroll import unroll_program
 from ir.lift import lift
 from ir.passes import run_passes
 from ir.passes.fusion import FusionPlan, Group
+from ir.passes.library import check_families, families_of, kept_composites, marked_primitives
 from ir.problem import load_problem
 
 from .ranking import ranked_space
@@ -77,24 +78,36 @@ class Translation:
 class Strategy:
     """Plan-level choices a tune compares by measurement (schedules are searched inside each): row
     fusion (a softmax or norm as one row kernel) or split kernels; convolutions as library calls or
-    generated implicit GEMMs."""
+    generated implicit GEMMs; op families left to the library (`ir.passes.library`: GEMMs, norms,
+    softmax, attention, reductions, pooling, scans) with their prologues and epilogues generated."""
 
     rows: bool = True
     conv: str = "library"
+    library: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        return f"rows={'fused' if self.rows else 'split'}, conv={self.conv}"
+        return f"rows={'fused' if self.rows else 'split'}, conv={self.conv}" + \
+            (f", library={'+'.join(self.library)}" if self.library else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {"rows": self.rows, "conv": self.conv}
+        return {"rows": self.rows, "conv": self.conv, "library": list(self.library)}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Strategy:
+        return Strategy(bool(d["rows"]), str(d["conv"]), check_families(d.get("library", ())))
 
 
-def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True) -> str:
+def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
+                 library: tuple[str, ...] = ()) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
-    backend has a row template (and `rows`); composites in `keep` stay whole (library calls)."""
+    backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
+    the ops of the `library` families."""
+    keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
+    marked = marked_primitives(library)
+    mark = f",library{{ops={':'.join(marked)}}}" if marked else ""
     rows = rows and "rownorm" in backend.manifest.kinds
-    return f"simplify,{dec},simplify,fuse" + (",rows" if rows else "") + \
+    return f"simplify,{dec},simplify{mark},fuse" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 
@@ -167,7 +180,7 @@ def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, 
 
 def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
           allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True,
-          rows: bool = True, dynamic: str | None = None) -> Translation:
+          rows: bool = True, dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
     backend can (manifest kind "conv"). `pure`: every group generated (convolutions too, where the
@@ -176,8 +189,12 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     where the device is here, take the tuning database's best strategy for the problem (when the caller
     left `conv` and `rows` at their defaults) and each kernel's best schedule (what `akg tune` measured
     on this hardware), not the cost model's. `dynamic`: input dimensions that vary at run time
-    (`ir.dynamic`): the module takes any size from 1 to the traced one there."""
+    (`ir.dynamic`): the module takes any size from 1 to the traced one there. `library`: op families
+    (`ir.passes.library.LIBRARY_FAMILIES`) left to torch, their prologues and epilogues generated."""
     backend = get_backend(dsl)
+    library = check_families(library)
+    if pure and library:
+        raise AkgError(f"--pure generates every group: drop --library {','.join(library)} or --pure")
     if conv not in ("library", "generated"):
         raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
     if conv == "generated" and "conv" not in backend.manifest.kinds:
@@ -200,32 +217,35 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
         raise AkgError(f"{problem.path.name} is a JAX program: translate it without --train and --dynamic "
                        "(not taken for JAX programs yet)")
     strategy_s = None
-    if tuned and executor == "native" and (conv, rows) == ("library", True) and not pure:
+    if tuned and executor == "native" and (conv, rows, library) == ("library", True, ()) and not pure:
         found = best_strategy(TuningDB.default_path(), hardware_key(target), dsl, problem_signature(problem.path),
                               versions(backend.manifest))
         if found is not None:
-            (conv, rows), strategy_s = (found[0]["conv"], found[0]["rows"]), found[1]
-    g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, conv, rows, pure, dynamic)
-    buckets = _buckets(problem, backend, target, train, allow_opaque, conv, rows, pure, dynamic, g, prog,
-                       schedules)
+            best = Strategy.from_json(found[0])
+            (conv, rows, library), strategy_s = (best.conv, best.rows, best.library), found[1]
+    how = Strategy(rows, conv, library)
+    g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
+    buckets = _buckets(problem, backend, target, train, allow_opaque, how, pure, dynamic, g, prog, schedules)
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
         schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
     return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times,
-                       strategy=Strategy(rows, conv), strategy_s=strategy_s, buckets=buckets)
+                       strategy=how, strategy_s=strategy_s, buckets=buckets)
 
 
 def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
-             conv: str, rows: bool, pure: bool, dynamic: str | None,
+             how: Strategy, pure: bool, dynamic: str | None,
              at: tuple[str, int] | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
     """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
     model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
     g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
         lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
-    run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), rows))
+    g.meta["library_families"] = families_of(n.op for n in g.nodes)  # what a tune may leave to the library
+    run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), how.rows,
+                               how.library))
     plan = g.plan
     try:
-        gen_conv = conv == "generated" or (pure and "conv" in backend.manifest.kinds)
+        gen_conv = how.conv == "generated" or (pure and "conv" in backend.manifest.kinds)
         generated = ({"conv"} if gen_conv else set()) | ({"window", "scan"} & set(backend.manifest.kinds))
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
@@ -245,7 +265,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
 
 
 def _buckets(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
-             conv: str, rows: bool, pure: bool, dynamic: str | None, g: Graph, top: KernelProgram,
+             how: Strategy, pure: bool, dynamic: str | None, g: Graph, top: KernelProgram,
              top_schedules: Schedules) -> list[Bucket]:
     """--dynamic with one size: the program lowered and scheduled again for each smaller bucket (sizes
     up to 16, 64, 256, ... below the bound), its kernels named apart; the module dispatches on the size.
@@ -261,7 +281,7 @@ def _buckets(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     serving = signature(top, top_schedules)  # the code that would serve these sizes without this bucket
     bounds = bucket_bounds(dyn[name]["traced"])[:-1]
     for i, upper in reversed(list(enumerate(bounds))):
-        _, _, bprog, bsched = _lowered(problem, backend, target, train, allow_opaque, conv, rows, pure, dynamic,
+        _, _, bprog, bsched = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic,
                                        at=(name, upper))
         if signature(bprog, bsched) == serving:
             continue
@@ -370,9 +390,9 @@ def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | P
               verify_result: bool = True, timing: bool = True, baselines: tuple[str, ...] = ("eager",),
               train: bool = False, allow_opaque: bool = False,
               seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library", pure: bool = False,
-              dynamic: str | None = None) -> Translation:
+              dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
     t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv, pure=pure,
-              dynamic=dynamic)
+              dynamic=dynamic, library=library)
     t.source = render(t)
     if t.executor == "none":
         t.notes.append(f"no executor for {dsl} on {target_name} here: written, not run")

@@ -17,6 +17,7 @@ from dsl_backends import get_backend
 from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem
 from ir.kernel.schedule import Schedule
+from ir.passes.library import check_families
 
 from .cluster import Cluster, Done, LocalPool, Work
 from .ranking import ranked_space
@@ -54,14 +55,25 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
 
 
 def strategies_for(t: Translation) -> list[Strategy]:
-    """The plan-level alternatives worth measuring for this translation: the default first."""
+    """The plan-level alternatives worth measuring for this translation, the default first: row fusion
+    split, generated convolutions, and each op family of the program left to the library (one at a
+    time; `tune` then measures the families that won together)."""
     kinds = get_backend(t.dsl).manifest.kinds
     out = [Strategy()]
     if "rownorm" in kinds and any(k.kind == "rownorm" for k in t.program.kernels()):
         out.append(Strategy(rows=False))
     if "conv" in kinds and any(s.op in ("conv", "conv_transpose") for s in t.program.library_calls()):
         out.append(Strategy(conv="generated"))
+    generated_only = {"window": "window" in kinds, "scan": "scan" in kinds}  # otherwise already the library's
+    out += [Strategy(library=(f,)) for f in t.graph.meta.get("library_families", ()) if generated_only.get(f, True)]
     return out
+
+
+def _together(singles: list[tuple[Strategy, float]], default_s: float) -> Strategy | None:
+    """The library families that each beat the default, all at once (when there are two or more)."""
+    won = tuple(f for s, sec in singles if sec < default_s and s.library and s == Strategy(library=s.library)
+                for f in s.library)
+    return Strategy(library=check_families(won)) if len(won) > 1 else None
 
 
 def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
@@ -90,8 +102,11 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     cluster: Cluster | LocalPool | None = (Cluster(ray or None, target, ray_cpus) if ray is not None else
                                            LocalPool(target, jobs) if jobs > 1 else None)
     best: tuple[float, Translation] | None = None
+    todo = strategies_for(base) if strategies else [Strategy()]
+    measured: list[tuple[Strategy, float]] = []
     try:
-        for strategy in strategies_for(base) if strategies else [Strategy()]:
+        while todo:
+            strategy = todo.pop(0)
             if best is not None and _past(start, time_limit_s):  # the default strategy always gets a module
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None,
                                              "verdict": f"not tried: the --time limit ({time_limit_s:g} s) passed"})
@@ -99,7 +114,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 continue
             try:
                 t = base if strategy == Strategy() else build(problem, dsl, target, tuned=False, rows=strategy.rows,
-                                                              conv=strategy.conv, dynamic=dynamic)
+                                                              conv=strategy.conv, dynamic=dynamic,
+                                                              library=strategy.library)
             except AkgError as e:  # this strategy cannot express the problem: reported, not fatal
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue
@@ -115,8 +131,13 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 get_backend(dsl).manifest), strategy.to_json(), total, t.verdict.line())
             report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "verdict": t.verdict.line(),
                                          "kernels": kernels})
+            measured.append((strategy, total))
             if best is None or total < best[0]:
                 best = (total, t)
+            if not todo and strategies:  # the singles are in: the families that won, together
+                both = _together(measured, measured[0][1])
+                if both is not None and both not in [m for m, _ in measured]:
+                    todo.append(both)
     finally:
         if cluster is not None:
             report["workers"] = cluster.workers

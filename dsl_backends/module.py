@@ -31,6 +31,17 @@ LIBRARY_DECLARATIONS = {
                    "aten.mkldnn_rnn*", "aten._thnn_fused*", "aten.addmm", "aten.add", "aten.add_", "aten.sub",
                    "aten.mul", "aten.mul_", "aten.sigmoid*", "aten.tanh*", "aten.relu*", "aten.unsafe_split",
                    "aten.unsafe_chunk", "aten.cat", "aten.stack"],
+    # library strategies (`ir.passes.library`): the call and the ATen ops it dispatches to
+    "matmul": ["aten.mm", "aten.bmm", "aten.mv", "aten.dot", "aten.matmul"],
+    "linear": ["aten.addmm", "aten.mm", "aten.bmm", "aten.linear", "aten.matmul"],
+    **{r: [f"aten.{r}"] for r in ("sum", "mean", "amax", "amin", "prod", "var", "std", "argmax", "argmin")},
+    "norm": ["aten.linalg_vector_norm"], "softmax": ["aten._softmax"], "log_softmax": ["aten._log_softmax"],
+    "logsumexp": ["aten.logsumexp"], "layer_norm": ["aten.native_layer_norm"], "group_norm": ["aten.native_group_norm"],
+    "batch_norm": ["aten.native_batch_norm", "aten._native_batch_norm_legit*"],
+    "instance_norm": ["aten.native_batch_norm", "aten._native_batch_norm_legit*", "aten.repeat"],
+    "rms_norm": ["aten._fused_rms_norm", "aten.pow", "aten.mean", "aten.add", "aten.add_", "aten.rsqrt", "aten.mul"],
+    "attention": ["aten._scaled_dot_product*", "aten.tril", "aten.bitwise_and", "aten.bitwise_not",
+                  "aten.logical_not", "aten.masked_fill"],
 }
 
 REGISTER = '''
@@ -152,6 +163,9 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
                  f"{x}.narrow({d}, 0, {x}.shape[{d}] - 1)], {d})")
         y = f"torch.{step.op}({x}, {d})"
         return f"{y}.flip({d})" if at["reverse"] else y
+    line = _library_math(step, a)
+    if line is not None:
+        return line
     if step.op == "dropout":
         return f"F.dropout({a[0]}, {at['p']}, True)"
     if step.op == "random":  # the global generator, as the reference draws (same seed, same numbers)
@@ -167,6 +181,65 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])
         return f"torch.ops.{at['target']}({args}{kwargs})"
     raise NotImplementedError(f"no library rendering for {step.op}")
+
+
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+def _library_math(step: LibraryCall, a: list[str]) -> str | None:
+    """torch's call for an op a library strategy leaves to it (`ir.passes.library`): GEMMs, reductions,
+    normalisations, softmax and attention; the same meaning as the interpreter's (a test checks each)."""
+    at, op = step.attrs, step.op
+    rank = len(step.args[0].shape) if step.args and step.args[0] is not None else 0
+    if op == "matmul":
+        return f"torch.matmul({a[0]}, {a[1]})"
+    if op == "linear":
+        return f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'})"
+    if op in (*REDUCTIONS, "prod", "var", "std", "norm"):
+        dims = list(range(rank)) if at["dims"] is None else sorted(d % max(rank, 1) for d in at["dims"])
+        if not dims:
+            return f"{a[0]}.clone()"
+        keep = at["keepdim"]
+        if op in REDUCTIONS:
+            return f"torch.{op}({a[0]}, {dims}, keepdim={keep})"
+        if op in ("var", "std"):
+            return f"torch.{op}({a[0]}, {dims}, correction={at['correction']}, keepdim={keep})"
+        if op == "norm":
+            return f"torch.linalg.vector_norm({a[0]}, {at['ord']}, {dims}, {keep})"
+        x = a[0]  # torch.prod takes one dim at a time
+        for d in reversed(dims):
+            x = f"torch.prod({x}, {d}, keepdim=True)"
+        kept = [s for i, s in enumerate(step.args[0].shape) if i not in dims]  # type: ignore[union-attr]
+        return x if keep else f"{x}.reshape({kept})"
+    if op in ("argmax", "argmin"):
+        return f"torch.{op}({a[0]}, {at['dim']}, {at['keepdim']})"
+    if op in ("softmax", "log_softmax"):
+        return f"torch.{op}({a[0]}, {at['dim']})"
+    if op == "logsumexp":
+        return f"torch.logsumexp({a[0]}, {list(at['dims'])}, {at['keepdim']})"
+    if op == "layer_norm":
+        return f"F.layer_norm({a[0]}, {list(at['normalized_shape'])}, {a[1]}, {a[2]}, {at['eps']})"
+    if op == "rms_norm":
+        return f"F.rms_norm({a[0]}, {list(at['normalized_shape'])}, {a[1]}, {at['eps']})"
+    if op == "group_norm":
+        return f"F.group_norm({a[0]}, {at['groups']}, {a[1]}, {a[2]}, {at['eps']})"
+    if op == "instance_norm":  # the input's own statistics, no running buffers touched
+        return f"F.instance_norm({a[0]}, None, None, {a[1]}, {a[2]}, True, 0.0, {at['eps']})"
+    if op == "batch_norm":  # args: x, weight, bias, running mean, running var
+        if at["training"] or a[3] == "None":  # batch statistics; the running buffers are not updated here
+            return f"F.batch_norm({a[0]}, None, None, {a[1]}, {a[2]}, True, 0.0, {at['eps']})"
+        return f"F.batch_norm({a[0]}, {a[3]}, {a[4]}, {a[1]}, {a[2]}, False, 0.0, {at['eps']})"
+    if op == "attention":
+        mask, causal = a[3] if len(a) > 3 else "None", at["causal"]
+        if causal and mask != "None":  # SDPA takes one or the other: the causal triangle folded into the mask
+            lq, lk = step.args[0].shape[-2], step.args[1].shape[-2]  # type: ignore[union-attr]
+            tri = f"torch.ones({lq}, {lk}, dtype=torch.bool, device={mask}.device).tril()"
+            mask = (f"({mask} & {tri})" if step.args[3].dtype == "bool"  # type: ignore[union-attr]
+                    else f"{mask}.masked_fill(~{tri}, float('-inf'))")
+            causal = False
+        return (f"F.scaled_dot_product_attention({a[0]}, {a[1]}, {a[2]}, attn_mask={mask}, "
+                f"is_causal={causal}, scale={at['scale']})")
+    return None
 
 
 def _opaque_arg(v: Any, tensors: list[str]) -> str:

@@ -41,6 +41,7 @@ class RunConfig:
     conv: str = "library"  # convolutions: torch calls with fused epilogues, or "generated" implicit GEMMs
     pure: bool = False  # every group generated: no library calls (random draws aside)
     dynamic: str | None = None  # input dimensions that vary at run time (`ir.dynamic`)
+    library: tuple[str, ...] = ()  # op families left to torch (`ir.passes.library`)
 
 
 def _new_run_dir(cfg: RunConfig) -> Path:
@@ -68,6 +69,8 @@ def _open_state(cfg: RunConfig, resume: Path | None) -> RunState:
         conf["pure"] = True
     if cfg.dynamic:
         conf["dynamic"] = cfg.dynamic
+    if cfg.library:
+        conf["library"] = list(cfg.library)
     return RunState(run_dir, conf)
 
 
@@ -125,7 +128,7 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
     # with a model, ops the rules engine cannot lower stay in the graph for the model to write
     t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"],
               allow_opaque=conf["allow_opaque"] or model is not None, conv=conf.get("conv", "library"),
-              pure=conf.get("pure", False), dynamic=conf.get("dynamic"))
+              pure=conf.get("pure", False), dynamic=conf.get("dynamic"), library=tuple(conf.get("library", ())))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:

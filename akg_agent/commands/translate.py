@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dsl_backends import available
 from ir.errors import AkgError
+from ir.passes.library import LIBRARY_FAMILIES
 
 from ..agents import RunConfig, run
 from ..agents.human import ConsoleHuman, FileHuman
@@ -30,7 +31,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
     cfg = RunConfig(args.file, args.dsl, args.target, llm=args.llm, budget=args.budget, goal_frac=args.goal,
                     out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
                     timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu,
-                    conv=args.conv, pure=args.pure, dynamic=args.dynamic)
+                    conv=args.conv, pure=args.pure, dynamic=args.dynamic,
+                    library=tuple(f for f in (args.library or "").split(",") if f))
     human = FileHuman() if args.await_decisions else ConsoleHuman() if args.interactive else None
     st = run(cfg, human=human, resume=resume, db=TuningDB())
     best = next(a for a in st.attempts if a.n == st.result["attempt"])
@@ -75,6 +77,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="convolutions as torch calls with fused epilogues (default) or generated implicit GEMMs")
     p.add_argument("--pure", action="store_true", help="every group generated, no library calls (hybrid: the "
                    "default, convolutions and what a backend does not generate stay declared torch calls)")
+    p.add_argument("--library", default=None, metavar="FAMILIES",
+                   help=f"op families left to torch, their prologues and epilogues generated: comma-separated "
+                   f"from {', '.join(LIBRARY_FAMILIES)} (akg tune measures each both ways)")
     p.add_argument("--dynamic", default=None, metavar="SPEC",
                    help="input dimensions that vary at run time: NAME (dimension 0 of every input, e.g. batch), "
                    "input:dim[,input:dim...], or auto; the module takes sizes from 1 to the traced one there")

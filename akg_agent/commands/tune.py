@@ -76,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, help="candidates compiled and verified at once (each timed "
                    "alone); on Ray the cluster's CPUs decide")
     p.add_argument("--no-strategies", action="store_true", help="search schedules of the default plan only "
-                   "(not row fusion vs split, library vs generated convolutions)")
+                   "(not row fusion vs split, library vs generated convolutions, op families left to the library)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="measure on Ray: a local instance started for the run, or a cluster's address "
                         "(auto, ray://host:10001)")

@@ -19,6 +19,7 @@ from typing import Any
 from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.fusion import FusionPlan, Group, fuse
+from ..passes.library import LIBRARY_MARK
 from ..sym import is_dynamic
 from .analysis import row_split
 from .build import I64, ic, iop, land, op, where
@@ -51,7 +52,9 @@ class LoweringError(ValueError):
 def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
     "conv" (an ungrouped convolution as an implicit GEMM), "window" (max and average pooling), "scan"
-    (cumulative sums and products)."""
+    (cumulative sums and products). A node the `library` pass marked stays a torch call regardless."""
+    if n.meta.get(LIBRARY_MARK):
+        return True
     if n.op == "conv" and "conv" in generated and n.attrs["groups"] == 1:
         return False
     if n.op in ("max_pool", "avg_pool") and "window" in generated:

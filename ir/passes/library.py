@@ -1,0 +1,73 @@
+"""Library strategies: families of ops a plan may leave to the library (torch: cuBLAS, cuDNN, MKL,
+oneDNN) instead of generating, while their prologues and epilogues stay in generated kernels. A tune
+measures each family both ways; the faster is kept. Composite families stay whole through
+decomposition (`decompose{keep=...}`); primitive families are marked by this pass, and lowering
+(`kernel.lower.needs_library`) turns a marked node into a declared library call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import AkgError
+from ..graph import Graph
+from ..ops import opdef
+from .base import Firing, Trace, register
+
+LIBRARY_FAMILIES: dict[str, tuple[str, ...]] = {
+    "gemm": ("matmul", "linear"),
+    "attention": ("attention",),
+    "norm": ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm"),
+    "softmax": ("softmax", "log_softmax", "logsumexp"),
+    "reduce": ("sum", "mean", "amax", "amin", "prod", "var", "std", "norm", "argmax", "argmin"),
+    "window": ("max_pool", "avg_pool"),
+    "scan": ("cumsum", "cumprod"),
+}
+LIBRARY_MARK = "library"  # node meta key: this node is a library call
+
+
+def check_families(families: Iterable[str]) -> tuple[str, ...]:
+    """The families in table order; an unknown name is a one-line error listing the known ones."""
+    wanted = set(families)
+    unknown = sorted(wanted - set(LIBRARY_FAMILIES))
+    if unknown:
+        raise AkgError(f"unknown library famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}: "
+                       f"choose from {', '.join(LIBRARY_FAMILIES)}")
+    return tuple(f for f in LIBRARY_FAMILIES if f in wanted)
+
+
+def kept_composites(families: Iterable[str]) -> tuple[str, ...]:
+    """Composite ops of these families: decomposition leaves them whole."""
+    return tuple(op for f in check_families(families) for op in LIBRARY_FAMILIES[f]
+                 if opdef(op).group == "composite")
+
+
+def marked_primitives(families: Iterable[str]) -> tuple[str, ...]:
+    """Primitive ops of these families: this pass marks them."""
+    return tuple(op for f in check_families(families) for op in LIBRARY_FAMILIES[f]
+                 if opdef(op).group != "composite")
+
+
+def families_of(ops: Iterable[str]) -> tuple[str, ...]:
+    """The families a program with these (lifted, not yet decomposed) ops could leave to the library."""
+    present = set(ops)
+    return tuple(f for f, members in LIBRARY_FAMILIES.items() if present & set(members))
+
+
+@register
+@dataclass(frozen=True)
+class MarkLibrary:
+    """Marks nodes of the named ops as library calls (run after decomposition, before fusion)."""
+
+    name: ClassVar[str] = "library"
+    ops: tuple[str, ...] = ()
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        changed = False
+        for n in g.nodes:
+            if n.op in self.ops and not n.meta.get(LIBRARY_MARK):
+                n.meta[LIBRARY_MARK] = True
+                trace.record(Firing(self.name, "library-call", n.name, n.op, f"torch {n.op}"))
+                changed = True
+        return changed

@@ -1,0 +1,196 @@
+"""Library strategies (`ir.passes.library`): op families left to torch with their prologues and
+epilogues generated. Each torch line means what the interpreter says; each family, forced, verifies
+(C++ natively, the other DSLs through their executors, CUDA-C compiled); a tune measures each family
+both ways and translate takes the fastest."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from akg_agent.cli import main
+from akg_agent.translate import Strategy, build, translate
+from akg_agent.tune import _together, strategies_for, tune
+from akg_agent.tuning_db import TuningDB
+from dsl_backends.module import declared_calls, library_line
+from ir.errors import AkgError
+from ir.interp import EvalCtx, eval_op
+from ir.kernel.ir import Buf, LibraryCall
+from ir.passes.library import LIBRARY_FAMILIES, families_of
+from ir.verify import verify_graph
+
+from .conftest import problem_path
+
+CASES = [  # op, argument shapes (None: absent; "bool": a boolean mask), attributes
+    ("matmul", [(2, 5, 7), (7, 3)], {}),
+    ("linear", [(4, 6), (5, 6), (5,)], {}),
+    ("linear", [(2, 4, 6), (5, 6)], {}),
+    ("sum", [(3, 4, 5)], {"dims": None, "keepdim": False}),
+    ("mean", [(3, 4, 5)], {"dims": [-1], "keepdim": True}),
+    ("amax", [(3, 4, 5)], {"dims": [0, 2], "keepdim": False}),
+    ("amin", [(3, 4)], {"dims": [], "keepdim": False}),
+    ("prod", [(3, 4, 5)], {"dims": [0, 2], "keepdim": False}),
+    ("prod", [(3, 4)], {"dims": None, "keepdim": True}),
+    ("var", [(6, 7)], {"dims": [1], "keepdim": False, "correction": 0.0}),
+    ("std", [(6, 7)], {"dims": None, "keepdim": True, "correction": 1.0}),
+    ("norm", [(6, 7)], {"dims": [1], "keepdim": False, "ord": 1.0}),
+    ("argmax", [(6, 7)], {"dim": None, "keepdim": False}),
+    ("argmin", [(6, 7)], {"dim": 1, "keepdim": True}),
+    ("softmax", [(4, 9)], {"dim": -1}),
+    ("log_softmax", [(4, 9, 2)], {"dim": 1}),
+    ("logsumexp", [(4, 9)], {"dims": [1], "keepdim": False}),
+    ("layer_norm", [(3, 4, 8), (8,), (8,)], {"normalized_shape": [8], "eps": 1e-5}),
+    ("layer_norm", [(3, 4, 8), None, None], {"normalized_shape": [4, 8], "eps": 1e-3}),
+    ("rms_norm", [(3, 8), (8,)], {"normalized_shape": [8], "eps": None}),
+    ("group_norm", [(2, 6, 5), (6,), (6,)], {"groups": 3, "eps": 1e-5}),
+    ("instance_norm", [(2, 3, 5, 5), (3,), (3,)], {"eps": 1e-5}),
+    ("batch_norm", [(4, 3, 5), (3,), (3,), (3,), (3,)], {"training": False, "momentum": 0.1, "eps": 1e-5}),
+    ("batch_norm", [(4, 3, 5), (3,), (3,), (3,), (3,)], {"training": True, "momentum": 0.1, "eps": 1e-5}),
+    ("attention", [(2, 3, 6, 8), (2, 3, 10, 8), (2, 3, 10, 8)], {"scale": None, "causal": False}),
+    ("attention", [(2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8)], {"scale": 0.5, "causal": True}),
+    ("attention", [(2, 6, 8), (2, 6, 8), (2, 6, 8), "bool"], {"scale": None, "causal": True}),
+    ("attention", [(2, 6, 8), (2, 6, 8), (2, 6, 8), (6, 6)], {"scale": None, "causal": True}),
+]
+
+
+@pytest.mark.parametrize(("op", "shapes", "attrs"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_library_line_means_what_the_interpreter_says(op, shapes, attrs):
+    gen = torch.Generator().manual_seed(7)
+    args: list[torch.Tensor | None] = []
+    for s in shapes:
+        if s is None:
+            args.append(None)
+        elif s == "bool":
+            args.append(torch.rand(6, 6, generator=gen) > 0.3)
+        else:
+            args.append(torch.randn(*s, generator=gen, dtype=torch.float64).abs().add(0.1)
+                        if op == "batch_norm" else torch.randn(*s, generator=gen, dtype=torch.float64))
+    bufs = tuple(None if a is None else Buf(f"a{i}", tuple(a.shape), "bool" if a.dtype == torch.bool else "f64",
+                                            "input") for i, a in enumerate(args))
+    step = LibraryCall("lib", op, bufs, dict(attrs), Buf("out", (1,), "f64", "output"))
+    line = library_line(step, lambda b: "None" if b is None else b.name)
+    got = eval(line, {"torch": torch, "F": F}, {f"a{i}": a for i, a in enumerate(args)})  # noqa: S307
+    want = eval_op(op, args, dict(attrs), EvalCtx())
+    torch.testing.assert_close(got, want, atol=1e-9, rtol=1e-9, msg=line)
+
+
+FORCED = [("l2_gemm_scale_sigmoid_sum", "gemm", {"linear"}), ("attention_sdpa", "attention", {"attention"}),
+          ("norm_instance_group", "norm", {"instance_norm", "group_norm"}),
+          ("softmax_logsoftmax", "softmax", {"softmax", "log_softmax"}),
+          ("red_var_std", "reduce", {"var", "std"}), ("pool_max_1d_2d_3d", "window", {"max_pool"}),
+          ("scan_cumsum_cumprod", "scan", {"cumsum", "cumprod"})]
+
+
+@pytest.mark.parametrize(("name", "family", "ops"), FORCED, ids=[f[1] for f in FORCED])
+def test_each_family_forced_to_the_library_verifies(name, family, ops, tmp_path, monkeypatch):
+    """C++ natively; scans through Triton's interpreter (the C++ backend calls torch for them anyway)."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    dsl, target = ("triton", "h100") if family == "scan" else ("cpp", "cpu")
+    plain = build(problem_path(name), dsl, target, tuned=False)
+    assert family in plain.graph.meta["library_families"]
+    assert not ops & {s.op for s in plain.program.library_calls()}  # generated by default
+    t = translate(problem_path(name), dsl, target, tmp_path / "m.py", timing=False, seeds=(0, 1), library=(family,))
+    assert t.verdict.accepted, t.verdict.line()
+    assert ops <= {s.op for s in t.program.library_calls()}
+    src = (tmp_path / "m.py").read_text()
+    assert f"library={family}" in src and "library call torch" in src
+    verify_graph(t.graph)
+
+
+def test_a_library_gemm_keeps_its_epilogue_in_generated_kernels():
+    t = build(problem_path("l2_gemm_scale_sigmoid_sum"), "cpp", "cpu", tuned=False, library=("gemm",))
+    assert [s.op for s in t.program.library_calls()] == ["linear"]
+    assert t.program.kernels() and all(k.kind != "matmul" for k in t.program.kernels())
+    assert declared_calls(t.program) == LIBRARY_DECLARATIONS_LINEAR
+
+
+LIBRARY_DECLARATIONS_LINEAR = ["aten.addmm", "aten.mm", "aten.bmm", "aten.linear", "aten.matmul"]
+
+
+@pytest.mark.parametrize(("dsl", "target"), [("triton", "h100"), ("tilelang", "h100"), ("pallas", "h100"),
+                                             ("pallas", "tpu-v5p"), ("metal", "m4-max")])
+def test_library_gemm_and_norm_verify_through_every_executor(dsl, target, tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    t = translate(problem_path("l2_gemm_gelu_softmax_layernorm"), dsl, target, timing=False, seeds=(0, 1),
+                  library=("gemm", "norm"))
+    assert t.verdict.accepted, t.verdict.line()
+    assert {s.op for s in t.program.library_calls()} == {"linear", "layer_norm"} and t.program.kernels()
+
+
+def test_library_gemm_and_norm_compile_in_cuda_c(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    t = translate(problem_path("l2_gemm_gelu_softmax_layernorm"), "cuda-c", "h100", timing=False,
+                  library=("gemm", "norm"))
+    if t.executor == "native":
+        assert t.verdict.accepted, t.verdict.line()
+    else:
+        assert t.compiled.startswith("compiled with nvcc"), t.compiled
+    assert {s.op for s in t.program.library_calls()} == {"linear", "layer_norm"}
+
+
+def test_library_choices_are_checked_in_one_line():
+    with pytest.raises(AkgError, match=r"unknown library family blas: choose from gemm, attention"):
+        build(problem_path("mm_square"), "cpp", "cpu", library=("blas",))
+    with pytest.raises(AkgError, match=r"--pure generates every group: drop --library gemm or --pure"):
+        build(problem_path("mm_square"), "cpp", "cpu", library=("gemm",), pure=True)
+    assert Strategy.from_json({"rows": True, "conv": "library"}) == Strategy()  # a record from before families
+    s = Strategy(library=("gemm", "norm"))
+    assert Strategy.from_json(s.to_json()) == s and s.describe() == "rows=fused, conv=library, library=gemm+norm"
+    assert families_of(["linear", "layer_norm", "add"]) == ("gemm", "norm")
+    assert set(LIBRARY_FAMILIES) == {"gemm", "attention", "norm", "softmax", "reduce", "window", "scan"}
+
+
+def test_the_tune_tries_each_family_then_the_winners_together():
+    t = build(problem_path("l2_gemm_gelu_softmax_layernorm"), "cpp", "cpu", tuned=False)
+    got = [s.describe() for s in strategies_for(t)]
+    assert got == ["rows=fused, conv=library", "rows=split, conv=library", "rows=fused, conv=library, library=gemm",
+                   "rows=fused, conv=library, library=norm", "rows=fused, conv=library, library=softmax"]
+    singles = [(Strategy(), 1.0), (Strategy(rows=False), 0.5), (Strategy(library=("softmax",)), 0.9),
+               (Strategy(library=("gemm",)), 0.8), (Strategy(library=("norm",)), 1.2)]
+    assert _together(singles, 1.0) == Strategy(library=("gemm", "softmax"))  # table order, winners only
+    assert _together(singles[:4], 0.85) is None  # one winner: nothing to combine
+    # a backend that generates no windows already calls the library for pooling: nothing to try
+    pools = build(problem_path("pool_max_1d_2d_3d"), "cuda-c", "h100", tuned=False)
+    assert all(s.library != ("window",) for s in strategies_for(pools))
+
+
+def test_tune_measures_library_families_and_translate_takes_the_fastest(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = problem_path("l2_gemm_gelu_softmax_layernorm")
+    rep = tune(str(path), "cpu", "cpp", budget=1, out=tmp_path / "tuned.py")
+    tried = {s["strategy"]: s for s in rep["strategies"]}
+    assert {"rows=fused, conv=library, library=gemm", "rows=fused, conv=library, library=norm",
+            "rows=fused, conv=library, library=softmax"} <= set(tried)
+    assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 for s in tried.values())
+    default_s = tried["rows=fused, conv=library"]["time_s"]
+    winners = [f for f in ("gemm", "norm", "softmax") if tried[f"rows=fused, conv=library, library={f}"]["time_s"]
+               < default_s]
+    assert len(tried) == 5 + (len(winners) > 1)  # the winners measured together when there are two or more
+    if len(winners) > 1:
+        assert f"rows=fused, conv=library, library={'+'.join(winners)}" in tried
+    fastest = min(tried.values(), key=lambda s: s["time_s"])["strategy"]
+    assert rep["strategy"] == fastest
+    t = build(path, "cpp", "cpu")  # the database's fastest, its library calls in the plan
+    assert t.strategy.describe() == fastest and t.strategy_s is not None and math.isfinite(t.strategy_s)
+    called = {s.op for s in t.program.library_calls()}
+    assert all(set(LIBRARY_FAMILIES[f]) & called for f in t.strategy.library)
+    assert TuningDB().count() >= rep["measured"]
+
+
+def test_translate_takes_library_from_the_command_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    out = tmp_path / "m.py"
+    assert main(["translate", str(problem_path("l2_gemm_scale_sigmoid_sum")), "--dsl", "cpp", "--target", "cpu",
+                 "--library", "gemm", "--no-time", "-o", str(out), "--run-dir", str(tmp_path / "run")]) == 0
+    assert "lib_linear: library call torch linear" in out.read_text()
+    assert main(["translate", str(problem_path("mm_square")), "--dsl", "cpp", "--target", "cpu", "--library", "blas",
+                 "--no-time", "--run-dir", str(tmp_path / "run2")]) != 0
+    assert "akg: error: unknown library family blas" in capsys.readouterr().err
+
+
+def test_a_program_without_a_family_has_no_library_strategy():
+    t = build(problem_path("ew_activations_a"), "cpp", "cpu", tuned=False)
+    assert t.graph.meta["library_families"] == () and strategies_for(t) == [Strategy()]
