@@ -70,6 +70,11 @@ def test_bench_translates_when_given_a_dsl(tmp_path, monkeypatch):
     guard = doc["records"][0]["guard_us"]
     assert 0 < guard < 50 and doc["summary"]["guard_us_median"] == guard
     assert calls == ["akg_agent.bench.runner"]  # verified once, by the bench's own timed run
+    # which strategy the module took, and per fusion group what runs it (from the module's header)
+    rec = doc["records"][0]
+    assert rec["strategy"] == "rows=fused, conv=library" and rec["groups"] == {"0": "generated pointwise"}
+    page = (out / "report.html").read_text()
+    assert "<th>strategy</th>" in page and "group 0: generated pointwise" in page
 
 
 def test_time_waiting_for_the_timing_lock_does_not_count_against_the_limit(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from akg_agent.bench.runner import strategy_of
 from akg_agent.cli import main
 from akg_agent.translate import Strategy, build, translate
 from akg_agent.tune import _together, strategies_for, tune
@@ -186,6 +187,9 @@ def test_translate_takes_library_from_the_command_line(tmp_path, monkeypatch, ca
     assert main(["translate", str(problem_path("l2_gemm_scale_sigmoid_sum")), "--dsl", "cpp", "--target", "cpu",
                  "--library", "gemm", "--no-time", "-o", str(out), "--run-dir", str(tmp_path / "run")]) == 0
     assert "lib_linear: library call torch linear" in out.read_text()
+    plan = strategy_of(out)  # what akg bench reports per group
+    assert plan["strategy"] == "rows=fused, conv=library, library=gemm"
+    assert "library linear" in plan["groups"]["0"] and "generated" in " ".join(plan["groups"].values())
     assert main(["translate", str(problem_path("mm_square")), "--dsl", "cpp", "--target", "cpu", "--library", "blas",
                  "--no-time", "--run-dir", str(tmp_path / "run2")]) != 0
     assert "akg: error: unknown library family blas" in capsys.readouterr().err

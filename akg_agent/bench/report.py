@@ -64,11 +64,16 @@ def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dic
     for r in records:
         sp = " ".join(f"{b}: {r['speedup'][b]:.3g}x" for b in baselines if r.get("speedup", {}).get(b))
         cand = r.get("candidate_ms")
+        peers = "; ".join(f"{lb}: " + (" ".join(f"{b} {p['speedup'][b]:.3g}x" for b in baselines
+                                                if p.get("speedup", {}).get(b)) or p.get("reason", "failed"))
+                          for lb, p in r.get("peers", {}).items())
+        plan = "; ".join(f"group {g}: {what}" for g, what in r.get("groups", {}).items())
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             r["problem"], "yes" if r.get("correct") else "no", r.get("reason", ""),
-            f"{cand:.4g}" if cand else "", sp,
+            f"{cand:.4g}" if cand else "", sp, peers,
             f"{r['sol_fraction']:.1%}" if r.get("sol_fraction") else "",
-            f"{r['guard_us']:.2f}" if r.get("guard_us") is not None else "")) + "</tr>")
+            f"{r['guard_us']:.2f}" if r.get("guard_us") is not None else "",
+            r.get("strategy", ""), plan)) + "</tr>")
     plots = [_bars(f"speedup vs {b} (log scale)", [(r["problem"], r.get("speedup", {}).get(b)) for r in records],
                    1.0, True, "x") for b in baselines]
     first = baselines[0] if baselines else None
@@ -78,8 +83,9 @@ def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dic
     plots.append(_bars("fraction of speed-of-light", [(r["problem"], r.get("sol_fraction")) for r in records],
                        None, False, ""))
     summ = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in summary.items())
-    head = "".join(f"<th>{h}</th>" for h in ("problem", "correct", "reason", "candidate ms", "speedup", "of SOL",
-                                                      "input guard us"))
+    head = "".join(f"<th>{h}</th>" for h in ("problem", "correct", "reason", "candidate ms", "speedup",
+                                            "side by side (pure, other DSLs)", "of SOL", "input guard us",
+                                            "strategy", "per group"))
     info = html.escape(", ".join(f"{k}={v}" for k, v in meta.items()))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>akg bench</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}

@@ -4,6 +4,7 @@ sandboxed run per problem (the same timing code for all of them)."""
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -65,9 +66,33 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
         rec["reason"] = str(e)
         return rec
     rec = record(rec, v, baselines, time.perf_counter() - t0)
+    rec.update(strategy_of(solution))
     if refused:
         rec.setdefault("peers", {}).update(refused)
     return rec
+
+
+_KERNEL = re.compile(r"^#\s+\w+: generated (\w+) kernel \(group (-?\d+)\)")
+_LIBRARY = re.compile(r"^#\s+\w+: library call torch (\w+) \(.*group (-?\d+)\)")
+
+
+def strategy_of(solution: Path) -> dict[str, Any]:
+    """What an akg-written module's header says it did: the plan's strategy and, per fusion group, the
+    generated kernels and library calls (empty for a module akg did not write)."""
+    out: dict[str, Any] = {}
+    groups: dict[str, list[str]] = {}
+    for line in solution.read_text().splitlines()[:400]:
+        if not line.startswith("#"):
+            break
+        if line.startswith("# strategy: "):
+            out["strategy"] = line[len("# strategy: "):]
+        m = _KERNEL.match(line) or _LIBRARY.match(line)
+        if m:
+            what = f"generated {m.group(1)}" if m.re is _KERNEL else f"library {m.group(1)}"
+            groups.setdefault(m.group(2), []).append(what)
+    if groups:
+        out["groups"] = {g: ", ".join(dict.fromkeys(v)) for g, v in groups.items()}
+    return out
 
 
 def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: float) -> dict[str, Any]:
