@@ -191,6 +191,8 @@ def _library_math(step: LibraryCall, a: list[str]) -> str | None:
     normalisations, softmax and attention; the same meaning as the interpreter's (a test checks each)."""
     at, op = step.attrs, step.op
     rank = len(step.args[0].shape) if step.args and step.args[0] is not None else 0
+    if op == "permute":
+        return f"{a[0]}.permute({list(at['dims'])})"
     if op == "matmul":
         return f"torch.matmul({a[0]}, {a[1]})"
     if op == "linear":
@@ -382,7 +384,9 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
         return "None" if b is None else names[b.name]
 
     for step in prog.steps:
-        if isinstance(step, LibraryCall):
+        if isinstance(step, LibraryCall) and step.op == "permute":  # a view only library calls read
+            body.append(f"{step.out.name} = {library_line(step, ref)}")
+        elif isinstance(step, LibraryCall):
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")
         else:
             device = f"{dev}.device" if ins else "'cpu'"

@@ -26,6 +26,7 @@ from ir.verify import verify_graph
 from .conftest import problem_path
 
 CASES = [  # op, argument shapes (None: absent; "bool": a boolean mask), attributes
+    ("permute", [(2, 3, 4)], {"dims": [2, 0, 1]}),
     ("matmul", [(2, 5, 7), (7, 3)], {}),
     ("linear", [(4, 6), (5, 6), (5,)], {}),
     ("linear", [(2, 4, 6), (5, 6)], {}),
@@ -106,6 +107,17 @@ def test_a_library_gemm_keeps_its_epilogue_in_generated_kernels():
     assert [s.op for s in t.program.library_calls()] == ["linear"]
     assert t.program.kernels() and all(k.kind != "matmul" for k in t.program.kernels())
     assert declared_calls(t.program) == LIBRARY_DECLARATIONS_LINEAR
+
+
+def test_a_transposed_operand_reaches_the_library_as_a_view(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    t = translate(problem_path("mm_rect_transposed"), "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1),
+                  library=("gemm",))
+    assert t.verdict.accepted, t.verdict.line()
+    assert not t.program.kernels() and "permute" in [s.op for s in t.program.library_calls()]  # no copy kernel
+    src = (tmp_path / "m.py").read_text()
+    views = [ln for ln in src.splitlines() if ".permute(" in ln]
+    assert len(views) == 2 and not any("contiguous" in ln for ln in views), views
 
 
 LIBRARY_DECLARATIONS_LINEAR = ["aten.addmm", "aten.mm", "aten.bmm", "aten.linear", "aten.matmul"]

@@ -70,4 +70,13 @@ class MarkLibrary:
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-call", n.name, n.op, f"torch {n.op}"))
                 changed = True
+        # a permuted operand read only by library calls is passed as a view (cuBLAS and MKL take
+        # transposed operands in place), not copied by a generated kernel first
+        users, outs = g.users(), {id(o) for o in g.outputs}
+        for n in reversed(g.nodes):
+            if (n.op == "permute" and not n.meta.get(LIBRARY_MARK) and id(n) not in outs and users[n]
+                    and all(u.meta.get(LIBRARY_MARK) for u in users[n])):
+                n.meta[LIBRARY_MARK] = True
+                trace.record(Firing(self.name, "library-view", n.name, n.op, "a view passed to the library"))
+                changed = True
         return changed
