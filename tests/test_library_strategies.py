@@ -102,6 +102,23 @@ def test_each_family_forced_to_the_library_verifies(name, family, ops, tmp_path,
     verify_graph(t.graph)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "family", "ops"), FORCED, ids=[f[1] for f in FORCED])
+def test_each_family_forced_to_the_library_verifies_on_the_gpu(name, family, ops, tmp_path, monkeypatch):
+    """What torch dispatches to on the GPU (cuDNN's batch norm, the flash attention kernels) is declared."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    t = translate(problem_path(name), "triton", "h100", timing=False, seeds=(0, 1), library=(family,))
+    assert t.executor == "native" and t.verdict.accepted, t.verdict.line()
+    assert ops <= {s.op for s in t.program.library_calls()}
+
+
+@pytest.mark.gpu
+def test_batch_norm_left_to_cudnn_verifies(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    t = translate(problem_path("norm_batch"), "triton", "h100", timing=False, seeds=(0, 1), library=("norm",))
+    assert t.verdict.accepted, t.verdict.line()
+
+
 def test_a_library_gemm_keeps_its_epilogue_in_generated_kernels():
     t = build(problem_path("l2_gemm_scale_sigmoid_sum"), "cpp", "cpu", tuned=False, library=("gemm",))
     assert [s.op for s in t.program.library_calls()] == ["linear"]
