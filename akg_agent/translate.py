@@ -240,7 +240,10 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
     g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
         lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
-    g.meta["library_families"] = families_of(n.op for n in g.nodes)  # what a tune may leave to the library
+    lifted = {n.op for n in g.nodes}
+    run_passes(g, "simplify")  # the rewrites may make a family's op (a global pool becomes a mean)
+    # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
+    g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})
     run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), how.rows,
                                how.library))
     plan = g.plan

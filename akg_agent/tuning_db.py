@@ -72,6 +72,13 @@ class TuningDB:
             self.db.execute("INSERT OR REPLACE INTO strategies VALUES (?,?,?,?,?,?,?,?)",
                             (hw, dsl, problem, ver, json.dumps(strategy, sort_keys=True), t, verdict, time.time()))
 
+    def get_strategy(self, hw: str, dsl: str, problem: str, ver: str, strategy: dict[str, Any]) -> float | None:
+        """A strategy's module time measured before (inf: it failed), or None."""
+        key = (hw, dsl, problem, ver, json.dumps(strategy, sort_keys=True))
+        row = self.db.execute("SELECT time_s FROM strategies WHERE hardware=? AND dsl=? AND problem=? AND versions=? "
+                              "AND strategy=?", key).fetchone()
+        return None if row is None or row[0] is None else row[0]
+
     def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
                         by: str) -> None:
         """A verified module, kept for retrieval into later prompts (the best per problem and author)."""

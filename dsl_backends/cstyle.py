@@ -24,6 +24,7 @@ class CStyle:
     restrict = "__restrict__"
     acc_float = "double"  # accumulator of float reductions (serial loops on a CPU: double keeps torch's error)
     serial_acc_float = "double"  # accumulator of a reduction one thread runs alone (a long serial sum)
+    simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
 
     def ctype(self, dt: str) -> str:
         return CTYPES[dt]
@@ -213,7 +214,19 @@ class CPrinter:
             self.emit(f"int64_t {acc}_i = 0;")
         j = self.fresh()
         parallel = self.parallel
-        self.emit(self.loop_header(j, ext, parallel))
+        # a serial reduction other than arg-max/min loops over each axis in turn (no division per element,
+        # the innermost loop reads contiguously); one thread's sum may be vectorised
+        nested = not parallel and e.op not in ("argmax", "argmin")
+        flat_body = not any(isinstance(r, Reduce) for r in walk(e.body))  # no simd region nested in another
+        simd = f"#pragma omp simd reduction(+:{acc})" if (self.s.simd_sums and nested and flat_body and
+                                                           e.op in ("sum", "dot")) else None
+        depth = len(e.axes) if nested else 1
+        for i, v in enumerate(e.axes if nested else ()):
+            if simd and i == depth - 1:
+                self.emit(simd)
+            self.emit(f"for (int64_t {v.name} = 0; {v.name} < {v.extent}; ++{v.name}) {{")
+        if not nested:
+            self.emit(self.loop_header(j, ext, parallel))
         inner = type(self)(self.s, self.env, self.prefix, self.indent + "    ")
         inner.parallel = False  # a reduction nested in a parallel one runs serially in each thread
         inner.counter = self.counter
@@ -222,7 +235,8 @@ class CPrinter:
         stride = 1
         for v in reversed(e.axes):
             inner.env[v.name] = f"{v.name}"
-            inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
+            if not nested:
+                inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
             stride *= v.extent
         b = inner(e.body)
         if e.op in ("sum", "dot"):
@@ -237,7 +251,8 @@ class CPrinter:
             better = f"({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})"  # NaN wins, as in torch
             inner.emit(f"if ({better}) {{ {acc} = {b}; {acc}_i = {j}; }}")
         self.lines += inner.lines
-        self.emit("}")
+        for _ in range(depth):
+            self.emit("}")
         if parallel:
             self.combine_threads(e.op, acc)
         return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"

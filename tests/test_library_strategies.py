@@ -208,6 +208,12 @@ def test_tune_measures_library_families_and_translate_takes_the_fastest(tmp_path
     called = {s.op for s in t.program.library_calls()}
     assert all(set(LIBRARY_FAMILIES[f]) & called for f in t.strategy.library)
     assert TuningDB().count() >= rep["measured"]
+    # a second tune is served from the database: no candidate measured, no strategy re-timed; only the
+    # chosen module is verified once
+    again = tune(str(path), "cpu", "cpp", budget=1)
+    assert again["measured"] == 0 and all(s.get("from_db") for s in again["strategies"])
+    assert again["strategy"] == fastest and again["verdict"].startswith("accepted")
+    assert [s["time_s"] for s in again["strategies"]] == [s["time_s"] for s in rep["strategies"]]
 
 
 def test_translate_takes_library_from_the_command_line(tmp_path, monkeypatch, capsys):

@@ -83,6 +83,7 @@ _AKG_LIB = _akg_compile(_AKG_SOURCE, ["g++", *_AKG_FLAGS, *_akg_mvec()], ".cpp",
 class CppStyle(CStyle):
     math_ns = "std::"
     restrict = "__restrict__"
+    simd_sums = True
 
     def fn(self, name: str, t: str = "double") -> str:
         return f"{name}f" if t == "float" and name in VECTOR_MATH else super().fn(name, t)
