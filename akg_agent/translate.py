@@ -101,7 +101,8 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
                  library: tuple[str, ...] = ()) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
-    the ops of the `library` families."""
+    the ops of the `library` families. It starts with simplify (translate reads the library families
+    between it and decomposition)."""
     keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
     marked = marked_primitives(library)
@@ -241,11 +242,12 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
         lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
     lifted = {n.op for n in g.nodes}
-    run_passes(g, "simplify")  # the rewrites may make a family's op (a global pool becomes a mean)
+    first, rest = pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), how.rows,
+                               how.library).split(",", 1)
+    run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})
-    run_passes(g, pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), how.rows,
-                               how.library))
+    run_passes(g, rest)
     plan = g.plan
     try:
         gen_conv = how.conv == "generated" or (pure and "conv" in backend.manifest.kinds)

@@ -212,7 +212,6 @@ class CPrinter:
         self.emit(f"{ty} {acc} = {init};")
         if e.op in ("argmax", "argmin"):
             self.emit(f"int64_t {acc}_i = 0;")
-        j = self.fresh()
         parallel = self.parallel
         # a serial reduction other than arg-max/min loops over each axis in turn (no division per element,
         # the innermost loop reads contiguously); one thread's sum may be vectorised
@@ -220,12 +219,14 @@ class CPrinter:
         flat_body = not any(isinstance(r, Reduce) for r in walk(e.body))  # no simd region nested in another
         simd = f"#pragma omp simd reduction(+:{acc})" if (self.s.simd_sums and nested and flat_body and
                                                            e.op in ("sum", "dot")) else None
-        depth = len(e.axes) if nested else 1
-        for i, v in enumerate(e.axes if nested else ()):
-            if simd and i == depth - 1:
-                self.emit(simd)
-            self.emit(f"for (int64_t {v.name} = 0; {v.name} < {v.extent}; ++{v.name}) {{")
-        if not nested:
+        depth, j = len(e.axes), ""
+        if nested:
+            for i, v in enumerate(e.axes):
+                if simd and i == depth - 1:
+                    self.emit(simd)
+                self.emit(f"for (int64_t {v.name} = 0; {v.name} < {v.extent}; ++{v.name}) {{")
+        else:  # one flat index: arg-max/min record it, a block's threads stride it
+            depth, j = 1, self.fresh()
             self.emit(self.loop_header(j, ext, parallel))
         inner = type(self)(self.s, self.env, self.prefix, self.indent + "    ")
         inner.parallel = False  # a reduction nested in a parallel one runs serially in each thread

@@ -186,20 +186,37 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
 
 
 REDUCTIONS = ("sum", "mean", "amax", "amin")
+# torch's call for each op a library strategy leaves to it (`ir.passes.library`) that is one call of its
+# arguments (a) and attributes (at); reductions and attention, which need the shapes, are spelled below
+TORCH_CALLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
+    "permute": lambda a, at: f"{a[0]}.permute({list(at['dims'])})",  # a view only library calls read
+    "matmul": lambda a, at: f"torch.matmul({a[0]}, {a[1]})",
+    "linear": lambda a, at: f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'})",
+    "argmax": lambda a, at: f"torch.argmax({a[0]}, {at['dim']}, {at['keepdim']})",
+    "argmin": lambda a, at: f"torch.argmin({a[0]}, {at['dim']}, {at['keepdim']})",
+    "softmax": lambda a, at: f"torch.softmax({a[0]}, {at['dim']})",
+    "log_softmax": lambda a, at: f"torch.log_softmax({a[0]}, {at['dim']})",
+    "logsumexp": lambda a, at: f"torch.logsumexp({a[0]}, {list(at['dims'])}, {at['keepdim']})",
+    "layer_norm": lambda a, at: f"F.layer_norm({a[0]}, {list(at['normalized_shape'])}, {a[1]}, {a[2]}, {at['eps']})",
+    "rms_norm": lambda a, at: f"F.rms_norm({a[0]}, {list(at['normalized_shape'])}, {a[1]}, {at['eps']})",
+    "group_norm": lambda a, at: f"F.group_norm({a[0]}, {at['groups']}, {a[1]}, {a[2]}, {at['eps']})",
+    # the input's own statistics, no running buffers touched
+    "instance_norm": lambda a, at: f"F.instance_norm({a[0]}, None, None, {a[1]}, {a[2]}, True, 0.0, {at['eps']})",
+    # args: x, weight, bias, running mean, running var; batch statistics where training (buffers not updated)
+    "batch_norm": lambda a, at: (f"F.batch_norm({a[0]}, None, None, {a[1]}, {a[2]}, True, 0.0, {at['eps']})"
+                                 if at["training"] or a[3] == "None" else
+                                 f"F.batch_norm({a[0]}, {a[3]}, {a[4]}, {a[1]}, {a[2]}, False, 0.0, {at['eps']})"),
+}
 
 
 def _library_math(step: LibraryCall, a: list[str]) -> str | None:
-    """torch's call for an op a library strategy leaves to it (`ir.passes.library`): GEMMs, reductions,
-    normalisations, softmax and attention; the same meaning as the interpreter's (a test checks each)."""
+    """torch's call for an op a library strategy leaves to it: the table, reductions over resolved dims,
+    attention; the same meaning as the interpreter's (a test checks each)."""
     at, op = step.attrs, step.op
-    rank = len(step.args[0].shape) if step.args and step.args[0] is not None else 0
-    if op == "permute":
-        return f"{a[0]}.permute({list(at['dims'])})"
-    if op == "matmul":
-        return f"torch.matmul({a[0]}, {a[1]})"
-    if op == "linear":
-        return f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'})"
+    if op in TORCH_CALLS:
+        return TORCH_CALLS[op](a, at)
     if op in (*REDUCTIONS, "prod", "var", "std", "norm"):
+        rank = len(step.args[0].shape)  # type: ignore[union-attr]
         dims = list(range(rank)) if at["dims"] is None else sorted(d % max(rank, 1) for d in at["dims"])
         if not dims:
             return f"{a[0]}.clone()"
@@ -215,24 +232,6 @@ def _library_math(step: LibraryCall, a: list[str]) -> str | None:
             x = f"torch.prod({x}, {d}, keepdim=True)"
         kept = [s for i, s in enumerate(step.args[0].shape) if i not in dims]  # type: ignore[union-attr]
         return x if keep else f"{x}.reshape({kept})"
-    if op in ("argmax", "argmin"):
-        return f"torch.{op}({a[0]}, {at['dim']}, {at['keepdim']})"
-    if op in ("softmax", "log_softmax"):
-        return f"torch.{op}({a[0]}, {at['dim']})"
-    if op == "logsumexp":
-        return f"torch.logsumexp({a[0]}, {list(at['dims'])}, {at['keepdim']})"
-    if op == "layer_norm":
-        return f"F.layer_norm({a[0]}, {list(at['normalized_shape'])}, {a[1]}, {a[2]}, {at['eps']})"
-    if op == "rms_norm":
-        return f"F.rms_norm({a[0]}, {list(at['normalized_shape'])}, {a[1]}, {at['eps']})"
-    if op == "group_norm":
-        return f"F.group_norm({a[0]}, {at['groups']}, {a[1]}, {a[2]}, {at['eps']})"
-    if op == "instance_norm":  # the input's own statistics, no running buffers touched
-        return f"F.instance_norm({a[0]}, None, None, {a[1]}, {a[2]}, True, 0.0, {at['eps']})"
-    if op == "batch_norm":  # args: x, weight, bias, running mean, running var
-        if at["training"] or a[3] == "None":  # batch statistics; the running buffers are not updated here
-            return f"F.batch_norm({a[0]}, None, None, {a[1]}, {a[2]}, True, 0.0, {at['eps']})"
-        return f"F.batch_norm({a[0]}, {a[3]}, {a[4]}, {a[1]}, {a[2]}, False, 0.0, {at['eps']})"
     if op == "attention":
         mask, causal = a[3] if len(a) > 3 else "None", at["causal"]
         if causal and mask != "None":  # SDPA takes one or the other: the causal triangle folded into the mask

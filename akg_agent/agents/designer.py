@@ -13,6 +13,7 @@ import prompts
 from dsl_backends import dsls_for, get_backend
 from hardware_models.cost import estimate_group, speed_of_light
 from ir.graph import print_graph
+from ir.passes.library import LIBRARY_FAMILIES
 
 from ..translate import RECURRENCE_STEPS, Translation
 from .ask import ask
@@ -35,6 +36,8 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
     sol_ms = speed_of_light(t.graph, t.target).sol_s * 1e3
     libs = {s.group: s.op for s in t.program.library_calls()}
     kinds = get_backend(t.dsl).manifest.kinds
+    chosen = {op: f for f in t.strategy.library for op in LIBRARY_FAMILIES[f]}  # op -> its family
+    how = "the tuning database measured it faster" if t.strategy_s is not None else "--library"
     kernels: dict[int, dict[str, Any]] = {}
     for k in t.program.kernels():
         kernels.setdefault(k.group, {}).update(t.schedules[k.name])
@@ -51,6 +54,9 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
             f"torch's recurrent layer (cuDNN on NVIDIA GPUs: one persistent kernel a layer): generated, it would "
             f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
+            f"the {chosen[libs[grp.id]]} family left to torch ({how}), prologue and epilogue generated"
+            if libs[grp.id] in chosen else "a transposed view passed to the library call that reads it"
+            if libs[grp.id] == "permute" else
             "no generated kernel for this op yet: torch library call + fused epilogue"))
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))
