@@ -24,6 +24,7 @@ class CStyle:
     restrict = "__restrict__"
     acc_float = "double"  # accumulator of float reductions (serial loops on a CPU: double keeps torch's error)
     serial_acc_float = "double"  # accumulator of a reduction one thread runs alone (a long serial sum)
+    fmax_call = True  # maximum/minimum of non-NaN values through fmax/fmin (else a compare and select)
     simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
 
     def ctype(self, dt: str) -> str:
@@ -65,6 +66,10 @@ class CStyle:
         if buf_dtype == "f16":
             return f"akg_f16_to_f32({ptr})"
         return ptr
+
+    def masked_load(self, buf_dtype: str, buf: str, flat: str, mask: str, other: str, numel: str) -> str:
+        """The element at `flat` where `mask` holds, else `other`; memory is touched only where it holds."""
+        return f"({mask} ? {self.load(buf_dtype, f'{buf}[{flat}]')} : {other})"
 
     def store(self, out_dtype: str, val: str) -> str:
         if out_dtype == "bf16":
@@ -111,8 +116,9 @@ class CStyle:
             g = f("fmax") if o == "maximum" else f("fmin")
             if e.dtype not in FLOATS:
                 return f"({a[0]} {'>' if o == 'maximum' else '<'} {a[1]} ? {a[0]} : {a[1]})"
-            return self.select(f"({a[0]}) != ({a[0]}) || ({a[1]}) != ({a[1]})", f"({a[0]}) + ({a[1]})",
-                               f"{g}({a[0]}, {a[1]})", t)
+            pick = f"{g}({a[0]}, {a[1]})" if self.fmax_call else \
+                self.select(f"({a[0]}) {'>' if o == 'maximum' else '<'} ({a[1]})", a[0], a[1], t)
+            return self.select(f"({a[0]}) != ({a[0]}) || ({a[1]}) != ({a[1]})", f"({a[0]}) + ({a[1]})", pick, t)
         if o == "remainder":
             if e.dtype in FLOATS:
                 return f"({a[0]} - {f('floor')}({a[0]} / {a[1]}) * {a[1]})"
@@ -186,11 +192,10 @@ class CPrinter:
             ident = self.identity
             if ident and e.buf.shape == ident[1] and tuple(getattr(i, "name", None) for i in e.index) == ident[0]:
                 flat = ident[2]
-            val = self.s.load(e.buf.dtype, f"{e.buf.name}[{flat}]")
             if e.mask is not None:
                 other = self.s.const(e.other, e.buf.dtype if e.buf.dtype not in ("f16", "bf16") else "f32")
-                return f"({self(e.mask)} ? {val} : {other})"
-            return val
+                return self.s.masked_load(e.buf.dtype, e.buf.name, flat, self(e.mask), other, str(e.buf.numel))
+            return self.s.load(e.buf.dtype, f"{e.buf.name}[{flat}]")
         if isinstance(e, Op):
             return self.s.op(e, [self(a) for a in e.args])
         raise UnsupportedKernel(type(e).__name__)
@@ -216,7 +221,8 @@ class CPrinter:
         # a serial reduction other than arg-max/min loops over each axis in turn (no division per element,
         # the innermost loop reads contiguously); one thread's sum may be vectorised
         nested = not parallel and e.op not in ("argmax", "argmin")
-        flat_body = not any(isinstance(r, Reduce) for r in walk(e.body))  # no simd region nested in another
+        # no simd region nested in another (an inner reduction of none of these axes was hoisted above)
+        flat_body = not any(isinstance(r, Reduce) and r is not e and free_vars(r) & mine for r in walk(e.body))
         simd = f"#pragma omp simd reduction(+:{acc})" if (self.s.simd_sums and nested and flat_body and
                                                            e.op in ("sum", "dot")) else None
         depth, j = len(e.axes), ""

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
-from ir.kernel.ir import Const, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
+from ir.kernel.interior import interior
+from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 from ir.sym import c_syntax
 
@@ -84,9 +85,17 @@ class CppStyle(CStyle):
     math_ns = "std::"
     restrict = "__restrict__"
     simd_sums = True
+    fmax_call = False  # gcc 12 vectorises no loop that calls fmax on strided loads (a pooling window)
 
     def fn(self, name: str, t: str = "double") -> str:
         return f"{name}f" if t == "float" and name in VECTOR_MATH else super().fn(name, t)
+
+    def masked_load(self, buf_dtype: str, buf: str, flat: str, mask: str, other: str, numel: str) -> str:
+        # a load under `?:` is control flow gcc will not vectorise (a padded window stayed scalar);
+        # an index clamped into the buffer is always in bounds (a gather), and the select drops it
+        val = self.load(buf_dtype, f"{buf}[std::min<int64_t>(std::max<int64_t>({flat}, 0), ({numel}) - 1)]")
+        t = "float" if buf_dtype in ("f32", "f16", "bf16") else "double" if buf_dtype == "f64" else ""
+        return self.select(mask, val, other, t) if t else f"({mask} ? {val} : {other})"
 
     def select(self, c: str, a: str, b: str, t: str) -> str:
         # a bitwise select, not `?:`: gcc 12 does not if-convert a loop that also calls a vector
@@ -125,22 +134,39 @@ ROW_LOOP_MIN = 16  # a pointwise kernel whose last dimension is at least this lo
 def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     """A pointwise kernel as a parallel loop over rows (all but the last coordinate, decoded once per
     row, with the values that depend on the row alone) around a SIMD loop along the last one:
-    contiguous loads, no division per element."""
+    contiguous loads, no division per element. A padded window runs its mask-free expression over the
+    interior columns of rows whose own conditions hold (`ir.kernel.interior`), the masked one elsewhere."""
     *outer, last = k.coords
     n_in, n_out = last.extent, math.prod(v.extent for v in outer)
+    inside = interior(k)
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in outer], "akg_o", p)
     memo: dict[int, frozenset[str]] = {}
-    for e in walk(k.expr):  # values of the row alone (a channel's scale and shift): once per row
-        if not isinstance(e, (Var, Const)) and last.name not in free_vars(e, memo):
-            p(e)
-    pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent="            ")
-    pi.counter, pi.names = p.counter, dict(p.names)
-    pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
-    val = pi(k.expr)
-    return [_omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, "        #pragma omp simd",
-            f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) {{", *pi.lines,
-            f"            out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};", "        }", "    }"]
+    for x in [k.expr] + ([inside.expr] if inside else []):
+        for e in walk(x):  # values of the row alone (a channel's scale and shift): once per row
+            if not isinstance(e, (Var, Const)) and last.name not in free_vars(e, memo):
+                p(e)
+
+    def sweep(expr: Expr, lo: str, hi: str, indent: str) -> list[str]:
+        pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent=indent + "    ")
+        pi.counter, pi.names = p.counter, dict(p.names)
+        pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
+        val = pi(expr)
+        return [f"{indent}#pragma omp simd", f"{indent}for (int64_t akg_c = {lo}; akg_c < {hi}; ++akg_c) {{",
+                *pi.lines, f"{indent}    out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};",
+                f"{indent}}}"]
+
+    body = sweep(k.expr, "0", str(n_in), "        ")
+    if inside is not None:  # edges (a whole row where its conditions fail) masked, the interior not
+        ok = " && ".join(p(c) for c in inside.row_conditions) or "true"
+        body = ["        const int64_t akg_lo = " + f"({ok}) ? {inside.lo} : {n_in};",
+                f"        const int64_t akg_hi = std::max<int64_t>(akg_lo, {inside.hi});",
+                "        for (int akg_part = 0; akg_part < 2; ++akg_part) {",
+                "            const int64_t akg_b = akg_part ? akg_hi : 0, akg_e = akg_part ? "
+                f"{n_in} : akg_lo;",
+                *sweep(k.expr, "akg_b", "akg_e", "            "), "        }",
+                *sweep(inside.expr, "akg_lo", "akg_hi", "        ")]
+    return [_omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
 
 
 def _elementwise(k: Kernel, s: Schedule) -> list[str]:

@@ -1,0 +1,127 @@
+"""The interior of a padded window: the range of the innermost coordinate where every masked load of a
+pointwise kernel is in bounds, given that the row's own conditions hold.
+
+A padded pooling window or stencil masks each load at the edges. A mask is control flow (or a gather)
+that keeps a CPU loop scalar; inside the interior the masks are known true, so a backend can run the
+mask-free expression there (contiguous or strided loads, a vectorised loop) and the masked one only at
+the edges and on edge rows. The conditions are read from the masks themselves: comparisons joined by
+`and`, each on the innermost coordinate alone (evaluated at every column) or on the row's coordinates
+alone (checked once per row). The mask-free expression is exact wherever both hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .ir import Const, Expr, IOp, Kernel, Load, Op, Rewrite, Var, free_vars, walk
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+          "min": min, "max": max}
+
+
+@dataclass(frozen=True)
+class Interior:
+    lo: int  # the innermost coordinate's range [lo, hi) where every column condition holds
+    hi: int
+    row_conditions: tuple[Expr, ...]  # conditions on the row's coordinates alone: all true for `expr`
+    expr: Expr  # the kernel's value with every mask condition true (no masked load left)
+
+
+def _atoms(mask: Expr, out: list[Expr]) -> None:
+    if isinstance(mask, IOp) and mask.op == "and":
+        _atoms(mask.a, out)
+        _atoms(mask.b, out)
+    else:
+        out.append(mask)
+
+
+def _value(e: Expr, name: str, c: int) -> int:
+    """Integer index arithmetic on constants and the column variable `name` at column `c`."""
+    if isinstance(e, Var) and e.name == name:
+        return c
+    if isinstance(e, Const) and isinstance(e.value, (int, bool)):
+        return int(e.value)
+    if isinstance(e, IOp) and e.op in _ARITH:
+        return int(_ARITH[e.op](_value(e.a, name, c), _value(e.b, name, c)))
+    if isinstance(e, IOp) and e.op in _CMP:
+        return int(_CMP[e.op](_value(e.a, name, c), _value(e.b, name, c)))
+    raise _NotAffine
+
+
+class _NotAffine(Exception):
+    pass
+
+
+class _Unmask(Rewrite):
+    """The expression with the given conditions replaced by true; a load whose mask is then true
+    loses its mask."""
+
+    def __init__(self, atoms: set[int]) -> None:
+        super().__init__()
+        self.atoms = atoms
+
+    def _go(self, e: Expr) -> Expr:
+        if id(e) in self.atoms:
+            return Const(True, "bool")
+        if isinstance(e, IOp) and e.op == "and":
+            a, b = self(e.a), self(e.b)
+            if isinstance(a, Const) and a.value is True:
+                return b
+            if isinstance(b, Const) and b.value is True:
+                return a
+            return e if a is e.a and b is e.b else replace(e, a=a, b=b)
+        if isinstance(e, Load) and e.mask is not None:
+            mask = self(e.mask)
+            if isinstance(mask, Const) and mask.value is True:
+                return replace(e, mask=None)
+            return e if mask is e.mask else replace(e, mask=mask)
+        if isinstance(e, Op):
+            args = tuple(self(a) for a in e.args)
+            return e if all(a is b for a, b in zip(args, e.args)) else replace(e, args=args)
+        return e
+
+
+def interior(k: Kernel) -> Interior | None:
+    """The interior along a pointwise kernel's last coordinate; None where it has no masked load, a
+    condition mixes the column with the row or is not index arithmetic, or the interior is empty."""
+    if k.kind != "pointwise" or not k.coords:
+        return None
+    col = k.coords[-1]
+    n = col.extent
+    if not isinstance(n, int):
+        return None
+    atoms: list[Expr] = []
+    for e in walk(k.expr):
+        if isinstance(e, Load) and e.mask is not None:
+            _atoms(e.mask, atoms)
+    if not atoms:
+        return None
+    memo: dict[int, frozenset[str]] = {}
+    ok = [True] * n
+    rows: dict[int, Expr] = {}
+    for a in atoms:
+        names = free_vars(a, memo)
+        if col.name not in names:
+            rows[id(a)] = a
+            continue
+        if names != {col.name}:
+            return None
+        try:
+            for c in range(n):
+                ok[c] = ok[c] and bool(_value(a, col.name, c))
+        except _NotAffine:
+            return None
+    # the longest run of columns where every column condition holds
+    best, start = (0, 0), None
+    for c in range(n + 1):
+        if c < n and ok[c]:
+            start = c if start is None else start
+        elif start is not None:
+            best = max(best, (start, c), key=lambda r: r[1] - r[0])
+            start = None
+    if best[1] - best[0] <= 0:
+        return None
+    expr = _Unmask({id(a) for a in atoms})(k.expr)
+    return Interior(best[0], best[1], tuple(rows.values()), expr)
