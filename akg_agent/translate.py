@@ -184,7 +184,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
           rows: bool = True, dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
-    backend can (manifest kind "conv"). `pure`: every group generated (convolutions too, where the
+    backend can (manifest kind "conv"), and depthwise ones with small windows to unrolled windows
+    where it has kind "window". `pure`: every group generated (convolutions too, where the
     backend can), no library call but torch's random draws; a group the backend cannot generate is an
     error naming it. `rows=False` keeps row reductions and their epilogues as separate kernels. `tuned`:
     where the device is here, take the tuning database's best strategy for the problem (when the caller
@@ -198,7 +199,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
         raise AkgError(f"--pure generates every group: drop --library {','.join(library)} or --pure")
     if conv not in ("library", "generated"):
         raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
-    if conv == "generated" and "conv" not in backend.manifest.kinds:
+    if conv == "generated" and not {"conv", "window"} & set(backend.manifest.kinds):
         raise AkgError(f"the {dsl} backend does not generate convolutions: use --conv library")
     target = load_target(target_name)
     if not backend.manifest.supports(target):
@@ -250,8 +251,11 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     run_passes(g, rest)
     plan = g.plan
     try:
-        gen_conv = how.conv == "generated" or (pure and "conv" in backend.manifest.kinds)
-        generated = ({"conv"} if gen_conv else set()) | ({"window", "scan"} & set(backend.manifest.kinds))
+        kinds = set(backend.manifest.kinds)
+        gen_conv = how.conv == "generated" or pure
+        # ungrouped convolutions as implicit GEMMs where the backend has them, depthwise ones as windows
+        generated = ({"conv"} & kinds if gen_conv else set()) | ({"dwconv"} if gen_conv and "window" in kinds else
+                                                                 set()) | ({"window", "scan"} & kinds)
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None

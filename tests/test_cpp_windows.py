@@ -147,3 +147,53 @@ def test_a_sum_over_a_hoisted_inner_reduction_is_a_simd_reduction(tmp_path):
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+
+
+DEPTHWISE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(6, 12, 3, stride=2, padding=1, groups=6)  # channel multiplier 2, stride 2
+        self.b = nn.Conv2d(12, 12, (3, 5), padding=(1, 2), dilation=(2, 1), groups=12, bias=False)
+        self.c = nn.Conv1d(6, 6, 5, padding=2, groups=6)
+        self.bn = nn.BatchNorm2d(12)
+
+    def forward(self, x, s):
+        y = torch.relu(self.bn(self.a(x)))
+        return self.b(y)[:, :, 1:-1], self.c(s) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(2, 6, 19, 33), torch.randn(3, 6, 40)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize(("dsl", "target"), [("cpp", "cpu"), ("triton", "h100")])
+def test_depthwise_convolutions_are_generated_as_unrolled_windows(dsl, target, tmp_path):
+    """A depthwise convolution (groups = input channels, a small window) with conv=generated: a window
+    sum per channel (a multiplier of 2, stride, dilation, padding, 1-d and 2-d), unrolled into a pointwise
+    kernel with its epilogue; no library call, verified (Triton through its interpreter). The tuner
+    offers the strategy where the backend has windows."""
+    from akg_agent.tune import strategies_for
+
+    path = tmp_path / "p.py"
+    path.write_text(DEPTHWISE)
+    base = build(path, dsl, target, tuned=False)
+    assert sum(s.op == "conv" for s in base.program.library_calls()) == 3
+    assert "conv=generated" in [s.describe().split(", ")[1] for s in strategies_for(base)]
+    t = build(path, dsl, target, tuned=False, conv="generated")
+    # the 3x5 window's body is too large to unroll 15 times (unroll.BODY_MAX): a reduce kernel
+    assert not t.program.library_calls() and [k.kind for k in t.program.kernels()] == ["pointwise", "pointwise",
+                                                                                      "reduce"]
+    cand = tmp_path / "cand.py"
+    cand.write_text(render(t))
+    v = verify(path, cand, target=target, seeds=(0, 1))
+    assert v.accepted, v.line()

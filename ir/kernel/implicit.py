@@ -14,12 +14,14 @@ from .ir import Const, Expr, Reduce, Scan
 
 
 def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
-    """An ungrouped convolution as an implicit GEMM: rows (batch, output position) x output channels,
-    one reduction axis over (input channel, kernel offsets) decoded by index arithmetic; the input is
-    read where the window lands (zeros outside, the padding), never copied into columns."""
+    """A convolution as an implicit GEMM: rows (batch, output position) x output channels, one reduction
+    axis over (input channel of the group, kernel offsets) decoded by index arithmetic; the input is
+    read where the window lands (zeros outside, the padding), never copied into columns. A depthwise
+    convolution's reduction is its window alone (a pointwise kernel once unrolled)."""
     x, w = n.args[0], n.args[1]
     assert x is not None and w is not None
     at = n.attrs
+    groups = int(at.get("groups", 1))
     ks = list(w.shape[2:])
     k = lw.fresh(w.shape[1] * math.prod(ks), "k")
     taps: list[Expr] = []
@@ -35,9 +37,13 @@ def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
         pos.append(p)
         if at["padding"][i]:
             valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[2 + i]))))
-    a = lw.expr(x, [c[0], taps[0]] + pos, land(mask, valid), inline)
+    # grouped (a depthwise convolution): output channel o reads input channels of its group, o // (C_out / groups)
+    cin = taps[0] if groups == 1 else iop("+", iop("*", iop("//", c[1], ic(n.shape[1] // groups)), ic(w.shape[1])),
+                                          taps[0])
+    a = lw.expr(x, [c[0], cin] + pos, land(mask, valid), inline)
     b = lw.expr(w, [c[1]] + taps, mask, inline)
-    out: Expr = Reduce("dot", op("mul", [a, b], n.dtype), (k,), n.dtype)
+    # one input channel per output (depthwise): a window sum, not a contraction (the unroller's case)
+    out: Expr = Reduce("sum" if groups > 1 and w.shape[1] == 1 else "dot", op("mul", [a, b], n.dtype), (k,), n.dtype)
     bias = n.args[2] if len(n.args) > 2 else None
     if bias is not None:
         out = op("add", [out, lw.expr(bias, [c[1]], mask, inline)], n.dtype)

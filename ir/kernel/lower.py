@@ -38,6 +38,7 @@ from .ir import (
     row_major_strides,
     walk,
 )
+from .unroll import WINDOW_MAX
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
                "cumsum", "cumprod", "opaque", "random")
@@ -49,13 +50,25 @@ class LoweringError(ValueError):
     pass
 
 
+def generated_conv(groups: int, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                   generated: frozenset[str] | set[str]) -> bool:
+    """Whether a convolution is generated: an ungrouped one as an implicit GEMM ("conv"), a depthwise
+    one whose window is small as a window ("dwconv": its reduction unrolls into a pointwise kernel)."""
+    if "conv" in generated and groups == 1:
+        return True
+    depthwise = len(x_shape) > 2 and len(w_shape) > 2 and groups == x_shape[1] and w_shape[1] == 1
+    return "dwconv" in generated and depthwise and math.prod(w_shape[2:]) <= WINDOW_MAX
+
+
 def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
-    "conv" (an ungrouped convolution as an implicit GEMM), "window" (max and average pooling), "scan"
+    "conv" (an ungrouped convolution as an implicit GEMM), "dwconv" (a depthwise one with a small window),
+    "window" (max and average pooling), "scan"
     (cumulative sums and products). A node the `library` pass marked stays a torch call regardless."""
     if n.meta.get(LIBRARY_MARK):
         return True
-    if n.op == "conv" and "conv" in generated and n.attrs["groups"] == 1:
+    if n.op == "conv" and generated_conv(n.attrs["groups"], n.args[0].shape if n.args[0] else (),
+                                         n.args[1].shape if n.args[1] else (), generated):
         return False
     if n.op in ("max_pool", "avg_pool") and "window" in generated:
         return False
