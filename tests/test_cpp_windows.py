@@ -197,3 +197,17 @@ def test_depthwise_convolutions_are_generated_as_unrolled_windows(dsl, target, t
     cand.write_text(render(t))
     v = verify(path, cand, target=target, seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+@pytest.mark.parametrize("name", ["l2_conv_relu_biasadd", "conv2d_asym_kernel"])
+def test_cpp_convolutions_as_implicit_gemms_verify_natively(name, tmp_path):
+    """conv=generated in C++: an ungrouped convolution is the blocked GEMM template over the implicit
+    operand (the window read where it lands, zeros in the padding), its epilogue fused; verified."""
+    from .conftest import problem_path
+
+    t = build(problem_path(name), "cpp", "cpu", tuned=False, conv="generated")
+    assert not t.program.library_calls() and "matmul" in [k.kind for k in t.program.kernels()]
+    cand = tmp_path / "cand.py"
+    cand.write_text(render(t))
+    v = verify(problem_path(name), cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()
