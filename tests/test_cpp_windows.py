@@ -211,3 +211,21 @@ def test_cpp_convolutions_as_implicit_gemms_verify_natively(name, tmp_path):
     cand.write_text(render(t))
     v = verify(problem_path(name), cand, target="cpu", seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+@pytest.mark.parametrize("name", ["scan_cumsum_cumprod", "scan_reverse_cumsum", "scan_exclusive_cumsum",
+                                  "scan_masked_cumsum"])
+def test_cpp_scans_are_generated_and_verify(name, tmp_path):
+    """cumsum / cumprod in C++ by default: rows in parallel, a running accumulator along the axis
+    (reversed where the program flips it, exclusive, masked), the epilogue in the same pass; verified."""
+    from .conftest import problem_path
+
+    t = build(problem_path(name), "cpp", "cpu", tuned=False)
+    scans = [k for k in t.program.kernels() if k.kind == "scan"]
+    assert scans and not [s for s in t.program.library_calls() if s.op in ("cumsum", "cumprod")]
+    src = render(t)
+    assert "akg_acc" in src
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(problem_path(name), cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()

@@ -4,7 +4,6 @@ shared library per module, built with -O3 for the host and cached by a hash of s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 from hardware_models.spec import HardwareModel
@@ -12,47 +11,15 @@ from ir.kernel.analysis import split_gemm
 from ir.kernel.interior import interior
 from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
-from ir.sym import c_syntax
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
-from ..cstyle import CPrinter, CStyle, decode, row_sweep
+from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
+from .scan import render_scan
+from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
-
-# float functions glibc's libmvec has vector versions of: declared `omp declare simd` in the prelude,
-# so gcc vectorises the loops that call them (std::exp(float) stays a scalar call). The written module
-# defines AKG_MVEC_<name> for those whose every x86 variant the host's libmvec has (older glibc lacks
-# some, other architectures all): elsewhere the same calls stay scalar.
-VECTOR_MATH = {"exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sin": 1, "cos": 1, "tanh": 1, "erf": 1, "pow": 2,
-               "atan2": 2}
-VECTOR_DECLS = "".join(f'#ifdef AKG_MVEC_{n}\n#pragma omp declare simd notinbranch\nextern "C" float {n}f('
-                       f'{", ".join(["float"] * arity)}) noexcept;\n#endif\n' for n, arity in VECTOR_MATH.items())
-
-PRELUDE_CPP = r"""
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <vector>
-#include <algorithm>
-#include <type_traits>
-template <typename T> static inline T akg_select(bool c, T a, T b) {
-    using U = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
-    U ua, ub; std::memcpy(&ua, &a, sizeof(T)); std::memcpy(&ub, &b, sizeof(T));
-    const U m = U(0) - U(c), r = (ua & m) | (ub & ~m);
-    T out; std::memcpy(&out, &r, sizeof(T)); return out; }
-static inline float akg_bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
-static inline uint16_t akg_f32_to_bf16(float f) {
-    uint32_t u; std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
-""" + VECTOR_DECLS + r"""static inline float akg_f16_to_f32(uint16_t h) { return (float)(*(const _Float16*)&h); }
-static inline uint16_t akg_f32_to_f16(float f) {
-    _Float16 h = (_Float16)f; uint16_t u; std::memcpy(&u, &h, 2); return u; }
-"""
 
 BUILD = COMPILE_CACHED + '''
 import platform as _platform
@@ -79,53 +46,6 @@ def _akg_mvec():  # libmvec's vector float math, where it has every x86 width (S
 
 _AKG_LIB = _akg_compile(_AKG_SOURCE, ["g++", *_AKG_FLAGS, *_akg_mvec()], ".cpp", "cpp", _akg_cpu())
 '''
-
-
-class CppStyle(CStyle):
-    math_ns = "std::"
-    restrict = "__restrict__"
-    simd_sums = True
-    fmax_call = False  # gcc 12 vectorises no loop that calls fmax on strided loads (a pooling window)
-
-    def fn(self, name: str, t: str = "double") -> str:
-        return f"{name}f" if t == "float" and name in VECTOR_MATH else super().fn(name, t)
-
-    def masked_load(self, buf_dtype: str, buf: str, flat: str, mask: str, other: str, numel: str) -> str:
-        # a load under `?:` is control flow gcc will not vectorise (a padded window stayed scalar);
-        # an index clamped into the buffer is always in bounds (a gather), and the select drops it
-        val = self.load(buf_dtype, f"{buf}[std::min<int64_t>(std::max<int64_t>({flat}, 0), ({numel}) - 1)]")
-        t = "float" if buf_dtype in ("f32", "f16", "bf16") else "double" if buf_dtype == "f64" else ""
-        return self.select(mask, val, other, t) if t else f"({mask} ? {val} : {other})"
-
-    def select(self, c: str, a: str, b: str, t: str) -> str:
-        # a bitwise select, not `?:`: gcc 12 does not if-convert a loop that also calls a vector
-        # function, so a ternary would keep the whole loop scalar (measured: 12 ms -> 0.55 ms for
-        # 2^20 floats of leaky_relu + exp, one thread)
-        if t in ("float", "double"):
-            return f"akg_select<{t}>({c}, {a}, {b})"
-        return super().select(c, a, b, t)
-
-
-STYLE = CppStyle()
-
-
-def _signature(k: Kernel) -> str:
-    ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
-    params = ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [f"const int64_t {n}" for n in size_args(k)]
-    return f'extern "C" void {k.name}({", ".join(params)})'
-
-
-def _omp(s: Schedule) -> str:
-    t = s.get("threads")
-    return f"    #pragma omp parallel for schedule(static){f' num_threads({t})' if t else ''}"
-
-
-def _kernel(body: Callable[[Kernel, Schedule], list[str]]) -> Callable[[Kernel, Schedule, HardwareModel], str]:
-    """A template's body inside the kernel's extern "C" signature."""
-    def render(k: Kernel, s: Schedule, target: HardwareModel) -> str:
-        with c_syntax():  # run-time sizes (--dynamic) in C
-            return "\n".join([_signature(k) + " {", *body(k, s), "}"])
-    return render
 
 
 ROW_LOOP_MIN = 16  # a pointwise kernel whose last dimension is at least this long loops rows x columns
@@ -166,7 +86,7 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
                 f"{n_in} : akg_lo;",
                 *sweep(k.expr, "akg_b", "akg_e", "            "), "        }",
                 *sweep(inside.expr, "akg_lo", "akg_hi", "        ")]
-    return [_omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
+    return [omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
 
 
 def _elementwise(k: Kernel, s: Schedule) -> list[str]:
@@ -179,8 +99,8 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
     # pointwise iterations are independent: `simd` lets gcc vectorise them, vector math included
-    omp = _omp(s).replace("parallel for", "parallel for simd") if k.kind == "pointwise" else _omp(s)
-    return [omp, f"    for (int64_t akg_i = 0; akg_i < {k.out.numel}; ++akg_i) {{", *p.lines,
+    head = omp(s).replace("parallel for", "parallel for simd") if k.kind == "pointwise" else omp(s)
+    return [head, f"    for (int64_t akg_i = 0; akg_i < {k.out.numel}; ++akg_i) {{", *p.lines,
             f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }"]
 
 
@@ -189,7 +109,7 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     the columns writing the output."""
     row_c, cols = row_coords(k)
     rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
-    out = [_omp(s), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
+    out = [omp(s), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
@@ -226,7 +146,7 @@ def _strided(k: Kernel, s: Schedule) -> list[str]:
     assert tops is not None
     *outer, inner = k.coords
     n_in, n_out = inner.extent, math.prod(v.extent for v in outer)
-    out = [_omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{"]
+    out = [omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in outer], "akg_o", p)
     out += p.lines
@@ -298,7 +218,7 @@ def _small_m(k: Kernel, s: Schedule) -> list[str]:
     kv, rows = g.k, math.prod(e for _, e in g.rows)
     n = math.prod(e for _, e in g.cols)
     ct = STYLE.ctype_compute(k.out.dtype)
-    out = [_omp(s), f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
+    out = [omp(s), f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
     pc = CPrinter(STYLE, {}, indent="        ")
     decode(g.cols, "akg_col", pc)
     accs = [f"akg_acc{m}" for m in range(rows)]
@@ -352,7 +272,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     mr, nr, kc = sched["MR"], sched["NR"], min(sched["KC"], kk)
     nb = min(-(-sched["NB"] // nr) * nr, n)
     bt, ct = STYLE.ctype_compute(b_e.dtype), STYLE.ctype_compute(k.out.dtype)
-    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * n});", _omp(s),
+    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * n});", omp(s),
            f"    for (int64_t akg_p = 0; akg_p < {batches * kk}; ++akg_p) {{",
            f"        const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
     pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="        ")
@@ -367,7 +287,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     for name, ext in g.batch:
         bflat = f"({bflat} * {ext} + {name})"
     nrb, ncb = -(-rows // mr), -(-n // nb)
-    out += [_omp(s).replace("parallel for", "parallel for collapse(2)"),
+    out += [omp(s).replace("parallel for", "parallel for collapse(2)"),
             f"    for (int64_t akg_rb = 0; akg_rb < {nrb}; ++akg_rb) {{",
             f"    for (int64_t akg_cb = 0; akg_cb < {ncb}; ++akg_cb) {{",
             f"        const int64_t akg_n0 = akg_cb * {nb}, akg_nw = std::min<int64_t>({nb}, {n} - akg_n0);",
@@ -451,10 +371,11 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
 
 
 TEMPLATES = {
-    "pointwise": Template(_kernel(_elementwise), _launch, space=_threads_space),
-    "reduce": Template(_kernel(_reduce), _launch, space=_threads_space),
-    "rownorm": Template(_kernel(_rownorm), _launch, space=_threads_space),
-    "matmul": Template(_kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
+    "pointwise": Template(kernel(_elementwise), _launch, space=_threads_space),
+    "reduce": Template(kernel(_reduce), _launch, space=_threads_space),
+    "rownorm": Template(kernel(_rownorm), _launch, space=_threads_space),
+    "matmul": Template(kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
+    "scan": Template(kernel(render_scan), _launch, space=_threads_space),
 }
 
 
