@@ -21,7 +21,7 @@ from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
-from ir.kernel.lower import LoweringError, lower
+from ir.kernel.lower import LoweringError, conv_kinds, lower
 from ir.kernel.schedule import Schedule, Schedules
 from ir.kernel.unroll import unroll_program
 from ir.lift import lift
@@ -77,9 +77,10 @@ class Translation:
 @dataclass(frozen=True)
 class Strategy:
     """Plan-level choices a tune compares by measurement (schedules are searched inside each): row
-    fusion (a softmax or norm as one row kernel) or split kernels; convolutions as library calls or
-    generated implicit GEMMs; op families left to the library (`ir.passes.library`: GEMMs, norms,
-    softmax, attention, reductions, pooling, scans) with their prologues and epilogues generated."""
+    fusion (a softmax or norm as one row kernel) or split kernels; convolutions as library calls,
+    generated (implicit GEMMs, depthwise ones as windows), or only the depthwise ones generated; op
+    families left to the library (`ir.passes.library`: GEMMs, norms, softmax, attention, reductions,
+    pooling, scans) with their prologues and epilogues generated."""
 
     rows: bool = True
     conv: str = "library"
@@ -185,7 +186,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
     akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
     backend can (manifest kind "conv"), and depthwise ones with small windows to unrolled windows
-    where it has kind "window". `pure`: every group generated (convolutions too, where the
+    where it has kind "window"; "depthwise" generates only the depthwise ones.
+    `pure`: every group generated (convolutions too, where the
     backend can), no library call but torch's random draws; a group the backend cannot generate is an
     error naming it. `rows=False` keeps row reductions and their epilogues as separate kernels. `tuned`:
     where the device is here, take the tuning database's best strategy for the problem (when the caller
@@ -197,10 +199,12 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     library = check_families(library)
     if pure and library:
         raise AkgError(f"--pure generates every group: drop --library {','.join(library)} or --pure")
-    if conv not in ("library", "generated"):
-        raise AkgError(f"unknown convolution strategy {conv!r}: choose library or generated")
-    if conv == "generated" and not {"conv", "window"} & set(backend.manifest.kinds):
-        raise AkgError(f"the {dsl} backend does not generate convolutions: use --conv library")
+    if conv not in ("library", "generated", "depthwise"):
+        raise AkgError(f"unknown convolution strategy {conv!r}: choose library, generated or depthwise")
+    if conv != "library" and not conv_kinds(backend.manifest.kinds) & ({"dwconv"} if conv == "depthwise" else
+                                                                      {"conv", "dwconv"}):
+        raise AkgError(f"the {dsl} backend does not generate {'depthwise ' if conv == 'depthwise' else ''}"
+                       "convolutions: use --conv library")
     target = load_target(target_name)
     if not backend.manifest.supports(target):
         raise AkgError(f"the {dsl} backend does not target {target_name} ({target.kind}); "
@@ -252,10 +256,9 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     plan = g.plan
     try:
         kinds = set(backend.manifest.kinds)
-        gen_conv = how.conv == "generated" or pure
-        # ungrouped convolutions as implicit GEMMs where the backend has them, depthwise ones as windows
-        generated = ({"conv"} & kinds if gen_conv else set()) | ({"dwconv"} if gen_conv and "window" in kinds else
-                                                                 set()) | ({"window", "scan"} & kinds)
+        convs = conv_kinds(kinds) if how.conv == "generated" or pure else \
+            conv_kinds(kinds) & {"dwconv"} if how.conv == "depthwise" else set()
+        generated = convs | ({"window", "scan"} & kinds)
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None

@@ -16,7 +16,7 @@ from typing import Any
 from dsl_backends import get_backend
 from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem
-from ir.kernel.lower import generated_conv
+from ir.kernel.lower import conv_kinds, generated_conv
 from ir.kernel.schedule import Schedule
 from ir.passes.library import check_families
 
@@ -63,11 +63,13 @@ def strategies_for(t: Translation) -> list[Strategy]:
     out = [Strategy()]
     if "rownorm" in kinds and any(k.kind == "rownorm" for k in t.program.kernels()):
         out.append(Strategy(rows=False))
-    could = ({"conv"} & set(kinds)) | ({"dwconv"} if "window" in kinds else set())
-    if any(s.op == "conv" and s.args[0] and s.args[1] and
-           generated_conv(s.attrs.get("groups", 1), s.args[0].shape, s.args[1].shape, could)
-           for s in t.program.library_calls()):
+    convs = [s for s in t.program.library_calls() if s.op == "conv" and s.args[0] and s.args[1]]
+    gen = {c: any(generated_conv(s.attrs.get("groups", 1), s.args[0].shape, s.args[1].shape, conv_kinds(kinds) & {c})
+                  for s in convs) for c in ("conv", "dwconv")}
+    if any(gen.values()):
         out.append(Strategy(conv="generated"))
+    if gen["conv"] and gen["dwconv"]:  # a depthwise-separable block: its 1x1 convolution may be the library's
+        out.append(Strategy(conv="depthwise"))
     generated_only = {"window": "window" in kinds, "scan": "scan" in kinds}  # otherwise already the library's
     out += [Strategy(library=(f,)) for f in t.graph.meta.get("library_families", ()) if generated_only.get(f, True)]
     return out

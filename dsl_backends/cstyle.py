@@ -25,6 +25,7 @@ class CStyle:
     acc_float = "double"  # accumulator of float reductions (serial loops on a CPU: double keeps torch's error)
     serial_acc_float = "double"  # accumulator of a reduction one thread runs alone (a long serial sum)
     fmax_call = True  # maximum/minimum of non-NaN values through fmax/fmin (else a compare and select)
+    simd_lanes = 0  # serial max/min/arg- reductions over one axis run in this many SIMD lanes (0: serially)
     simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
 
     def ctype(self, dt: str) -> str:
@@ -206,9 +207,13 @@ class CPrinter:
         for r in walk(e.body):
             if isinstance(r, Reduce) and r is not e and not (free_vars(r) & mine):
                 self(r)
-        acc = self.fresh()
         ext = math.prod(v.extent for v in e.axes)
         float_body = e.body.dtype in FLOATS
+        flat_body = not any(isinstance(r, Reduce) and r is not e and free_vars(r) & mine for r in walk(e.body))
+        if (self.s.simd_lanes and not self.parallel and float_body and flat_body and len(e.axes) == 1 and
+                e.op in ("max", "min", "argmax", "argmin") and isinstance(ext, int) and ext >= 4 * self.s.simd_lanes):
+            return self.lanes(e)
+        acc = self.fresh()
         ty = (self.s.acc_float if self.parallel else self.s.serial_acc_float) if float_body else "int64_t"
         lowest = e.op in ("max", "argmax")
         init = {"sum": "0", "dot": "0", "prod": "1"}.get(e.op) or self.s.inf(lowest, "double")
@@ -222,7 +227,6 @@ class CPrinter:
         # the innermost loop reads contiguously); one thread's sum may be vectorised
         nested = not parallel and e.op not in ("argmax", "argmin")
         # no simd region nested in another (an inner reduction of none of these axes was hoisted above)
-        flat_body = not any(isinstance(r, Reduce) and r is not e and free_vars(r) & mine for r in walk(e.body))
         simd = f"#pragma omp simd reduction(+:{acc})" if (self.s.simd_sums and nested and flat_body and
                                                            e.op in ("sum", "dot")) else None
         depth, j = len(e.axes), ""
@@ -263,6 +267,47 @@ class CPrinter:
         if parallel:
             self.combine_threads(e.op, acc)
         return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"
+
+    def lanes(self, e: Reduce) -> str:
+        """A max/min (or arg-) reduction over one axis as `simd_lanes` independent lanes in a SIMD loop,
+        then the tail and the lanes combined in order: NaN wins and the first index among equals, as in
+        torch. A compare-and-select chain would keep the loop scalar."""
+        v, n, w = e.axes[0], e.axes[0].extent, self.s.simd_lanes
+        acc, t, arg = self.fresh(), self.s.ctype_compute(e.body.dtype), e.op.startswith("arg")
+        cmp = ">" if e.op in ("max", "argmax") else "<"
+        init = self.s.inf(e.op in ("max", "argmax"), t)
+        self.emit(f"{t} {acc}_v[{w}]; int64_t {acc}_iv[{w}];")
+        self.emit(f"for (int l = 0; l < {w}; ++l) {{ {acc}_v[l] = {init}; {acc}_iv[l] = 0; }}")
+        self.emit(f"for (int64_t {acc}_o = 0; {acc}_o < {n - n % w}; {acc}_o += {w}) {{")
+        self.emit("    #pragma omp simd")
+        self.emit(f"    for (int l = 0; l < {w}; ++l) {{")
+        inner = type(self)(self.s, {**self.env, v.name: f"({acc}_o + l)"}, self.prefix, self.indent + "        ")
+        inner.counter, inner.fixed, inner.names = self.counter, self.fixed, dict(self.names)
+        b = inner(e.body)
+        better = f"(({b}) {cmp} {acc}_v[l] || (({b}) != ({b}) && {acc}_v[l] == {acc}_v[l]))"
+        inner.emit(f"const bool {acc}_b = {better};")
+        inner.emit(f"{acc}_v[l] = {self.s.select(f'{acc}_b', b, f'{acc}_v[l]', t)};")
+        if arg:
+            inner.emit(f"{acc}_iv[l] = {acc}_b ? ({acc}_o + l) : {acc}_iv[l];")
+        self.lines += inner.lines
+        self.emit("    }")
+        self.emit("}")
+        # the lanes in index order of their first elements, then the tail: ties keep the smaller index
+        self.emit(f"{t} {acc} = {init}; int64_t {acc}_i = 0;")
+        self.emit(f"for (int l = 0; l < {w}; ++l) {{")
+        pick = (f"{acc}_v[l] {cmp} {acc} || ({acc}_v[l] != {acc}_v[l] && {acc} == {acc}) || "
+                f"(({acc}_v[l] == {acc} || ({acc}_v[l] != {acc}_v[l] && {acc} != {acc})) && {acc}_iv[l] < {acc}_i)")
+        self.emit(f"    if ({pick}) {{ {acc} = {acc}_v[l]; {acc}_i = {acc}_iv[l]; }}")
+        self.emit("}")
+        self.emit(f"for (int64_t {v.name} = {n - n % w}; {v.name} < {n}; ++{v.name}) {{")
+        tail = type(self)(self.s, {**self.env, v.name: v.name}, self.prefix, self.indent + "    ")
+        tail.counter, tail.fixed, tail.names = self.counter, self.fixed, dict(self.names)
+        b = tail(e.body)
+        tail.emit(f"if (({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})) "
+                  f"{{ {acc} = {b}; {acc}_i = {v.name}; }}")
+        self.lines += tail.lines
+        self.emit("}")
+        return f"{acc}_i" if arg else f"(({self.s.ctype_compute(e.dtype)}){acc})"
 
     def loop_header(self, j: str, ext: int, parallel: bool) -> str:
         return f"for (int64_t {j} = 0; {j} < {ext}; ++{j}) {{"

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
+from ir.errors import AkgError
 from ir.kernel.interior import _value, interior
 from ir.kernel.ir import IOp, Load, walk
 
@@ -229,3 +230,95 @@ def test_cpp_scans_are_generated_and_verify(name, tmp_path):
     cand.write_text(src)
     v = verify(problem_path(name), cand, target="cpu", seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+ARG = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.argmax(-1), x.amin(-1), torch.softmax(x, -1), x.argmin(-1)
+
+
+def get_inputs():
+    return [torch.randn(24, 203)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_max_min_and_arg_reductions_run_in_simd_lanes_with_torchs_ties_and_nans(tmp_path, monkeypatch):
+    """A row's max/min/argmax/argmin in 16 SIMD lanes and a tail: NaN wins (its first index), the first
+    index among equal values, all -inf rows, a tie between a lane and the tail; against torch."""
+    path = tmp_path / "p.py"
+    path.write_text(ARG)
+    text = render(build(path, "cpp", "cpu", tuned=False))
+    assert text.count("_v[16]") == 4, text
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    mod = _load(cand, "arg_mod")
+    x = torch.randn(24, 203)
+    x[0, 5] = x[0, 90] = x[0, 201] = 50.0  # ties across lanes and the tail: the first wins
+    x[1, 200] = float("nan")  # NaN in the tail
+    x[2, 7] = x[2, 3] = float("nan")  # two NaNs: the first
+    x[3] = float("-inf")
+    x[4, 17] = x[4, 1] = -50.0  # min ties
+    x[5, 202] = 60.0  # the largest in the tail alone
+    got = mod.ModelNew()(x)
+    want = (x.argmax(-1), x.amin(-1), torch.softmax(x, -1), x.argmin(-1))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, equal_nan=True)
+
+
+SEPARABLE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.pw = nn.Conv2d(8, 16, 1)
+
+    def forward(self, x):
+        return torch.relu(self.pw(torch.relu(self.dw(x))))
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 20, 24)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_depthwise_separable_block_may_generate_its_depthwise_convolution_alone(tmp_path):
+    """conv=depthwise: the depthwise convolution generated (an unrolled window with its relu), the 1x1
+    one left to the library with its epilogue generated; the tuner offers it beside conv=generated
+    (both generated) where a program has both kinds; verified."""
+    from akg_agent.tune import strategies_for
+
+    path = tmp_path / "p.py"
+    path.write_text(SEPARABLE)
+    convs = [s.describe().split(", ")[1] for s in strategies_for(build(path, "cpp", "cpu", tuned=False))]
+    assert convs == ["conv=library", "conv=generated", "conv=depthwise"]
+    t = build(path, "cpp", "cpu", tuned=False, conv="depthwise")
+    [lib] = t.program.library_calls()
+    assert lib.op == "conv" and lib.attrs["groups"] == 1 and t.program.kernels()[0].kind == "pointwise"
+    cand = tmp_path / "cand.py"
+    cand.write_text(render(t))
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()
+    with pytest.raises(AkgError, match="does not generate depthwise convolutions"):
+        build(path, "cuda-c", "h100", conv="depthwise")

@@ -73,8 +73,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baselines", default="eager", help="timed baselines when the device is present")
     p.add_argument("--no-time", action="store_true", help="verify but do not time")
     p.add_argument("--no-ncu", action="store_true", help="no Nsight Compute profile in optimise feedback")
-    p.add_argument("--conv", default="library", choices=("library", "generated"),
-                   help="convolutions as torch calls with fused epilogues (default) or generated implicit GEMMs")
+    p.add_argument("--conv", default="library", choices=("library", "generated", "depthwise"),
+                   help="convolutions as torch calls with fused epilogues (default), generated (implicit GEMMs; "
+                        "depthwise ones as unrolled windows), or only the depthwise ones generated")
     p.add_argument("--pure", action="store_true", help="every group generated, no library calls (hybrid: the "
                    "default, convolutions and what a backend does not generate stay declared torch calls)")
     p.add_argument("--library", default=None, metavar="FAMILIES",

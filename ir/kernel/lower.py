@@ -50,6 +50,12 @@ class LoweringError(ValueError):
     pass
 
 
+def conv_kinds(kinds: set[str] | tuple[str, ...]) -> set[str]:
+    """The convolutions a backend with these manifest kinds generates when asked: ungrouped ones where it
+    has implicit GEMMs ("conv"), depthwise ones where it has windows ("dwconv")."""
+    return ({"conv"} & set(kinds)) | ({"dwconv"} if "window" in kinds else set())
+
+
 def generated_conv(groups: int, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
                    generated: frozenset[str] | set[str]) -> bool:
     """Whether a convolution is generated: an ungrouped one as an implicit GEMM ("conv"), a depthwise
