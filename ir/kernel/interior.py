@@ -37,6 +37,10 @@ def _atoms(mask: Expr, out: list[Expr]) -> None:
         out.append(mask)
 
 
+class _NotAffine(Exception):
+    pass
+
+
 def _value(e: Expr, name: str, c: int) -> int:
     """Integer index arithmetic on constants and the column variable `name` at column `c`."""
     if isinstance(e, Var) and e.name == name:
@@ -48,10 +52,6 @@ def _value(e: Expr, name: str, c: int) -> int:
     if isinstance(e, IOp) and e.op in _CMP:
         return int(_CMP[e.op](_value(e.a, name, c), _value(e.b, name, c)))
     raise _NotAffine
-
-
-class _NotAffine(Exception):
-    pass
 
 
 class _Unmask(Rewrite):
