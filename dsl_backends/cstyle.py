@@ -259,7 +259,7 @@ class CPrinter:
             inner.emit(f"if (({b}) {cmp} {acc} || ({b}) != ({b})) {acc} = {b};")
         else:
             cmp = ">" if e.op == "argmax" else "<"
-            better = f"({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})"  # NaN wins, as in torch
+            better = beats(b, acc, cmp)
             inner.emit(f"if ({better}) {{ {acc} = {b}; {acc}_i = {j}; }}")
         self.lines += inner.lines
         for _ in range(depth):
@@ -284,7 +284,7 @@ class CPrinter:
         inner = type(self)(self.s, {**self.env, v.name: f"({acc}_o + l)"}, self.prefix, self.indent + "        ")
         inner.counter, inner.fixed, inner.names = self.counter, self.fixed, dict(self.names)
         b = inner(e.body)
-        better = f"(({b}) {cmp} {acc}_v[l] || (({b}) != ({b}) && {acc}_v[l] == {acc}_v[l]))"
+        better = f"({beats(b, f'{acc}_v[l]', cmp)})"
         inner.emit(f"const bool {acc}_b = {better};")
         inner.emit(f"{acc}_v[l] = {self.s.select(f'{acc}_b', b, f'{acc}_v[l]', t)};")
         if arg:
@@ -295,7 +295,7 @@ class CPrinter:
         # the lanes in index order of their first elements, then the tail: ties keep the smaller index
         self.emit(f"{t} {acc} = {init}; int64_t {acc}_i = 0;")
         self.emit(f"for (int l = 0; l < {w}; ++l) {{")
-        pick = (f"{acc}_v[l] {cmp} {acc} || ({acc}_v[l] != {acc}_v[l] && {acc} == {acc}) || "
+        pick = (f"{beats(f'{acc}_v[l]', acc, cmp)} || "
                 f"(({acc}_v[l] == {acc} || ({acc}_v[l] != {acc}_v[l] && {acc} != {acc})) && {acc}_iv[l] < {acc}_i)")
         self.emit(f"    if ({pick}) {{ {acc} = {acc}_v[l]; {acc}_i = {acc}_iv[l]; }}")
         self.emit("}")
@@ -303,8 +303,7 @@ class CPrinter:
         tail = type(self)(self.s, {**self.env, v.name: v.name}, self.prefix, self.indent + "    ")
         tail.counter, tail.fixed, tail.names = self.counter, self.fixed, dict(self.names)
         b = tail(e.body)
-        tail.emit(f"if (({b}) {cmp} {acc} || (({b}) != ({b}) && {acc} == {acc})) "
-                  f"{{ {acc} = {b}; {acc}_i = {v.name}; }}")
+        tail.emit(f"if ({beats(b, acc, cmp)}) {{ {acc} = {b}; {acc}_i = {v.name}; }}")
         self.lines += tail.lines
         self.emit("}")
         return f"{acc}_i" if arg else f"(({self.s.ctype_compute(e.dtype)}){acc})"
@@ -314,6 +313,12 @@ class CPrinter:
 
     def combine_threads(self, op: str, acc: str) -> None:
         raise UnsupportedKernel("this printer has no parallel reductions")
+
+
+def beats(x: str, best: str, cmp: str) -> str:
+    """Whether value `x` replaces the running `best` of a max (`cmp` ">") or min ("<"): NaN wins, as in
+    torch, and an equal value does not (the first index is kept)."""
+    return f"({x}) {cmp} {best} || (({x}) != ({x}) && {best} == {best})"
 
 
 @dataclass(frozen=True)

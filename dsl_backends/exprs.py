@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir.kernel.analysis import row_split
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Scan, Var, free_vars, walk
 from ir.sym import is_dynamic
 from ir.types import FLOAT_DTYPES
 
@@ -143,3 +143,12 @@ def strided_reduction(k: Kernel) -> bool:
     coords = {v.name for v in k.coords}
     loads = [e for r in k.reductions() for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
     return bool(loads) and all(isinstance(e.index[-1], Var) and e.index[-1].name in coords for e in loads)
+
+
+def scan_rows(k: Kernel) -> tuple[Scan, list[Var]]:
+    """A scan kernel's one scan (read at its own output position), and the output coordinates other than
+    that position (the rows); an UnsupportedKernel otherwise."""
+    scans = k.scans()
+    if len(scans) != 1 or not isinstance(scans[0].at, Var) or scans[0].at not in k.coords:
+        raise UnsupportedKernel("a scan kernel needs one scan read at its own output position")
+    return scans[0], [v for v in k.coords if v != scans[0].at]

@@ -4,31 +4,21 @@ scan is one read of its input and one write of its output; a flipped input is re
 
 from __future__ import annotations
 
-from ir.errors import UnsupportedKernel
-from ir.kernel.ir import Kernel, Scan, Var
+import math
+
+from ir.kernel.ir import Kernel, Var
 from ir.kernel.schedule import Schedule
 
 from ..cstyle import CPrinter, decode
-from ..exprs import FLOATS
+from ..exprs import FLOATS, scan_rows
 from .style import STYLE, omp
 
 
-def scan_of(k: Kernel) -> tuple[Scan, Var, list[Var]]:
-    """The kernel's one scan, the output coordinate it is read at, and the other coordinates (rows)."""
-    scans = k.scans()
-    if len(scans) != 1 or not isinstance(scans[0].at, Var) or scans[0].at not in k.coords:
-        raise UnsupportedKernel("a scan kernel needs one scan read at its own output position")
-    at = scans[0].at
-    assert isinstance(at, Var)
-    return scans[0], at, [v for v in k.coords if v != at]
-
-
 def render_scan(k: Kernel, s: Schedule) -> list[str]:
-    sc, at, rows = scan_of(k)
-    n = at.extent
-    n_rows = 1
-    for v in rows:
-        n_rows *= v.extent
+    sc, rows = scan_rows(k)
+    at = sc.at
+    assert isinstance(at, Var)
+    n, n_rows = at.extent, math.prod(v.extent for v in rows)
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in rows], "akg_r", p)
     acc = "akg_acc"

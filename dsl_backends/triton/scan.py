@@ -4,24 +4,14 @@ axis; an axis longer than one tile is swept in chunks with each row's running to
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from ir.kernel.ir import Kernel, Var
+from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
-from ..base import UnsupportedKernel
-from ..exprs import FLOATS, Printer, pow2, py_decode
+from ..exprs import FLOATS, Printer, pow2, py_decode, scan_rows
 from .ops import Ctx, signature, store_value
 
 MAX_SINGLE_PASS = 4096  # scanned extent held in one tile on the GPU; longer axes loop over chunks
-
-
-def scan_rows(k: Kernel) -> tuple[Any, list[Var]]:
-    """The kernel's one scan, and the output coordinates other than its position (the rows)."""
-    scans = k.scans()
-    if len(scans) != 1 or not isinstance(scans[0].at, Var) or scans[0].at not in k.coords:
-        raise UnsupportedKernel("a scan kernel needs one scan read at its own output position")
-    return scans[0], [v for v in k.coords if v != scans[0].at]
 
 
 def default_schedule(k: Kernel) -> Schedule:

@@ -13,13 +13,12 @@ import itertools
 import math
 from dataclasses import replace
 
+from .build import iop
 from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Rewrite, Scan, Var, walk
 
 WINDOW_MAX = 27  # positions (a 3x3x3 window); wider reductions keep a reduce template
 BODY_MAX = 400  # sub-expressions in body x positions: larger unrolls would bloat the kernel
 COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "mul"}
-_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "//": lambda a, b: a // b,
-         "%": lambda a, b: a % b, "min": min, "max": max}
 
 
 def _small(r: Reduce) -> bool:
@@ -39,13 +38,9 @@ class _Subst(Rewrite):
     def _go(self, e: Expr) -> Expr:
         if isinstance(e, Var):
             return Const(self.env[e.name], e.dtype) if e.name in self.env else e
-        if isinstance(e, IOp):
+        if isinstance(e, IOp):  # rebuilt by `iop`, which folds constants (floor // and %) and identities
             a, b = self(e.a), self(e.b)
-            if isinstance(a, Const) and isinstance(b, Const) and e.op in _FOLD and (b.value or e.op not in "//%"):
-                return Const(_FOLD[e.op](a.value, b.value), e.dtype)  # floor // and %, as the interpreter
-            if isinstance(b, Const) and b.value == (1 if e.op == "*" else 0) and e.op in ("+", "-", "*"):
-                return a  # x + 0, x - 0, x * 1
-            return e if a is e.a and b is e.b else replace(e, a=a, b=b)
+            return e if a is e.a and b is e.b else iop(e.op, a, b)
         if isinstance(e, Load):
             idx = tuple(self(i) for i in e.index)
             mask = self(e.mask) if e.mask is not None else None
