@@ -110,6 +110,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     best: tuple[float, Translation] | None = None
     todo = strategies_for(base) if strategies else [Strategy()]
     measured: list[tuple[Strategy, float]] = []
+    eager_ref: float | None = None  # the eager time measured with the first strategy timed in this run
     try:
         while todo:
             strategy = todo.pop(0)
@@ -134,15 +135,18 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
             if known is not None:
                 total, med = known, known if math.isfinite(known) else None
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "from_db": True,
-                                             "verdict": "from the tuning database", "kernels": kernels})
+                                             "score_s": total, "verdict": "from the tuning database",
+                                             "kernels": kernels})
             else:
                 _verify_module(t, target)
                 timing = t.verdict.details.get("timing", {}) if t.verdict.accepted else {}
                 med = timing.get("candidate", {}).get("median_s")
-                total = med if med is not None else math.inf
+                eager = timing.get("eager", {}).get("median_s")
+                eager_ref = eager_ref or eager
+                total = _steadied(med, eager, eager_ref)
                 db.put_strategy(*key, total, t.verdict.line())
-                report["strategies"].append({"strategy": strategy.describe(), "time_s": med,
-                                             "verdict": t.verdict.line(), "kernels": kernels})
+                report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "eager_s": eager,
+                                             "score_s": total, "verdict": t.verdict.line(), "kernels": kernels})
             measured.append((strategy, total))
             if best is None or total < best[0]:
                 best = (total, t)
@@ -175,6 +179,16 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
         Path(out).write_text(t.source)
     report["elapsed_s"] = time.perf_counter() - start
     return report
+
+
+def _steadied(med: float | None, eager: float | None, eager_ref: float | None) -> float:
+    """A strategy's module time as if the host ran as it did for the first strategy: scaled by the eager
+    time measured in the same run over that of the first. Strategies are timed minutes apart, and a
+    shared host's speed drifts between them by more than they differ (2-3x on our 2-core machines);
+    each run's eager time drifts with it. inf: not accepted."""
+    if med is None:
+        return math.inf
+    return med * eager_ref / eager if eager and eager_ref else med
 
 
 def _verify_module(t: Translation, target: str) -> None:

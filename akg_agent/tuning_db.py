@@ -67,7 +67,8 @@ class TuningDB:
 
     def put_strategy(self, hw: str, dsl: str, problem: str, ver: str, strategy: dict[str, Any], t: float,
                      verdict: str) -> None:
-        """A whole module's time under one strategy, its schedules tuned (committed at once)."""
+        """A whole module's time under one strategy, its schedules tuned (committed at once); `akg tune`
+        stores it scaled to its run's first eager time (`tune._steadied`)."""
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO strategies VALUES (?,?,?,?,?,?,?,?)",
                             (hw, dsl, problem, ver, json.dumps(strategy, sort_keys=True), t, verdict, time.time()))

@@ -76,8 +76,8 @@ def test_tune_measures_row_fusion_against_split_kernels_and_translate_takes_the_
     rep = tune(str(path), "cpu", "cpp", budget=1, out=tmp_path / "tuned.py")
     assert [s["strategy"] for s in rep["strategies"]] == ["rows=fused, conv=library", "rows=split, conv=library",
                                                           "rows=fused, conv=library, library=softmax"]
-    assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 for s in rep["strategies"])
-    fastest = min(rep["strategies"], key=lambda s: s["time_s"])["strategy"]
+    assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 and s["eager_s"] > 0 for s in rep["strategies"])
+    fastest = min(rep["strategies"], key=lambda s: s["score_s"])["strategy"]
     assert rep["strategy"] == fastest
     assert f"strategy: {fastest} (the tuning database" in (tmp_path / "tuned.py").read_text()
     t = build(path, "cpp", "cpu")  # translate reads the strategy the tune measured fastest
@@ -119,3 +119,27 @@ def test_a_time_limit_stops_candidates_already_queued(tmp_path, monkeypatch):
     assert any(s["verdict"].startswith("not tried: the --time limit") for s in rep["strategies"])
     assert rep["verdict"].startswith("accepted")  # the default strategy's module, verified
     assert time.perf_counter() - t0 < 120
+
+
+def test_strategies_are_compared_against_the_eager_time_of_their_own_run(tmp_path, monkeypatch):
+    """A strategy timed while the host ran twice as fast looks faster than it is: each module's time is
+    scaled by the eager time of its own run (over the first run's), and the choice follows that."""
+    import akg_agent.tune as tune_mod
+    from akg_agent.verifier import Verdict
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    # (module, eager) per strategy in order: the default, rows=split, library=softmax
+    times = iter([(10e-3, 20e-3), (8e-3, 10e-3), (30e-3, 20e-3)])
+
+    def fake_verify(t, target):
+        med, eager = next(times)
+        t.verdict = Verdict(True, "ok", "matches", {"timing": {"candidate": {"median_s": med},
+                                                               "eager": {"median_s": eager}}})
+
+    monkeypatch.setattr(tune_mod, "_verify_module", fake_verify)
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
+    rep = tune(str(problem_path("softmax_logsoftmax")), "cpu", "cpp", budget=1, db=TuningDB(tmp_path / "t.sqlite"))
+    got = {s["strategy"]: (s["time_s"], s["score_s"]) for s in rep["strategies"]}
+    assert got == {"rows=fused, conv=library": (10e-3, 10e-3), "rows=split, conv=library": (8e-3, pytest.approx(16e-3)),
+                   "rows=fused, conv=library, library=softmax": (30e-3, pytest.approx(30e-3))}
+    assert rep["strategy"] == "rows=fused, conv=library"  # 8 ms at half the eager time is the slower module
