@@ -10,8 +10,11 @@ from .base import (
                    default_dsl,
                    dsls_for,
                    get_backend,
+                   import_env,
+                   preload,
                    sandbox_env,
 )
 
 __all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "default_dsl", "dsls_for",
-           "get_backend", "sandbox_env"]
+           "get_backend", "import_env", "preload",
+           "sandbox_env"]

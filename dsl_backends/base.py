@@ -9,6 +9,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -51,6 +52,9 @@ class Manifest:
     preference: int = 50
     dynamic: bool = False  # its kernels take run-time sizes (`ir.sym`) as arguments: --dynamic
     checked_on: dict[str, str] = field(default_factory=dict)  # target kind -> `checked_by` for that kind
+    # modules the verifier's fork server for CPU jobs imports once for all of them (each must import
+    # without starting a thread or touching a device: the server forks afterwards)
+    preload_cpu: tuple[str, ...] = ()
 
     @staticmethod
     def load(path: Path) -> Manifest:
@@ -59,7 +63,8 @@ class Manifest:
                         d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""),
                         tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
                         dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))),
-                        int(d.get("preference", 50)), bool(d.get("dynamic", False)), dict(d.get("checked_on", {})))
+                        int(d.get("preference", 50)), bool(d.get("dynamic", False)), dict(d.get("checked_on", {})),
+                        tuple(d.get("preload_cpu", ())))
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""
@@ -223,6 +228,20 @@ def sandbox_env(run_dir: Path, on_cpu: bool, build_dir: Path | None = None) -> d
         for k, v in {**m.env, **(m.env_cpu if on_cpu else {})}.items():
             env[k] = v.format(run_dir=run_dir, build_dir=build_dir or run_dir)
     return env
+
+
+def import_env(on_cpu: bool) -> dict[str, str]:
+    """What the manifests set for CPU runs (where on_cpu), which a module may read when it is imported:
+    the verifier's fork server is started with it, as its CPU jobs will run."""
+    if not on_cpu:
+        return {}
+    tmp = tempfile.gettempdir()
+    return {k: v.format(run_dir=tmp, build_dir=tmp) for m in _manifests().values() for k, v in m.env_cpu.items()}
+
+
+def preload(on_cpu: bool) -> list[str]:
+    """What the manifests ask the verifier's fork server to import once (for CPU jobs only)."""
+    return sorted({m for man in _manifests().values() for m in man.preload_cpu}) if on_cpu else []
 
 
 def dsls_for(target: HardwareModel) -> list[str]:

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["AKG_BACKEND_PATH"] = str(ROOT / "tests" / "backend_example")
 PROBLEMS = sorted((ROOT / "tests" / "problems").glob("*.py"))
 KERNELBENCH = ROOT / "tests" / "kernelbench"
+# every backend on every suite problem (`make test` runs the slowest interpreters on part of the suite)
+FULL_CONFORMANCE = bool(os.environ.get("AKG_FULL_CONFORMANCE"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 PROBLEM = str(problem_path("rule_scalar_chains"))  # three kernels: a GEMM, two pointwise chains
 BUDGET = 3
-# three kernels of about a millisecond, where a worse GEMM tile costs far more than the timing noise
+# three kernels, the GEMM taking most of the time: a worse GEMM tile costs far more than the timing noise
 TIMED = str(ROOT / "tests" / "fixtures" / "three_kernels_ms.py")
 
 

@@ -10,6 +10,8 @@ from akg_agent.cli import main
 from akg_agent.translate import build, translate
 from dsl_backends import get_backend
 
+from .conftest import problem_path
+
 BF16_GEMM = '''
 import torch
 import torch.nn as nn
@@ -115,3 +117,18 @@ def test_triton_epilogue_loads_on_grid_axes_only_are_unmasked(tmp_path):
     t = translate(path, "triton", "h100", timing=False, seeds=(0, 1))
     assert t.verdict.accepted, t.verdict.reason
     assert "mask=," not in t.source
+
+
+def test_tilelang_c_kernels_include_the_runtime_header_precompiled_once(tmp_path, monkeypatch):
+    """The C target's runtime header, precompiled into the toolchain cache by the first module and used
+    by the next; a corrupt copy costs time, never a wrong or failed build (gcc reads the header)."""
+    monkeypatch.setenv("AKG_TOOLCHAIN_CACHE", str(tmp_path / "toolchain"))
+    problem = problem_path("ew_activations_a")
+    t = translate(problem, "tilelang", "h100", tmp_path / "a.py", timing=False, seeds=(0,))
+    assert t.verdict.accepted, t.verdict.reason
+    (pch,) = (tmp_path / "toolchain").glob("tilelang-c-pch/*/akg_tl.h.gch")
+    assert pch.stat().st_size > 1 << 20  # a real precompiled header (tens of MB), not an empty file
+    pch.write_bytes(b"not a precompiled header")
+    t = translate(problem, "tilelang", "h100", tmp_path / "b.py", timing=False, seeds=(1,))
+    assert t.verdict.accepted, t.verdict.reason
+    assert pch.read_bytes() == b"not a precompiled header"  # used as found: built once, not per module

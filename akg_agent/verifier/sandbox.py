@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsl_backends import sandbox_env
+from dsl_backends import import_env, sandbox_env
+from hardware_models.spec import cache_dir
 
 from .timing import LOCK_WAIT_FILE
 
@@ -48,11 +49,13 @@ def _preexec(memory_bytes: int | None) -> None:
         pass
 
 
+# what a job keeps of the caller's environment (the rest is the sandbox's own)
+KEEP = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
+        "AKG_CUDA_LOADER", "PYTHONPATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+
+
 def _env(run_dir: Path, device: str, build_cache: str | None = None) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
-            "AKG_CUDA_LOADER", "PYTHONPATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-            "NVSHMEM_DISABLE_NVLS")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env = {k: os.environ[k] for k in KEEP if k in os.environ}
     root = str(Path(__file__).resolve().parents[2])  # so the worker imports this checkout's packages
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else []))
     env.update(HOME=str(run_dir), TMPDIR=str(run_dir), TORCHINDUCTOR_CACHE_DIR=str(run_dir / ".inductor"),
@@ -61,13 +64,20 @@ def _env(run_dir: Path, device: str, build_cache: str | None = None) -> dict[str
     env.update(sandbox_env(run_dir, on_cpu=device == "cpu", build_dir=Path(build_cache) if build_cache else None))
     if build_cache:  # compiled code kept for this candidate's next run (else it lives and dies with run_dir)
         env["AKG_CACHE_DIR"] = build_cache
+    # what depends on the installed compilers alone (a DSL's precompiled runtime header), shared by runs
+    env["AKG_TOOLCHAIN_CACHE"] = os.environ.get("AKG_TOOLCHAIN_CACHE") or str(cache_dir() / "toolchain")
     return env
 
 
 class _Zygote:
-    """This process's fork server (`zygote`), started on first use and again if it has died."""
+    """This process's fork server (`zygote`), started on first use and again if it has died. The server
+    imports torch and torch._dynamo once for all its jobs (and, for CPU jobs, what the manifests ask it
+    to preload); a module imported there may read variables at import that its jobs set (Triton's
+    interpreter switch decides what `@triton.jit` makes of triton.language's own functions), so CPU
+    jobs and device jobs get a server each, started with what the manifests set for CPU runs or not."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_cpu: bool) -> None:
+        self.on_cpu = on_cpu
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
 
@@ -76,8 +86,11 @@ class _Zygote:
             if self.proc is None or self.proc.poll() is not None:
                 root = str(Path(__file__).resolve().parents[2])
                 path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-                env = dict(os.environ, PYTHONPATH=path)
-                self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote"], stdin=subprocess.PIPE,
+                # the server imports in the environment its jobs will run in, less their per-run paths
+                env = {k: os.environ[k] for k in KEEP if k in os.environ}
+                env.update(import_env(self.on_cpu), PYTHONPATH=path)
+                self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote",
+                                              "cpu" if self.on_cpu else "device"], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
             assert self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.write(json.dumps(req) + "\n")
@@ -88,16 +101,17 @@ class _Zygote:
         return int(answer)
 
 
-_ZYGOTE = _Zygote()
+_ZYGOTES = {True: _Zygote(True), False: _Zygote(False)}
 
 
 class _Forked:
     """A job forked by the zygote, with the few Popen methods `run_job` uses (returncode negative for a
     signal, as Popen's)."""
 
-    def __init__(self, job_path: Path, run_dir: Path, env: dict[str, str], memory_bytes: int | None) -> None:
+    def __init__(self, job_path: Path, run_dir: Path, env: dict[str, str], memory_bytes: int | None,
+                 on_cpu: bool) -> None:
         self.log, self.status = run_dir / "worker.log", run_dir / "exit_status"
-        self.pid = _ZYGOTE.fork({"job": str(job_path), "run_dir": str(run_dir), "env": env,
+        self.pid = _ZYGOTES[on_cpu].fork({"job": str(job_path), "run_dir": str(run_dir), "env": env,
                                  "memory_bytes": memory_bytes, "log": str(self.log), "status": str(self.status)})
         self.returncode: int | None = None
 
@@ -150,7 +164,8 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
         prefix = [a.replace("{run_dir}", str(run_dir)) for a in job.get("prefix", [])]
         proc: subprocess.Popen | _Forked
         if _use_fork(job):
-            proc = _Forked(run_dir / "job.json", run_dir, _env(run_dir, job["device"], job.get("build_cache")), mem)
+            proc = _Forked(run_dir / "job.json", run_dir, _env(run_dir, job["device"], job.get("build_cache")), mem,
+                           job["device"] == "cpu")
         else:
             proc = subprocess.Popen([*prefix, sys.executable, "-m", "akg_agent.verifier.worker",
                                      str(run_dir / "job.json")],

@@ -1,7 +1,8 @@
-"""A fork server for verifier jobs: `python -m akg_agent.verifier.zygote` imports torch and the worker
-once, then forks one child per job read from stdin (a JSON line), answers the child's pid on stdout,
-and writes the child's exit code (negative for a signal) to the job's status file when it ends. When
-its caller goes away (stdin closes), the jobs still running are killed.
+"""A fork server for verifier jobs: `python -m akg_agent.verifier.zygote cpu|device` imports torch, the
+worker and (for CPU jobs) the modules the backends' manifests preload once, then forks one child per
+job read from stdin (a JSON line), answers the child's pid on stdout, and writes the child's exit code
+(negative for a signal) to the job's status file when it ends. When its caller goes away (stdin
+closes), the jobs still running are killed.
 
 The child takes the job's isolation before anything of the candidate is read: its own session, the
 memory and core-dump limits, a private network namespace where the kernel allows it, stdin from
@@ -10,6 +11,7 @@ Python's multiprocessing, nothing of the caller's `__main__` is re-run in the ch
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -17,9 +19,21 @@ import sys
 import tempfile
 
 import torch
+import torch._dynamo  # noqa: F401 - a candidate's first tensor op under the verifier's guard imports it: 2 s a job
 
 from akg_agent.verifier import worker
 from akg_agent.verifier.sandbox import _preexec
+from dsl_backends import preload
+
+
+def _preload(on_cpu: bool) -> None:
+    """The modules the backends' manifests ask for, imported once here rather than in every job; one
+    that fails to import is left to the jobs (they report it)."""
+    for name in preload(on_cpu):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a missing or broken package fails its own jobs, with their reason
+            pass
 
 
 def _child(req: dict) -> None:
@@ -83,4 +97,5 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
+    _preload(sys.argv[1:] == ["cpu"])
     serve()

@@ -26,7 +26,50 @@ def _akg_tilelang(factory, gpu, sizes=()):
     """Compiled once per kernel, device and run-time sizes (--dynamic: the factory takes them)."""
     if gpu:
         return tilelang.compile(factory(True, *sizes), target="cuda")
-    return tilelang.compile(factory(False, *sizes), target="c", execution_backend="cython", compile_flags=["-O3"])
+    return tilelang.compile(factory(False, *sizes), target="c", execution_backend="cython",
+                            compile_flags=_AKG_C_FLAGS + _akg_c_pch())
+
+
+_AKG_C_FLAGS = ["-O3"]
+
+
+@functools.cache
+def _akg_c_pch():
+    """Flags that include TileLang's C runtime header precompiled. Every kernel's g++ run otherwise
+    parses it (70,000 lines after the preprocessor: most of the compile); the copy is built once per
+    compiler, header and flags into akg's toolchain cache. gcc uses it only where it fits the command
+    (else it reads the header); any failure here compiles without it."""
+    import hashlib
+    import os
+    import subprocess
+    from pathlib import Path
+
+    try:
+        from tilelang.contrib.cc import get_cplus_compiler
+        from tilelang.env import TILELANG_TEMPLATE_PATH as inc
+
+        cxx = get_cplus_compiler()
+        head = Path(inc) / "tl_templates" / "cpp"
+        text = (head / "common.h").read_bytes() + (head / "half.hpp").read_bytes()
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+        key = hashlib.sha256(text + f"{cxx} {version} {inc} {_AKG_C_FLAGS}".encode()).hexdigest()[:20]
+        base = os.environ.get("AKG_TOOLCHAIN_CACHE") or os.path.join(
+            os.environ.get("AKG_CACHE_DIR", Path.home() / ".cache" / "akg"), "toolchain")
+        root = Path(base) / "tilelang-c-pch" / key
+        hdr, pch = root / "akg_tl.h", root / "akg_tl.h.gch"
+        if any(c.isspace() for c in str(root)):  # TileLang splits its flags on whitespace
+            return []
+        if not pch.exists():
+            root.mkdir(parents=True, exist_ok=True)
+            tag = f"{os.getpid()}"  # concurrent builds never share a file; the last replace wins
+            (root / f"akg_tl.h.{tag}").write_text("#include <tl_templates/cpp/common.h>\\n")
+            os.replace(root / f"akg_tl.h.{tag}", hdr)
+            subprocess.run([cxx, "-std=c++17", "-fPIC", f"-I{inc}", *_AKG_C_FLAGS, "-x", "c++-header", str(hdr),
+                            "-o", str(root / f"akg_tl.h.gch.{tag}")], check=True, capture_output=True, timeout=300)
+            os.replace(root / f"akg_tl.h.gch.{tag}", pch)
+        return ["-include", str(hdr)]
+    except Exception:  # noqa: BLE001 - the precompiled header only saves time
+        return []
 
 
 def _akg_flat(t, gpu, shape=None):
