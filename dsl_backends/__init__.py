@@ -16,5 +16,4 @@ from .base import (
 )
 
 __all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "default_dsl", "dsls_for",
-           "get_backend", "import_env", "preload",
-           "sandbox_env"]
+           "get_backend", "import_env", "preload", "sandbox_env"]
