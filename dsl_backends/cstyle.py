@@ -158,6 +158,13 @@ class CPrinter:
         # coordinates reads at the flat index (no decoded coordinates: the loop vectorises)
         self.identity: tuple[tuple[str, ...], tuple[int, ...], str] | None = None
 
+    def scope(self, env: dict[str, str], indent: str) -> CPrinter:
+        """A printer for a nested block: its own lines and `env`, the names, fixed values and fresh-name
+        counter of this one (values of the enclosing scope are visible inside)."""
+        inner = type(self)(self.s, env, self.prefix, indent)
+        inner.counter, inner.fixed, inner.names = self.counter, self.fixed, dict(self.names)
+        return inner
+
     def fresh(self) -> str:
         self.counter[0] += 1
         return f"{self.prefix}{self.counter[0]}"
@@ -238,11 +245,8 @@ class CPrinter:
         else:  # one flat index: arg-max/min record it, a block's threads stride it
             depth, j = 1, self.fresh()
             self.emit(self.loop_header(j, ext, parallel))
-        inner = type(self)(self.s, self.env, self.prefix, self.indent + "    ")
+        inner = self.scope(self.env, self.indent + "    ")
         inner.parallel = False  # a reduction nested in a parallel one runs serially in each thread
-        inner.counter = self.counter
-        inner.fixed = self.fixed
-        inner.names = dict(self.names)  # values of the enclosing scope are visible inside the loop
         stride = 1
         for v in reversed(e.axes):
             inner.env[v.name] = f"{v.name}"
@@ -281,8 +285,7 @@ class CPrinter:
         self.emit(f"for (int64_t {acc}_o = 0; {acc}_o < {n - n % w}; {acc}_o += {w}) {{")
         self.emit("    #pragma omp simd")
         self.emit(f"    for (int l = 0; l < {w}; ++l) {{")
-        inner = type(self)(self.s, {**self.env, v.name: f"({acc}_o + l)"}, self.prefix, self.indent + "        ")
-        inner.counter, inner.fixed, inner.names = self.counter, self.fixed, dict(self.names)
+        inner = self.scope({**self.env, v.name: f"({acc}_o + l)"}, self.indent + "        ")
         b = inner(e.body)
         better = f"({beats(b, f'{acc}_v[l]', cmp)})"
         inner.emit(f"const bool {acc}_b = {better};")
@@ -300,8 +303,7 @@ class CPrinter:
         self.emit(f"    if ({pick}) {{ {acc} = {acc}_v[l]; {acc}_i = {acc}_iv[l]; }}")
         self.emit("}")
         self.emit(f"for (int64_t {v.name} = {n - n % w}; {v.name} < {n}; ++{v.name}) {{")
-        tail = type(self)(self.s, {**self.env, v.name: v.name}, self.prefix, self.indent + "    ")
-        tail.counter, tail.fixed, tail.names = self.counter, self.fixed, dict(self.names)
+        tail = self.scope({**self.env, v.name: v.name}, self.indent + "    ")
         b = tail(e.body)
         tail.emit(f"if ({beats(b, acc, cmp)}) {{ {acc} = {b}; {acc}_i = {v.name}; }}")
         self.lines += tail.lines
@@ -369,7 +371,7 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
     output."""
     for r in dict.fromkeys(k.reductions()):
         p(r)
-    inner = CPrinter(style, p.env, prefix="u", indent=p.indent + "    ")
+    inner = CPrinter(style, p.env, prefix="u", indent=p.indent + "    ")  # serial, whatever p's printer
     inner.names, inner.fixed, inner.counter = dict(p.names), p.fixed, p.counter
     decode(cols, "akg_col", inner)
     val = inner(k.expr)
