@@ -87,7 +87,7 @@ class _Zygote:
                 root = str(Path(__file__).resolve().parents[2])
                 path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
                 # the server imports in the environment its jobs will run in, less their per-run paths
-                env = {k: os.environ[k] for k in KEEP if k in os.environ}
+                env = {k: os.environ[k] for k in (*KEEP, "AKG_BACKEND_PATH") if k in os.environ}  # its manifests too
                 env.update(import_env(self.on_cpu), PYTHONPATH=path)
                 self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote",
                                               "cpu" if self.on_cpu else "device"], stdin=subprocess.PIPE,
