@@ -327,7 +327,8 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              f"target: {t.target.name} ({t.target.description}); dsl: {t.dsl}; executor here: {t.executor}",
              numerics_line(t),
              f"strategy: {t.strategy.describe()}" + (f" (the tuning database's fastest, {t.strategy_s * 1e3:.4g} ms "
-                                                      "measured)" if t.strategy_s is not None else ""),
+                                                      "at the tune's first eager pace)" if t.strategy_s is not None
+                                                      else ""),
              "plan:"]
     dyn = t.graph.meta.get("dynamic")
     if dyn:
