@@ -29,9 +29,9 @@ from ir.errors import AkgError
 
 from .verifier import verify
 from .verifier.sandbox import Limits
+from .verifier.timing import host_lock
 
 ATTEMPTS = 3  # tries per candidate before it is reported lost
-HOST_LOCK = "akg-timing.lock"  # in the host's temporary directory, shared by every akg run there
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,6 @@ def _files(w: Work, d: Path) -> tuple[Path, Path, dict[str, Path]]:
     return prob, cand, peers
 
 
-def _lock() -> str:
-    return str(Path(tempfile.gettempdir()) / HOST_LOCK)
-
-
 def _build_dir(w: Work) -> Path:
     """This candidate's compiled code on this host, kept from its check to its timing (not shared with
     any other candidate: one candidate's run cannot plant code for another)."""
@@ -92,7 +88,7 @@ def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
         try:
             v = verify(prob, cand, target=target, seeds=w.seeds, timing=timing, baselines=w.baselines,
                        trials=w.trials, limits=Limits(timeout_s=w.timeout_s), sol_check=w.sol_check,
-                       timing_lock=_lock(), peers=peers if timing else None, build_cache=build)
+                       timing_lock=host_lock(), peers=peers if timing else None, build_cache=build)
         except AkgError as e:
             return {"accepted": False, "code": "verifier_error", "reason": str(e), "details": {}}
         finally:

@@ -25,6 +25,7 @@ from .ranking import ranked_space
 from .translate import Strategy, Translation, build, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import Verdict, device_for, verify
+from .verifier.timing import host_lock
 
 
 def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +51,8 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
             for w in works:
                 path = Path(d) / f"cand_{w.key[0]}_{w.key[1]}.py"
                 path.write_text(w.source)
-                v = verify(problem, path, target=target, seeds=w.seeds, timing=True, sol_check=False)
+                v = verify(problem, path, target=target, seeds=w.seeds, timing=True, sol_check=False,
+                           timing_lock=host_lock())
                 yield Done(w, v.to_json(), host=socket.gethostname(), device=device)
     return run
 
@@ -196,7 +198,8 @@ def _verify_module(t: Translation, target: str) -> None:
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         final = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
         final.write_text(render(t))
-        t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",))
+        t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",),
+                           timing_lock=host_lock())
 
 
 def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
@@ -215,6 +218,9 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         space = ranked_space(backend, k, groups.get(k.group), t.target)
         default = t.schedules[k.name]
         cands = ([default] + [s for s in space if s != default])[:budget]
+        if len(cands) == 1:  # nothing to choose: the strategy's module verification checks and times it
+            kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(default), "best_s": None, "tried": 0})
+            continue
         sig = kernel_signature(backend.render_kernel(k, default, t.target))
         times: dict[int, float] = {}
         works: list[Work] = []

@@ -37,7 +37,7 @@ def test_bench_end_to_end(tmp_path, capsys):
     assert code == 0
     doc = json.loads((out / "results.json").read_text())
     assert [r["problem"] for r in doc["records"]] == ["mm_scalar_mul", "mm_matvec", "red_sum_mean"]
-    assert doc["meta"]["jobs"] == 2 and (out / "timing.lock").exists()
+    assert doc["meta"]["jobs"] == 2
     recs = {r["problem"]: r for r in doc["records"]}
     assert recs["mm_scalar_mul"]["correct"] and recs["mm_scalar_mul"]["speedup"]["eager"] > 0
     assert recs["mm_scalar_mul"]["sol_fraction"] > 0  # the CPU is the target here

@@ -144,3 +144,31 @@ def test_strategies_are_compared_against_the_eager_time_of_their_own_run(tmp_pat
     assert got == {"rows=fused, conv=library": (10e-3, 10e-3), "rows=split, conv=library": (8e-3, pytest.approx(16e-3)),
                    "rows=fused, conv=library, library=softmax": (30e-3, pytest.approx(30e-3))}
     assert rep["strategy"] == "rows=fused, conv=library"  # 8 ms at half the eager time is the slower module
+
+
+def test_a_kernel_with_one_schedule_is_not_measured_alone_and_every_timing_takes_the_hosts_lock(tmp_path,
+                                                                                               monkeypatch):
+    """budget 1 leaves nothing to choose per kernel: only the strategy's module is verified and timed. Every
+    verification a tune starts names the host's timing lock, so a bench (or another tune) running beside
+    it never times at the same moment."""
+    import akg_agent.tune as tune_mod
+    from akg_agent.verifier import Verdict
+    from akg_agent.verifier.timing import host_lock
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    locks: list[str | None] = []
+
+    def fake_verify(problem, cand, target, **kw):
+        locks.append(kw.get("timing_lock"))
+        times = {"candidate": {"median_s": 1e-3}, "eager": {"median_s": 2e-3}}
+        return Verdict(True, "ok", "matches", {"timing": times})
+
+    monkeypatch.setattr(tune_mod, "verify", fake_verify)
+    one = tune(str(problem_path("l2_gemm_scale_sigmoid_sum")), "cpu", "cpp", budget=1,
+               db=TuningDB(tmp_path / "one.sqlite"), strategies=False)
+    assert one["measured"] == 0 and len(locks) == 1  # the module alone
+    assert all(k["tried"] == 0 and k["best_s"] is None for k in one["kernels"])
+    two = tune(str(problem_path("l2_gemm_scale_sigmoid_sum")), "cpu", "cpp", budget=2,
+               db=TuningDB(tmp_path / "two.sqlite"), strategies=False)
+    assert two["measured"] >= 2 and len(locks) == 1 + two["measured"] + 1
+    assert set(locks) == {host_lock()}

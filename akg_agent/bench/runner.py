@@ -16,6 +16,7 @@ from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
 from akg_agent.verifier import DEFAULT_SEEDS, Verdict, verify
 from akg_agent.verifier.sandbox import Limits
+from akg_agent.verifier.timing import host_lock
 from hardware_models.spec import load_target
 from ir.errors import AkgError
 
@@ -276,7 +277,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
         if not d.is_dir():
             raise AkgError(f"no such solutions folder: {d}")
     labels = list(dirs)
-    lock = str((out / "timing.lock").resolve()) if jobs > 1 else None
+    lock = host_lock()  # also keeps another akg run on this host (a tune, a second bench) off our timings
     gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(load_target(target).kind))
 
     def one(p: Path) -> dict[str, Any]:

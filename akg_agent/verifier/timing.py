@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +32,13 @@ LOCK_PATH: str | None = None
 # sandbox does not count it against the run's time limit
 WAIT_PATH: str | None = None
 LOCK_WAIT_FILE = "lock_wait"  # its name in the run directory
+HOST_LOCK = "akg-timing.lock"  # in the host's temporary directory, shared by every akg run there
+
+
+def host_lock() -> str:
+    """The lock file every akg run on this host times under (bench, tune, Ray actors): two runs started
+    side by side never time while the other uses the device."""
+    return str(Path(tempfile.gettempdir()) / HOST_LOCK)
 _local = threading.local()
 
 

@@ -6,6 +6,7 @@ to the job's result path. Every check that can fail names its reason in one line
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib.util
@@ -452,10 +453,13 @@ def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[An
             "compile-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}[name]
     fn = torch.compile(copy.deepcopy(ref), mode=mode)
     t0 = time.perf_counter()
+    # max-autotune times its candidate kernels while it compiles: alone on the device, as our timings are
+    alone = timing.exclusive() if "autotune" in mode else contextlib.nullcontext()
     try:
-        fn(*sets[0])
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+        with alone:
+            fn(*sets[0])
+            if device.type == "cuda":
+                torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
         return None, {"error": _first_line(e)}
     return fn, {"compile_s": time.perf_counter() - t0}
