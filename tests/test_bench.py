@@ -257,3 +257,50 @@ def test_bench_pure_times_a_generated_only_translation_beside_the_hybrid(tmp_pat
     # C++ generates no transposed convolution: the pure translation is missing, and says why
     assert not (out / "solutions-pure" / "convT1d.py").exists()
     assert "--pure" in (out / "solutions-pure" / "convT1d.error.txt").read_text()
+
+
+def test_a_waiting_timer_goes_before_runs_that_arrive_after_it(tmp_path):
+    """Runs that start building while a timed loop waits queue behind it: with flock alone they would
+    be let in beside the first holder, and with enough runs side by side the timer would never get in."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from akg_agent.verifier import timing
+
+    lock = str(tmp_path / "lock")
+    holder = ("import sys, time; from akg_agent.verifier import timing; timing.LOCK_PATH = sys.argv[1]; "
+              "print('ready', flush=True); sys.stdin.readline(); "
+              "timing.hold_shared(); print(time.time(), flush=True); time.sleep(float(sys.argv[2]))")
+    procs = [subprocess.Popen([sys.executable, "-c", holder, lock, hold], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT) for hold in ("1.5", "0")]
+    first, late = procs
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    first.stdin.write("go\n")
+    first.stdin.flush()
+    first.stdout.readline()  # it holds the lock shared for 1.5 s
+    timed: list[float] = []
+
+    def timer() -> None:
+        with timing.exclusive():
+            timed.append(time.time())
+            time.sleep(0.5)
+            timed.append(time.time())
+
+    timing.LOCK_PATH = lock
+    try:
+        t = threading.Thread(target=timer)
+        t.start()
+        time.sleep(0.4)  # the timer now waits for the first holder
+        late.stdin.write("go\n")
+        late.stdin.flush()
+        got_in = float(late.stdout.readline())
+        t.join()
+    finally:
+        timing.LOCK_PATH = None
+    for p in procs:
+        p.stdin.close()
+        p.wait()
+    assert timed and got_in >= timed[1] - 0.05  # the late run waited for the whole timed loop

@@ -26,8 +26,12 @@ from hardware_models.spec import detect_cpu
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 # `akg bench --jobs`: verifier runs share the GPU through a lock file. Each holds it shared while it
 # builds and checks, and exclusively while it times, so a timed loop never overlaps another run's GPU
-# work (flock converts shared -> exclusive by dropping and waiting: no deadlock).
+# work.
 LOCK_PATH: str | None = None
+# A second file, the gate, makes a waiting timer first in line: flock alone lets new shared holders in
+# while an exclusive request waits, so with many runs side by side a timed loop could wait for ever.
+# Shared holders pass the gate on their way in; a timer holds it from its request until it has the lock.
+GATE_SUFFIX = ".gate"
 # where this run notes the time it waits for that lock ("<seconds waited> <waiting since, or 0>"): the
 # sandbox does not count it against the run's time limit
 WAIT_PATH: str | None = None
@@ -39,6 +43,8 @@ def host_lock() -> str:
     """The lock file every akg run on this host times under (bench, tune, Ray actors): two runs started
     side by side never time while the other uses the device."""
     return str(Path(tempfile.gettempdir()) / HOST_LOCK)
+
+
 _local = threading.local()
 
 
@@ -59,11 +65,22 @@ def _flock(f: Any, op: int) -> None:
     Path(WAIT_PATH).write_text(f"{waited + time.time() - since} 0")
 
 
+def _through_gate(f: Any, op: int) -> None:
+    """Takes `op` on the lock `f` once no timer is waiting (the gate is passed, not kept)."""
+    assert LOCK_PATH is not None
+    with open(LOCK_PATH + GATE_SUFFIX, "a") as gate:
+        _flock(gate, fcntl.LOCK_EX)
+        try:
+            _flock(f, op)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
 def hold_shared() -> None:
     """Marks this process as using the GPU until it exits (or times, which takes the lock exclusively)."""
     if LOCK_PATH is not None and getattr(_local, "shared", None) is None:
         f = open(LOCK_PATH, "a")  # noqa: SIM115 - held for the life of the process
-        _flock(f, fcntl.LOCK_SH)
+        _through_gate(f, fcntl.LOCK_SH)
         _local.shared = f
 
 
@@ -79,7 +96,9 @@ def exclusive() -> Iterator[None]:
         return
     shared = getattr(_local, "shared", None)
     f = shared or open(LOCK_PATH, "a")  # noqa: SIM115
-    _flock(f, fcntl.LOCK_EX)
+    if shared is not None:  # let go first: holding it while queueing at the gate could deadlock another timer
+        fcntl.flock(f, fcntl.LOCK_UN)
+    _through_gate(f, fcntl.LOCK_EX)
     _local.depth = 1
     try:
         yield
@@ -89,7 +108,8 @@ def exclusive() -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
         else:
-            _flock(f, fcntl.LOCK_SH)
+            fcntl.flock(f, fcntl.LOCK_UN)
+            _through_gate(f, fcntl.LOCK_SH)
 
 
 @dataclass
