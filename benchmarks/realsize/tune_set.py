@@ -2,11 +2,11 @@
 with what the tune chose, ready for one `akg bench --solutions label=DIR,...` run that times every DSL,
 eager, torch.compile and max-autotune side by side.
 
-Tunes run `--parallel` at a time: compiling and checking overlap, timed loops do not (every akg run on
-the host times under one lock, `verifier.timing.host_lock`). Only programs with a choice are tuned:
-with one strategy and one schedule per kernel there is nothing to measure before the bench. A tune whose
-report is already in OUT is not run again, so a second call (after a cut) goes on where the first
-stopped; `--deadline` stops starting new ones.
+Tunes run `--parallel` at a time, as many as their estimated memory fits: compiling and checking
+overlap, timed loops do not (every akg run on the host times under one lock, `verifier.timing.host_lock`).
+Only programs with a choice are tuned: with one strategy and one schedule per kernel there is nothing to
+measure before the bench. A tune whose report is already in OUT is not run again, so a second call (after
+a cut) goes on where the first stopped; `--deadline` stops starting new ones.
 
     python benchmarks/realsize/tune_set.py --sizing gpu --dsl triton,cuda-c,tilelang,pallas --target h100 \
         --out runs/gpu-set --parallel 6 --deadline 540
@@ -121,6 +121,11 @@ def main() -> int:
                 print(line, flush=True)
         return 0
     todo = [(p, d) for d in dsls for p in programs if not (out / "tuned" / d / f"{p.stem}.json").is_file()]
+    from akg_agent.bench.admission import MemoryGate, device_capacity, verification_bytes
+    from hardware_models.spec import load_target
+
+    # as many side by side as their estimated memory fits (ten at once ran six out of the H100's memory)
+    gate = MemoryGate(device_capacity(load_target(args.target).kind))
 
     def run(job: tuple[Path, str]) -> None:
         p, d = job
@@ -132,7 +137,8 @@ def main() -> int:
         cmd = [sys.executable, __file__, "--one", str(p), d, "--dsl", d, "--target", args.target, "--out", str(out),
                "--budget", str(args.budget)] + (["--time", str(args.time)] if args.time else [])
         t0 = time.monotonic()
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        with gate.hold(verification_bytes(p)):
+            r = subprocess.run(cmd, capture_output=True, text=True)
         tail = r.stderr.strip().splitlines()[-1:] if r.returncode else []
         print(f"{d} {p.stem}: {time.monotonic() - t0:.0f} s {' '.join(tail)}", flush=True)
 
