@@ -163,6 +163,35 @@ def test_cpu_timer_reports_medians():
     assert t.trials == 7 and 0 < t.min_s <= t.median_s and t.device == "cpu"
 
 
+def test_contenders_are_timed_in_turns_so_a_drifting_host_moves_them_alike():
+    """The host slows to a third of its pace half way through the run. Timed in turns, two identical
+    contenders keep the same median; timed one block after another, the second would look 3x slower.
+    A contender that raises is reported as such and the others are still timed."""
+    import time
+
+    from akg_agent.verifier.timing import time_interleaved
+
+    calls: list[str] = []
+
+    def work(name: str):
+        def fn() -> None:
+            calls.append(name)
+            time.sleep(0.002 * (3 if len(calls) > 13 else 1))  # 3 warm-up calls each, then 10 trials each
+        return fn
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    got = time_interleaved({"a": work("a"), "b": work("b"), "c": broken}, [[]], torch.device("cpu"), trials=10)
+    assert isinstance(got["c"], RuntimeError)
+    assert calls[6:10] == ["a", "b", "b", "a"]  # each turn runs every contender once, the order rotated
+    a, b = got["a"].median_s, got["b"].median_s
+    assert 0.8 < a / b < 1.25, (a, b)
+    calls.clear()
+    blocks = {n: time_interleaved({n: work(n)}, [[]], torch.device("cpu"), trials=10)[n].median_s for n in "ab"}
+    assert blocks["b"] > 2 * blocks["a"]  # what the turns prevent
+
+
 # --- GPU (run on the device machine)
 @pytest.mark.gpu
 def test_side_stream_kernel_is_caught():

@@ -142,36 +142,78 @@ def time_callable(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], d
         return _time(fn, input_sets, device, trials, warmup)
 
 
+def time_interleaved(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,
+                     trials: int | None = None, warmup: int = 3) -> dict[str, Timing | Exception]:
+    """Several contenders (a candidate and its baselines) timed in turns: trial i runs each of them once,
+    in an order rotated by i, so a device or host whose pace drifts during the run moves all of them
+    alike (timed as blocks, one contender's trials then the next's, the drift between blocks decides
+    close comparisons). A contender that raises is dropped from later turns; its entry is the exception."""
+    with exclusive():
+        return _time_turns(fns, input_sets, device, trials, warmup)
+
+
 def _time(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
           trials: int | None, warmup: int) -> Timing:
+    got = _time_turns({"": fn}, input_sets, device, trials, warmup)[""]
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
+def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,
+                trials: int | None, warmup: int) -> dict[str, Timing | Exception]:
     gpu = device.type == "cuda"
     trials = trials or (100 if gpu else 10)
     flush = _flusher(device)
-    for i in range(warmup):
-        fn(*input_sets[i % len(input_sets)])
-    if gpu:
-        torch.cuda.synchronize()
-    dev, host = [], []
+    failed: dict[str, Exception] = {}
+    for name, fn in fns.items():
+        try:
+            for i in range(warmup):
+                fn(*input_sets[i % len(input_sets)])
+            if gpu:
+                torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - reported as this contender's result
+            failed[name] = e
+    dev: dict[str, list[float]] = {n: [] for n in fns}
+    host: dict[str, list[float]] = {n: [] for n in fns}
+    names = list(fns)
     for i in range(trials):
         args = input_sets[i % len(input_sets)]
-        flush()
-        if gpu:
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0 = time.perf_counter()
-            start.record()
-            fn(*args)
-            end.record()
-            torch.cuda.synchronize()  # device-wide: waits for every stream
-            host.append(time.perf_counter() - t0)
-            dev.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn(*args)
-            dev.append(time.perf_counter() - t0)
-            host.append(dev[-1])
-    return Timing(statistics.median(dev), statistics.fmean(dev), min(dev),
-                  statistics.pstdev(dev) if len(dev) > 1 else 0.0, trials, statistics.median(host), device.type)
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            if name not in failed:
+                try:
+                    d, h = _one_trial(fns[name], args, flush, gpu)
+                except Exception as e:  # noqa: BLE001
+                    failed[name] = e
+                    continue
+                dev[name].append(d)
+                host[name].append(h)
+    out: dict[str, Timing | Exception] = {}
+    for name in fns:
+        ds = dev[name]
+        out[name] = failed[name] if name in failed else Timing(
+            statistics.median(ds), statistics.fmean(ds), min(ds), statistics.pstdev(ds) if len(ds) > 1 else 0.0,
+            trials, statistics.median(host[name]), device.type)
+    return out
+
+
+def _one_trial(fn: Callable[..., Any], args: Sequence[Any], flush: Callable[[], None], gpu: bool
+               ) -> tuple[float, float]:
+    """(device seconds, host seconds) of one call after a cache flush."""
+    flush()
+    if gpu:
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        fn(*args)
+        end.record()
+        torch.cuda.synchronize()  # device-wide: waits for every stream
+        return start.elapsed_time(end) / 1e3, time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fn(*args)
+    took = time.perf_counter() - t0
+    return took, took
 
 
 def side_stream_suspected(t: Timing) -> bool:

@@ -31,7 +31,7 @@ from .guard import AtenGuard, undeclared
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare
 from .sizes import dynamic_sizes, sized_inputs
-from .timing import side_stream_suspected, time_callable
+from .timing import Timing, side_stream_suspected, time_interleaved
 
 
 def _block_network() -> None:
@@ -360,35 +360,39 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
     trials = t.get("trials")
     out: dict[str, Any] = {}
     with torch.no_grad():
-        # everything built and checked first; then all timed loops at once (exclusively, under a lock)
+        # everything built and checked first; then every contender timed in turns (exclusively, under a lock)
         base = {name: _baseline(name, ref, sets, device) for name in t.get("baselines", [])}
         peers = {label: _peer(i, Path(path), problem, ref, sets, device)
                  for i, (label, path) in enumerate(t.get("peers", {}).items())}
-        with timing.exclusive():
-            cand_t = time_callable(cand, sets, device, trials)
-            out["candidate"] = cand_t.to_json()
-            if side_stream_suspected(cand_t):
-                raise Reject("side_stream", f"host clock {cand_t.host_median_s * 1e3:.3g} ms vs CUDA events "
-                                            f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
-            sol = job.get("sol_s")
-            if sol and cand_t.median_s < 0.9 * sol:
-                raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
-                                                f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
-            for name, (fn, res) in base.items():
-                out[name] = res if fn is None else dict(time_callable(fn, sets, device, trials).to_json(), **res)
-            if peers:
-                out["peers"] = {label: _time_peer(fn, res, sets, device, trials) for label, (fn, res) in peers.items()}
+        contenders = {"candidate": cand, **{n: fn for n, (fn, _) in base.items() if fn is not None},
+                      **{f"peer:{lb}": fn for lb, (fn, _) in peers.items() if fn is not None}}
+        got = time_interleaved(contenders, sets, device, trials)
+        cand_t = got["candidate"]
+        if isinstance(cand_t, Exception):
+            raise cand_t
+        out["candidate"] = cand_t.to_json()
+        if side_stream_suspected(cand_t):
+            raise Reject("side_stream", f"host clock {cand_t.host_median_s * 1e3:.3g} ms vs CUDA events "
+                                        f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
+        sol = job.get("sol_s")
+        if sol and cand_t.median_s < 0.9 * sol:
+            raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
+                                            f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
+        for name, (_, res) in base.items():
+            t_b = got.get(name)  # absent: it did not compile (res says why)
+            out[name] = (res if t_b is None else {"error": f"running it raised {_first_line(t_b)}"}
+                         if isinstance(t_b, Exception) else dict(t_b.to_json(), **res))
+        if peers:
+            out["peers"] = {lb: _peer_result(got.get(f"peer:{lb}"), res) for lb, (fn, res) in peers.items()}
     return out
 
 
-def _time_peer(fn: Any, res: dict[str, Any], sets: list, device: torch.device, trials: int | None
-               ) -> dict[str, Any]:
-    if fn is None:
+def _peer_result(t: Timing | Exception | None, res: dict[str, Any]) -> dict[str, Any]:
+    """What the table says of a peer: why it was not timed, or its time."""
+    if t is None:
         return res
-    try:
-        t = time_callable(fn, sets, device, trials)
-    except Exception as e:  # noqa: BLE001
-        return {"error": f"running it raised {_first_line(e)}"}
+    if isinstance(t, Exception):
+        return {"error": f"running it raised {_first_line(t)}"}
     if side_stream_suspected(t):
         return {"error": "work runs outside the timed stream", "correct": True}
     return dict(t.to_json(), correct=True)
