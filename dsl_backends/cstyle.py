@@ -273,13 +273,26 @@ class CPrinter:
         return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"
 
     def lanes(self, e: Reduce) -> str:
-        """A max/min (or arg-) reduction over one axis as `simd_lanes` independent lanes in a SIMD loop,
-        then the tail and the lanes combined in order: NaN wins and the first index among equals, as in
-        torch. A compare-and-select chain would keep the loop scalar."""
+        """A max/min reduction over one axis as an OpenMP SIMD reduction; an arg- one as `simd_lanes`
+        independent lanes in a SIMD loop, then the tail and the lanes combined in order: NaN wins and the
+        first index among equals, as in torch. A compare-and-select chain would keep the loop scalar."""
         v, n, w = e.axes[0], e.axes[0].extent, self.s.simd_lanes
         acc, t, arg = self.fresh(), self.s.ctype_compute(e.body.dtype), e.op.startswith("arg")
         cmp = ">" if e.op in ("max", "argmax") else "<"
         init = self.s.inf(e.op in ("max", "argmax"), t)
+        if not arg:  # no index to keep: an OpenMP max/min reduction (vmaxps), NaN noted apart and put back
+            self.emit(f"{t} {acc} = {init}; int {acc}_nan = 0;")
+            self.emit(f"#pragma omp simd reduction({e.op}:{acc}) reduction(|:{acc}_nan)")
+            self.emit(f"for (int64_t {v.name} = 0; {v.name} < {n}; ++{v.name}) {{")
+            inner = self.scope({**self.env, v.name: v.name}, self.indent + "    ")
+            b = inner(e.body)
+            inner.emit(f"const {t} {acc}_x = {b};")
+            inner.emit(f"{acc} = {acc}_x {cmp} {acc} ? {acc}_x : {acc};")
+            inner.emit(f"{acc}_nan |= {acc}_x != {acc}_x;")
+            self.lines += inner.lines
+            self.emit("}")
+            self.emit(f"if ({acc}_nan) {acc} = {self.s.nan(t)};")
+            return f"(({self.s.ctype_compute(e.dtype)}){acc})"
         self.emit(f"{t} {acc}_v[{w}]; int64_t {acc}_iv[{w}];")
         self.emit(f"for (int l = 0; l < {w}; ++l) {{ {acc}_v[l] = {init}; {acc}_iv[l] = 0; }}")
         self.emit(f"for (int64_t {acc}_o = 0; {acc}_o < {n - n % w}; {acc}_o += {w}) {{")

@@ -240,3 +240,54 @@ def test_a_pointwise_row_loop_computes_row_values_once_per_row(tmp_path):
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+
+
+SOFTMAX_ROWS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x * 0.5, dim=-1), x.amax(dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(64, 300)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_row_softmax_computes_each_exponential_once_and_its_max_as_a_simd_reduction(tmp_path):
+    """The row sum's loop writes exp(x - max) to the output and a second loop divides in place (one
+    exponential per element, not two); the row maximum is an OpenMP max reduction with NaN noted apart.
+    Bitwise the same as the two-pass form; a NaN row and an all -inf row behave as torch's."""
+    path = tmp_path / "p.py"
+    path.write_text(SOFTMAX_ROWS)
+    t = build(path, "cpp", "cpu", pure=True)
+    text = render(t)
+    soft = next(k for k in t.program.kernels() if "softmax" in k.name)
+    src = text[text.index(f'void {soft.name}('):]
+    src = src[:src.index("\n}\n")]
+    assert src.count("expf(") == 1 and "/ ((float)" in src
+    assert text.count("#pragma omp simd reduction(max:") == 2 and "_nan |=" in text
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+    spec = __import__("importlib.util").util.spec_from_file_location("softmax_mod", cand)
+    mod = __import__("importlib.util").util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = torch.randn(64, 300)
+    x[3, 17] = float("nan")
+    x[5] = float("-inf")
+    got, mx = mod.ModelNew()(x)
+    want, wmx = torch.softmax(x * 0.5, dim=-1), x.amax(dim=-1)
+    assert torch.equal(torch.isnan(got), torch.isnan(want)) and torch.equal(torch.isnan(mx), torch.isnan(wmx))
+    ok = ~torch.isnan(want)
+    assert torch.allclose(got[ok], want[ok], atol=1e-6) and torch.equal(mx[~torch.isnan(wmx)], wmx[~torch.isnan(wmx)])

@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.analysis import split_gemm
+from ir.kernel.analysis import same_renamed, split_gemm
 from ir.kernel.interior import interior
-from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
+from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Op, Reduce, Var, free_vars, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
@@ -113,8 +113,38 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
-    out += row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd")
+    once = _terms_once(k, p, cols)
+    out += once if once is not None else row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd")
     return out + ["    }"]
+
+
+def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> list[str] | None:
+    """out = t(col) / sum_j t(j) (a softmax: t = exp(x - max)) with t computed once per element: the
+    sum's loop writes each term to the row's output, a second loop divides it in place. None when the
+    kernel is not of that form, or its output type would round the terms."""
+    e = k.expr
+    if not (isinstance(e, Op) and e.op == "div" and isinstance(e.args[1], Reduce) and e.args[1].op == "sum"
+            and len(cols) == 1 and k.coords[-1].name == cols[0][0] and k.out.strides()[-1] == 1
+            and k.out.dtype == "f32" and e.dtype == "f32"):
+        return None
+    term, total = e.args
+    axis = total.axes[0] if len(total.axes) == 1 else None
+    if axis is None or axis.extent != cols[0][1] or not same_renamed(term, total.body, {axis.name: cols[0][0]}):
+        return None
+    for r in dict.fromkeys(k.reductions()):
+        if r is not total:  # the terms' own reductions (the row maximum)
+            p(r)
+    acc = p.fresh()
+    inner = p.scope(p.env, p.indent + "    ")
+    decode(cols, "akg_col", inner)
+    val = inner(term)
+    row = " + ".join(f"{p.env[v.name]} * {st}" for v, st in zip(k.coords[:-1], k.out.strides()) if st) or "0"
+    return p.lines + [f"{p.indent}double {acc} = 0;", f"{p.indent}#pragma omp simd reduction(+:{acc})",
+                      f"{p.indent}for (int64_t akg_col = 0; akg_col < {cols[0][1]}; ++akg_col) {{",
+                      *inner.lines, f"{inner.indent}out[{row} + akg_col] = {val};", f"{inner.indent}{acc} += {val};",
+                      f"{p.indent}}}", f"{p.indent}#pragma omp simd",
+                      f"{p.indent}for (int64_t akg_col = 0; akg_col < {cols[0][1]}; ++akg_col) {{",
+                      f"{inner.indent}out[{row} + akg_col] = out[{row} + akg_col] / ((float){acc});", f"{p.indent}}}"]
 
 
 STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 KB of doubles)

@@ -87,7 +87,7 @@ def _key_limit(score: Expr, j: Var, rows: list[tuple[str, int]]) -> int | None:
     return None
 
 
-def _same(x: Expr, y: Expr, ren: dict[str, str]) -> bool:
+def same_renamed(x: Expr, y: Expr, ren: dict[str, str]) -> bool:
     """Equal up to renaming the variables in `ren` (y's name -> x's): a score recomputed inside the
     row maximum and the row sum at fresh coordinates is the score."""
     if type(x) is not type(y):
@@ -99,21 +99,21 @@ def _same(x: Expr, y: Expr, ren: dict[str, str]) -> bool:
     if isinstance(x, Load):
         assert isinstance(y, Load)
         return (x.buf == y.buf and x.other == y.other and len(x.index) == len(y.index)
-                and all(_same(a, b, ren) for a, b in zip(x.index, y.index))
-                and (x.mask is None) == (y.mask is None) and (x.mask is None or _same(x.mask, y.mask, ren)))
+                and all(same_renamed(a, b, ren) for a, b in zip(x.index, y.index))
+                and (x.mask is None) == (y.mask is None) and (x.mask is None or same_renamed(x.mask, y.mask, ren)))
     if isinstance(x, Op):
         assert isinstance(y, Op)
         return (x.op, x.attrs, x.dtype, len(x.args)) == (y.op, y.attrs, y.dtype, len(y.args)) and all(
-            _same(a, b, ren) for a, b in zip(x.args, y.args))
+            same_renamed(a, b, ren) for a, b in zip(x.args, y.args))
     if isinstance(x, IOp):
         assert isinstance(y, IOp)
-        return x.op == y.op and _same(x.a, y.a, ren) and _same(x.b, y.b, ren)
+        return x.op == y.op and same_renamed(x.a, y.a, ren) and same_renamed(x.b, y.b, ren)
     if isinstance(x, Reduce):
         assert isinstance(y, Reduce)
         if (x.op, x.dtype, len(x.axes)) != (y.op, y.dtype, len(y.axes)):
             return False
         inner = dict(ren, **{b.name: a.name for a, b in zip(x.axes, y.axes) if a.extent == b.extent})
-        return len(inner) - len(ren) == len(x.axes) and _same(x.body, y.body, inner)
+        return len(inner) - len(ren) == len(x.axes) and same_renamed(x.body, y.body, inner)
     return False  # scans do not occur in attention
 
 
@@ -140,7 +140,8 @@ def split_attention(k: Kernel) -> AttnParts:
     if not (isinstance(mx, Reduce) and mx.op == "max" and len(mx.axes) == 1 and len(lsum.axes) == 1):
         raise UnsupportedKernel("not attention: M is not a row maximum")
     # M and L recompute S and exp(S - M) at their own axis; both must be exactly those
-    if not _same(score, mx.body, {mx.axes[0].name: j.name}) or not _same(num, lsum.body, {lsum.axes[0].name: j.name}):
+    if not same_renamed(score, mx.body, {mx.axes[0].name: j.name}) or \
+            not same_renamed(num, lsum.body, {lsum.axes[0].name: j.name}):
         raise UnsupportedKernel("not attention: the row maximum or sum is not over the scores")
     dots = [r for r in walk(score) if isinstance(r, Reduce)]
     if len(dots) != 1 or dots[0].op != "dot" or len(dots[0].axes) != 1 or not isinstance(dots[0].body, Op) \
