@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir.kernel.analysis import split_gemm
+from ir.kernel.build import ic, iop
+from ir.kernel.divmod import simplify_index
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
 from ir.sym import is_dynamic
 
@@ -27,6 +29,7 @@ class CStyle:
     fmax_call = True  # maximum/minimum of non-NaN values through fmax/fmin (else a compare and select)
     simd_lanes = 0  # serial max/min/arg- reductions over one axis run in this many SIMD lanes (0: serially)
     simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
+    bounded_index = False  # loops never step past an extent: quotients and remainders may be split (divmod)
 
     def ctype(self, dt: str) -> str:
         return CTYPES[dt]
@@ -154,6 +157,7 @@ class CPrinter:
         self.names: dict[int, str] = {}
         self.fixed: dict[int, str] = {}
         self.counter = [0]
+        self.simplified: dict[int, tuple[Expr, Expr]] = {}  # simplify_index's memo: shared nodes stay shared
         # (coordinate names, shape, flat index): a load of a buffer of that shape at exactly those
         # coordinates reads at the flat index (no decoded coordinates: the loop vectorises)
         self.identity: tuple[tuple[str, ...], tuple[int, ...], str] | None = None
@@ -163,6 +167,7 @@ class CPrinter:
         counter of this one (values of the enclosing scope are visible inside)."""
         inner = type(self)(self.s, env, self.prefix, indent)
         inner.counter, inner.fixed, inner.names = self.counter, self.fixed, dict(self.names)
+        inner.simplified = self.simplified
         return inner
 
     def fresh(self) -> str:
@@ -195,11 +200,11 @@ class CPrinter:
         if isinstance(e, IOp):
             return self.s.iop(e, self(e.a), self(e.b))
         if isinstance(e, Load):
-            strides = e.buf.strides()
-            flat = " + ".join(f"{self(i)} * {s}" if s != 1 else self(i) for i, s in zip(e.index, strides)) or "0"
             ident = self.identity
             if ident and e.buf.shape == ident[1] and tuple(getattr(i, "name", None) for i in e.index) == ident[0]:
                 flat = ident[2]
+            else:
+                flat = self.flat_index(e)
             if e.mask is not None:
                 other = self.s.const(e.other, e.buf.dtype if e.buf.dtype not in ("f16", "bf16") else "f32")
                 return self.s.masked_load(e.buf.dtype, e.buf.name, flat, self(e.mask), other, str(e.buf.numel))
@@ -207,6 +212,17 @@ class CPrinter:
         if isinstance(e, Op):
             return self.s.op(e, [self(a) for a in e.args])
         raise UnsupportedKernel(type(e).__name__)
+
+    def flat_index(self, e: Load) -> str:
+        strides = e.buf.strides()
+        divmod_ = any(isinstance(x, IOp) and x.op in ("//", "%") for i in e.index for x in walk(i))
+        if self.s.bounded_index and divmod_ and all(isinstance(st, int) for st in strides):
+            # a reshape's re-split flat index read as the plain one it is (contiguous: no gather)
+            flat = ic(0)
+            for i, st in zip(e.index, strides):
+                flat = iop("+", flat, iop("*", simplify_index(i, self.simplified), ic(st)))
+            return self(simplify_index(flat, self.simplified))
+        return " + ".join(f"{self(i)} * {s}" if s != 1 else self(i) for i, s in zip(e.index, strides)) or "0"
 
     def reduce(self, e: Reduce) -> str:
         # an inner reduction that does not use this one's variables is computed once, before the loop

@@ -32,3 +32,53 @@ def test_triton_keeps_floor_semantics_on_negative_indices(tmp_path):
     t = translate(ROOT / "tests" / "fixtures" / "pad_circular.py", "triton", "h100", tmp_path / "m.py", timing=False)
     assert t.verdict.accepted, t.verdict.line()
     assert "+ 5) % 5)" in (tmp_path / "m.py").read_text()  # (c - 1) shifted by one period
+
+
+def _ieval(e, env):
+    from ir.kernel.ir import Const, IOp, Var
+
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, Const):
+        return e.value
+    assert isinstance(e, IOp)
+    a, b = _ieval(e.a, env), _ieval(e.b, env)
+    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[e.op]
+
+
+def test_a_reshapes_re_split_index_simplifies_to_the_plain_one_and_stays_exact():
+    """(c0*65536 + c1*512 + c2) re-split as [2, 128, 8, 64] and read back flat is c0*65536 + c1*512 + c2;
+    random affine quotients and remainders over small extents give the same value at every point."""
+    import itertools
+    import random
+
+    from ir.kernel.build import ic, iop
+    from ir.kernel.divmod import simplify_index
+    from ir.kernel.ir import Var
+
+    c0, c1, c2 = Var("c0", 2), Var("c1", 128), Var("c2", 512)
+    s = iop("+", iop("+", iop("*", c0, ic(65536)), iop("*", c1, ic(512))), c2)
+    split = [iop("%", iop("//", s, ic(65536)), ic(2)), iop("%", iop("//", s, ic(512)), ic(128)),
+             iop("%", iop("//", s, ic(64)), ic(8)), iop("%", s, ic(64))]
+    assert [simplify_index(x) for x in split[:2]] == [c0, c1]
+    flat = ic(0)
+    for x, st in zip(split, (65536, 512, 64, 1)):
+        flat = iop("+", flat, iop("*", simplify_index(x), ic(st)))
+    assert simplify_index(flat) == s
+    shifted = iop("//", iop("-", c2, ic(1)), ic(64))  # may be negative: C and Python disagree, left alone
+    assert simplify_index(shifted) == shifted
+
+    rng = random.Random(0)
+    vs = [Var("a", 3), Var("b", 5), Var("c", 7)]
+    for _ in range(300):
+        e = ic(rng.randint(0, 4))
+        for v in vs:
+            e = iop("+", e, iop("*", v, ic(rng.choice([0, 1, 2, 3, 5, 7, 12, 35]))))
+        for _ in range(rng.randint(1, 3)):
+            e = iop(rng.choice(["//", "%"]), e, ic(rng.choice([2, 3, 5, 7, 12, 35])))
+            if rng.random() < 0.3:
+                e = iop("+", iop("*", e, ic(rng.choice([1, 2, 5]))), vs[rng.randrange(3)])
+        got = simplify_index(e)
+        for point in itertools.product(range(3), range(5), range(7)):
+            env = dict(zip("abc", point))
+            assert _ieval(got, env) == _ieval(e, env), (e, got, env)

@@ -383,7 +383,7 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
             out[name] = (res if t_b is None else {"error": f"running it raised {_first_line(t_b)}"}
                          if isinstance(t_b, Exception) else dict(t_b.to_json(), **res))
         if peers:
-            out["peers"] = {lb: _peer_result(got.get(f"peer:{lb}"), res) for lb, (fn, res) in peers.items()}
+            out["peers"] = {lb: _peer_result(got.get(f"peer:{lb}"), res) for lb, (_, res) in peers.items()}
     return out
 
 

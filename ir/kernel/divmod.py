@@ -1,0 +1,102 @@
+"""Quotients and remainders of index arithmetic taken apart where the operands' ranges allow.
+
+A reshape composes as a flat index re-split: `(c0*65536 + c1*512 + c2) // 512 % 128` is `c1` once
+the terms that are multiples of 512 are taken out and the rest is seen to stay below 512. Loads
+written that way read contiguously again, so a C compiler vectorises them instead of gathering.
+
+Exact only where every variable stays inside its extent and every operand is non-negative (then C's
+truncating division and Python's floor division agree): backends whose loops never step past an
+extent (the C++ one) may use it; a masked GPU lane beyond an extent may not.
+"""
+
+from __future__ import annotations
+
+from .build import ic, iop
+from .ir import Const, Expr, IOp, index_bounds
+
+Linear = tuple[dict[Expr, int], int]  # atom -> coefficient, constant
+
+
+def _linear(e: Expr) -> Linear:
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return {}, e.value
+    if isinstance(e, IOp) and e.op == "+":
+        (ta, ca), (tb, cb) = _linear(e.a), _linear(e.b)
+        out = dict(ta)
+        for a, c in tb.items():
+            out[a] = out.get(a, 0) + c
+        return out, ca + cb
+    if isinstance(e, IOp) and e.op == "*" and isinstance(e.b, Const) and isinstance(e.b.value, int):
+        t, c = _linear(e.a)
+        return {a: k * e.b.value for a, k in t.items()}, c * e.b.value
+    if isinstance(e, IOp) and e.op == "*" and isinstance(e.a, Const) and isinstance(e.a.value, int):
+        t, c = _linear(e.b)
+        return {a: k * e.a.value for a, k in t.items()}, c * e.a.value
+    return {e: 1}, 0
+
+
+def _build(terms: dict[Expr, int], const: int) -> Expr:
+    out: Expr = ic(const)
+    for a, c in terms.items():
+        if c:
+            out = iop("+", out, iop("*", a, ic(c)))
+    return out
+
+
+def _rejoin(terms: dict[Expr, int]) -> dict[Expr, int]:
+    """(x // d) * d * k + (x % d) * k -> x * k: the re-split of a flat index put back together."""
+    out = dict(terms)
+    for a in list(out):
+        if not (isinstance(a, IOp) and a.op == "%" and isinstance(a.b, Const) and a in out):
+            continue
+        d, k = a.b.value, out[a]
+        q = iop("//", a.a, a.b)
+        if out.get(q) == k * d:
+            del out[a], out[q]
+            out[a.a] = out.get(a.a, 0) + k
+    return out
+
+
+def _nonneg(terms: dict[Expr, int], const: int) -> bool:
+    return const >= 0 and all(c >= 0 and index_bounds(a)[0] >= 0 for a, c in terms.items())
+
+
+def _divmod(op: str, x: Expr, d: int) -> Expr:
+    terms, const = _linear(x)
+    terms = {a: c for a, c in terms.items() if c}
+    if not _nonneg(terms, const):
+        return iop(op, x, ic(d))
+    whole = {a: c // d for a, c in terms.items() if c % d == 0}
+    part = {a: c for a, c in terms.items() if c % d}
+    rest = _build(part, const % d)
+    small = index_bounds(rest)[1] < d
+    if op == "//":
+        return iop("+", _build(whole, const // d), ic(0) if small else iop("//", rest, ic(d)))
+    return rest if small else iop("%", rest, ic(d))
+
+
+def simplify_index(e: Expr, memo: dict[int, tuple[Expr, Expr]] | None = None) -> Expr:
+    """`e` with each `// d` and `% d` by a positive constant split over its operand's terms (see the
+    module docstring for where this is exact), and re-split flat indices joined back. `memo` (node id ->
+    (node, result)) keeps a node shared by several indices one node in the result."""
+    memo = {} if memo is None else memo
+    if id(e) in memo:
+        return memo[id(e)][1]
+    out = _simplify(e, memo)
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _simplify(e: Expr, memo: dict[int, tuple[Expr, Expr]]) -> Expr:
+    if not isinstance(e, IOp):
+        return e
+    a, b = simplify_index(e.a, memo), simplify_index(e.b, memo)
+    if e.op in ("//", "%") and isinstance(b, Const) and isinstance(b.value, int) and b.value > 0:
+        return _divmod(e.op, a, b.value)
+    out = e if a is e.a and b is e.b else iop(e.op, a, b)  # the node itself: its sharing (CSE) kept
+    if e.op == "+":
+        terms, const = _linear(out)
+        joined = _rejoin(terms)
+        if joined != terms:
+            return _build(joined, const)
+    return out
