@@ -215,8 +215,11 @@ class CPrinter:
 
     def flat_index(self, e: Load) -> str:
         strides = e.buf.strides()
-        divmod_ = any(isinstance(x, IOp) and x.op in ("//", "%") for i in e.index for x in walk(i))
-        if self.s.bounded_index and divmod_ and all(isinstance(st, int) for st in strides):
+        nodes = [x for i in e.index for x in walk(i)]
+        divmod_ = any(isinstance(x, IOp) and x.op in ("//", "%") for x in nodes)
+        fixed = not any(is_dynamic(st) for st in strides) and not any(  # run-time sizes: no decision here
+            isinstance(x, Const) and is_dynamic(x.value) or isinstance(x, Var) and is_dynamic(x.extent) for x in nodes)
+        if self.s.bounded_index and divmod_ and fixed:
             # a reshape's re-split flat index read as the plain one it is (contiguous: no gather)
             flat = ic(0)
             for i, st in zip(e.index, strides):

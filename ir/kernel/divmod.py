@@ -18,7 +18,7 @@ Linear = tuple[dict[Expr, int], int]  # atom -> coefficient, constant
 
 
 def _linear(e: Expr) -> Linear:
-    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+    if isinstance(e, Const) and type(e.value) is int:  # not a run-time size (a subclass of int)
         return {}, e.value
     if isinstance(e, IOp) and e.op == "+":
         (ta, ca), (tb, cb) = _linear(e.a), _linear(e.b)
@@ -26,10 +26,10 @@ def _linear(e: Expr) -> Linear:
         for a, c in tb.items():
             out[a] = out.get(a, 0) + c
         return out, ca + cb
-    if isinstance(e, IOp) and e.op == "*" and isinstance(e.b, Const) and isinstance(e.b.value, int):
+    if isinstance(e, IOp) and e.op == "*" and isinstance(e.b, Const) and type(e.b.value) is int:
         t, c = _linear(e.a)
         return {a: k * e.b.value for a, k in t.items()}, c * e.b.value
-    if isinstance(e, IOp) and e.op == "*" and isinstance(e.a, Const) and isinstance(e.a.value, int):
+    if isinstance(e, IOp) and e.op == "*" and isinstance(e.a, Const) and type(e.a.value) is int:
         t, c = _linear(e.b)
         return {a: k * e.a.value for a, k in t.items()}, c * e.a.value
     return {e: 1}, 0
@@ -91,7 +91,7 @@ def _simplify(e: Expr, memo: dict[int, tuple[Expr, Expr]]) -> Expr:
     if not isinstance(e, IOp):
         return e
     a, b = simplify_index(e.a, memo), simplify_index(e.b, memo)
-    if e.op in ("//", "%") and isinstance(b, Const) and isinstance(b.value, int) and b.value > 0:
+    if e.op in ("//", "%") and isinstance(b, Const) and type(b.value) is int and b.value > 0:
         return _divmod(e.op, a, b.value)
     out = e if a is e.a and b is e.b else iop(e.op, a, b)  # the node itself: its sharing (CSE) kept
     if e.op == "+":
