@@ -159,6 +159,19 @@ def test_gemms_with_few_rows_stream_the_weights(rows, tmp_path):
     assert v.accepted, v.line()
 
 
+def _verified_module(problem, text, tmp_path, name):
+    """The rendered module verified against `problem` on the CPU, then loaded for direct calls."""
+    import importlib.util
+
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    assert verify(problem, cand, target="cpu", seeds=(0, 1)).accepted
+    spec = importlib.util.spec_from_file_location(name, cand)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 STRIDED = '''
 import torch
 import torch.nn as nn
@@ -194,12 +207,7 @@ def test_reductions_over_a_middle_axis_vectorise_along_the_contiguous_outputs(tm
     text = render(t)
     assert text.count("#pragma omp simd\n            for (int64_t akg_c = 0; akg_c < 3000;") == 3
     assert "std::vector<double> akg_acc0_v(3000" in text
-    cand = tmp_path / "cand.py"
-    cand.write_text(text)
-    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
-    spec = __import__("importlib.util").util.spec_from_file_location("strided_mod", cand)
-    mod = __import__("importlib.util").util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _verified_module(path, text, tmp_path, "strided_mod")
     x = torch.randn(6, 30, 3000) * 0.1 + 1.0
     x[2, 7, 11] = float("nan")
     got = mod.ModelNew()(x)
@@ -277,12 +285,7 @@ def test_a_row_softmax_computes_each_exponential_once_and_its_max_as_a_simd_redu
     src = src[:src.index("\n}\n")]
     assert src.count("expf(") == 1 and "/ ((float)" in src
     assert text.count("#pragma omp simd reduction(max:") == 2 and "_nan |=" in text
-    cand = tmp_path / "cand.py"
-    cand.write_text(text)
-    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
-    spec = __import__("importlib.util").util.spec_from_file_location("softmax_mod", cand)
-    mod = __import__("importlib.util").util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _verified_module(path, text, tmp_path, "softmax_mod")
     x = torch.randn(64, 300)
     x[3, 17] = float("nan")
     x[5] = float("-inf")
