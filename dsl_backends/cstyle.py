@@ -11,7 +11,7 @@ from typing import Any
 from ir.kernel.analysis import split_gemm
 from ir.kernel.build import ic, iop
 from ir.kernel.divmod import simplify_index
-from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
+from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, free_vars, walk
 from ir.sym import is_dynamic
 
 from .base import UnsupportedKernel
@@ -397,12 +397,24 @@ def views(k: Kernel, bk: int) -> dict[str, View]:
 
 
 def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,
-              pragma: str = "") -> list[str]:
+              pragma: str = "", hoist: bool = False) -> list[str]:
     """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
     once (innermost first), then `col_loop` (a loop header over akg_col, after `pragma`) writing each
-    output."""
+    output. `hoist`: the values of the row alone (the log of a log-softmax's sum, say) computed before
+    the loop, not per column (a compiler keeps a math call that may set errno inside it)."""
     for r in dict.fromkeys(k.reductions()):
         p(r)
+    if hoist:  # the output's own values, not those inside a reduction (printed in its loop already)
+        bound, memo, seen, stack = set(p.env), {}, set(), [k.expr]
+        while stack:
+            x = stack.pop()
+            if id(x) in seen or isinstance(x, Reduce):
+                continue
+            seen.add(id(x))
+            if isinstance(x, (Op, Load)) and free_vars(x, memo) <= bound:
+                p(x)  # prints its operands first
+            else:
+                stack.extend(children(x))
     inner = CPrinter(style, p.env, prefix="u", indent=p.indent + "    ")  # serial, whatever p's printer
     inner.names, inner.fixed, inner.counter = dict(p.names), p.fixed, p.counter
     decode(cols, "akg_col", inner)

@@ -294,3 +294,17 @@ def test_a_row_softmax_computes_each_exponential_once_and_its_max_as_a_simd_redu
     assert torch.equal(torch.isnan(got), torch.isnan(want)) and torch.equal(torch.isnan(mx), torch.isnan(wmx))
     ok = ~torch.isnan(want)
     assert torch.allclose(got[ok], want[ok], atol=1e-6) and torch.equal(mx[~torch.isnan(wmx)], wmx[~torch.isnan(wmx)])
+
+
+def test_a_row_kernels_values_of_the_row_alone_are_computed_before_its_column_loop(tmp_path):
+    """log_softmax's log(sum) depends on the row alone: computed once per row, before the column loop
+    (inside it, a math call that may set errno stays per column); verified."""
+    path = tmp_path / "p.py"
+    path.write_text(SOFTMAX_ROWS.replace("torch.softmax(x * 0.5, dim=-1)", "torch.log_softmax(x, dim=-1)"))
+    t = build(path, "cpp", "cpu", pure=True)
+    text = render(t)
+    k = next(k for k in t.program.kernels() if "log_softmax" in k.name)
+    src = text[text.index(f"void {k.name}("):]
+    src = src[:src.index("\n}\n")]
+    assert src.count("logf(") == 1 and src.index("logf(") < src.index("for (int64_t akg_col")
+    _verified_module(path, text, tmp_path, "log_softmax_mod")

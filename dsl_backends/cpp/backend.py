@@ -114,7 +114,7 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
     once = _terms_once(k, p, cols)
-    out += once if once is not None else row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd")
+    out += once if once is not None else row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd", hoist=True)
     return out + ["    }"]
 
 
