@@ -138,8 +138,11 @@ def _flusher(device: torch.device) -> Callable[[], None]:
 
 def time_callable(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
                   trials: int | None = None, warmup: int = 3) -> Timing:
-    with exclusive():
-        return _time(fn, input_sets, device, trials, warmup)
+    """One callable timed alone (what it raises, raised)."""
+    got = time_interleaved({"": fn}, input_sets, device, trials, warmup)[""]
+    if isinstance(got, Exception):
+        raise got
+    return got
 
 
 def time_interleaved(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,
@@ -150,14 +153,6 @@ def time_interleaved(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Se
     close comparisons). A contender that raises is dropped from later turns; its entry is the exception."""
     with exclusive():
         return _time_turns(fns, input_sets, device, trials, warmup)
-
-
-def _time(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
-          trials: int | None, warmup: int) -> Timing:
-    got = _time_turns({"": fn}, input_sets, device, trials, warmup)[""]
-    if isinstance(got, Exception):
-        raise got
-    return got
 
 
 def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,

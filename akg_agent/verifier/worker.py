@@ -378,24 +378,23 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
         if sol and cand_t.median_s < 0.9 * sol:
             raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
                                             f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
-        for name, (_, res) in base.items():
-            t_b = got.get(name)  # absent: it did not compile (res says why)
-            out[name] = (res if t_b is None else {"error": f"running it raised {_first_line(t_b)}"}
-                         if isinstance(t_b, Exception) else dict(t_b.to_json(), **res))
+        for name, (_, res) in base.items():  # absent from `got`: it did not compile (res says why)
+            out[name] = _timed(got.get(name), res, peer=False)
         if peers:
-            out["peers"] = {lb: _peer_result(got.get(f"peer:{lb}"), res) for lb, (_, res) in peers.items()}
+            out["peers"] = {lb: _timed(got.get(f"peer:{lb}"), res, peer=True) for lb, (_, res) in peers.items()}
     return out
 
 
-def _peer_result(t: Timing | Exception | None, res: dict[str, Any]) -> dict[str, Any]:
-    """What the table says of a peer: why it was not timed, or its time."""
+def _timed(t: Timing | Exception | None, res: dict[str, Any], peer: bool) -> dict[str, Any]:
+    """What the table says of a baseline or a peer: why it was not timed, or its time (a peer, which
+    passed its check, is also held to the candidate's side-stream rule)."""
     if t is None:
         return res
     if isinstance(t, Exception):
         return {"error": f"running it raised {_first_line(t)}"}
-    if side_stream_suspected(t):
+    if peer and side_stream_suspected(t):
         return {"error": "work runs outside the timed stream", "correct": True}
-    return dict(t.to_json(), correct=True)
+    return dict(t.to_json(), **res, **({"correct": True} if peer else {}))
 
 
 def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device
