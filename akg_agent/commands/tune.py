@@ -47,6 +47,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
               f"{r['elapsed_s']:.1f} s -> {r['out']}")
         for st in r["strategies"]:
             ms = f"{st['time_s'] * 1e3:.4g} ms" if st["time_s"] else st["verdict"]
+            if st["time_s"] and st.get("eager_s"):  # the choice is by score: the time at the first run's eager pace
+                ms += f" (eager {st['eager_s'] * 1e3:.4g} ms in the same run; score {st['score_s'] * 1e3:.4g} ms)"
             print(f"  strategy {st['strategy']}: {ms}" + ("  <- written" if st["strategy"] == r["strategy"] else ""))
         for k in r["kernels"]:
             best = f"{k['best_s'] * 1e3:.4g} ms" if k["best_s"] not in (None, float("inf")) else "-"
