@@ -88,7 +88,7 @@ def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
         try:
             v = verify(prob, cand, target=target, seeds=w.seeds, timing=timing, baselines=w.baselines,
                        trials=w.trials, limits=Limits(timeout_s=w.timeout_s), sol_check=w.sol_check,
-                       timing_lock=host_lock(), peers=peers if timing else None, build_cache=build)
+                       timing_lock=host_lock(target), peers=peers if timing else None, build_cache=build)
         except AkgError as e:
             return {"accepted": False, "code": "verifier_error", "reason": str(e), "details": {}}
         finally:

@@ -27,6 +27,10 @@ from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signatu
 from .verifier import Verdict, device_for, verify
 from .verifier.timing import host_lock
 
+# relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
+# runs on one, order such candidates either way; benchmarks/results/h100x2-ray-tune-*.json)
+TIE = 0.01
+
 
 def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
     """One measured schedule: its time and verdict, and its error against float64 beside torch's own
@@ -52,7 +56,7 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
                 path = Path(d) / f"cand_{w.key[0]}_{w.key[1]}.py"
                 path.write_text(w.source)
                 v = verify(problem, path, target=target, seeds=w.seeds, timing=True, sol_check=False,
-                           timing_lock=host_lock())
+                           timing_lock=host_lock(target))
                 yield Done(w, v.to_json(), host=socket.gethostname(), device=device)
     return run
 
@@ -199,7 +203,7 @@ def _verify_module(t: Translation, target: str) -> None:
         final = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
         final.write_text(render(t))
         t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",),
-                           timing_lock=host_lock())
+                           timing_lock=host_lock(target))
 
 
 def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
@@ -252,13 +256,22 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                     "checked_by": done.checked_by}))
             if on_progress is not None:
                 on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
-        # the fastest, the earlier candidate on a tie (the same choice whichever finished first)
-        best = min(times, key=lambda j: (times[j], j)) if times else None
+        best = _fastest(times)
         ok = best is not None and math.isfinite(times[best])
         t.schedules = {**t.schedules, k.name: cands[best] if ok else default}
         kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried})
     return kernels
+
+
+def _fastest(times: dict[int, float]) -> int | None:
+    """The earliest candidate in the cost model's ranking among those within TIE of the fastest: medians
+    closer than that are one time to the timer (two runs order them either way), so the ranking decides,
+    and the choice is the same whichever device or run measured them."""
+    if not times:
+        return None
+    low = min(times.values())
+    return min(j for j, s in times.items() if s <= low * (1 + TIE))
 
 
 def _past(start: float, limit_s: float | None) -> bool:

@@ -166,6 +166,41 @@ def test_timing_waits_for_runs_that_hold_the_gpu(tmp_path):
     assert since == 0 and noted == pytest.approx(waited, abs=0.2)
 
 
+
+def test_each_gpu_of_a_host_has_its_own_timing_lock_and_the_cpu_has_the_hosts(tmp_path, monkeypatch):
+    """Two device actors of one host (Ray gives each its GPU through CUDA_VISIBLE_DEVICES) time side by
+    side: a run holding GPU 0 does not hold up a timed loop on GPU 1, while it does one on GPU 0."""
+    import subprocess
+    import sys
+    import time
+
+    from akg_agent.verifier import timing
+
+    monkeypatch.setattr(timing.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    gpu0, host = timing.host_lock("h100"), timing.host_lock("cpu")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    gpu1 = timing.host_lock("h100")
+    assert len({gpu0, gpu1, host}) == 3 and timing.host_lock("cpu") == host  # the CPU's ignores the GPUs
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert timing.host_lock("h100") == gpu0  # Ray's actor on GPU 0 and a driver seeing every GPU agree
+    holder = ("import sys, time; from akg_agent.verifier import timing; timing.LOCK_PATH = sys.argv[1]; "
+              "timing.hold_shared(); print('held', flush=True); time.sleep(1.5)")
+    proc = subprocess.Popen([sys.executable, "-c", holder, gpu0], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout.readline().strip() == "held"
+    waits = {}
+    try:
+        for name, lock in (("gpu1", gpu1), ("gpu0", gpu0)):
+            timing.LOCK_PATH = lock
+            t0 = time.perf_counter()
+            with timing.exclusive():
+                waits[name] = time.perf_counter() - t0
+    finally:
+        timing.LOCK_PATH = None
+    proc.wait()
+    assert waits["gpu1"] < 0.5 < waits["gpu0"]
+
+
 def test_spearman():
     from akg_agent.bench.rank import spearman
 

@@ -277,7 +277,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
         if not d.is_dir():
             raise AkgError(f"no such solutions folder: {d}")
     labels = list(dirs)
-    lock = host_lock()  # also keeps another akg run on this host (a tune, a second bench) off our timings
+    lock = host_lock(target)  # also keeps another akg run on this host (a tune, a second bench) off our timings
     gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(load_target(target).kind))
 
     def one(p: Path) -> dict[str, Any]:
