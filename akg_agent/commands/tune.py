@@ -48,8 +48,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for st in r["strategies"]:
             ms = f"{st['time_s'] * 1e3:.4g} ms" if st["time_s"] else st["verdict"]
             if st["time_s"] and st.get("eager_s"):  # the choice is by score: the time at the first run's eager pace
-                ms += f" (eager {st['eager_s'] * 1e3:.4g} ms in the same run; score {st['score_s'] * 1e3:.4g} ms)"
+                ms += f" (eager {st['eager_s'] * 1e3:.4g} ms in the same run"
+                if st.get("head_to_head_s"):
+                    ms += f"; head to head {st['head_to_head_s'] * 1e3:.4g} ms"
+                ms += f"; score {st['score_s'] * 1e3:.4g} ms)"
             print(f"  strategy {st['strategy']}: {ms}" + ("  <- written" if st["strategy"] == r["strategy"] else ""))
+        h2h = r.get("head_to_head")
+        if h2h and h2h.get("eager_s"):
+            print(f"  head to head: the best {h2h['contenders']} strategies timed in turns in one run (eager "
+                  f"{h2h['eager_s'] * 1e3:.4g} ms there); the choice follows that run")
+        elif h2h:
+            print(f"  head to head: not timed ({h2h['verdict']}); the choice follows the runs of each strategy")
         for k in r["kernels"]:
             best = f"{k['best_s'] * 1e3:.4g} ms" if k["best_s"] not in (None, float("inf")) else "-"
             print(f"  {k['kernel']} ({k['kind']}): {k['best']} module time {best}")
