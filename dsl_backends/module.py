@@ -13,6 +13,7 @@ import torch
 
 from ir.kernel.ir import Buf, Kernel, KernelProgram, LibraryCall
 from ir.kernel.schedule import Schedule, Schedules
+from ir.passes.library import VIEW_OPS
 from ir.recurrence import RESULTS
 from ir.sym import PREFIX, Dyn
 from ir.types import DTYPES
@@ -189,7 +190,8 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 # torch's call for each op a library strategy leaves to it (`ir.passes.library`) that is one call of its
 # arguments (a) and attributes (at); reductions and attention, which need the shapes, are spelled below
 TORCH_CALLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
-    "permute": lambda a, at: f"{a[0]}.permute({list(at['dims'])})",  # a view only library calls read
+    "permute": lambda a, at: f"{a[0]}.permute({list(at['dims'])})",  # views only library calls read
+    "slice": lambda a, at: f"{a[0]}[{', '.join([':'] * at['dim'] + [_span(at)])}]",
     "matmul": lambda a, at: f"torch.matmul({a[0]}, {a[1]})",
     "linear": lambda a, at: f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'})",
     "argmax": lambda a, at: f"torch.argmax({a[0]}, {at['dim']}, {at['keepdim']})",
@@ -207,6 +209,10 @@ TORCH_CALLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
                                  if at["training"] or a[3] == "None" else
                                  f"F.batch_norm({a[0]}, {a[3]}, {a[4]}, {a[1]}, {a[2]}, False, 0.0, {at['eps']})"),
 }
+
+
+def _span(at: dict[str, Any]) -> str:
+    return f"{at['start']}:{at['end']}" + (f":{at['step']}" if at["step"] != 1 else "")
 
 
 def _library_math(step: LibraryCall, a: list[str]) -> str | None:
@@ -385,7 +391,7 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
         return "None" if b is None else names[b.name]
 
     for step in prog.steps:
-        if isinstance(step, LibraryCall) and step.op == "permute":  # a view only library calls read
+        if isinstance(step, LibraryCall) and step.op in VIEW_OPS:  # a view only library calls read
             body.append(f"{step.out.name} = {library_line(step, ref)}")
         elif isinstance(step, LibraryCall):
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")

@@ -27,6 +27,8 @@ from .conftest import problem_path
 
 CASES = [  # op, argument shapes (None: absent; "bool": a boolean mask), attributes
     ("permute", [(2, 3, 4)], {"dims": [2, 0, 1]}),
+    ("slice", [(4, 9, 6)], {"dim": 1, "start": 2, "end": 8, "step": 3}),
+    ("slice", [(3, 5)], {"dim": 1, "start": 1, "end": 4, "step": 1}),
     ("matmul", [(2, 5, 7), (7, 3)], {}),
     ("linear", [(4, 6), (5, 6), (5,)], {}),
     ("linear", [(2, 4, 6), (5, 6)], {}),
@@ -136,6 +138,44 @@ def test_a_transposed_operand_reaches_the_library_as_a_view(tmp_path, monkeypatc
     views = [ln for ln in src.splitlines() if ".permute(" in ln]
     assert len(views) == 2 and not any("contiguous" in ln for ln in views), views
 
+
+QKV = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+
+
+def get_inputs():
+    return [torch.randn(3, 10, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize(("dsl", "target"), [("cpp", "cpu"), ("triton", "h100")])
+def test_chunks_of_one_projection_reach_the_library_as_slices_not_copies(dsl, target, tmp_path, monkeypatch):
+    """q, k and v cut from one projection's output are read by the library's matmuls in place (strided
+    views of it), as eager does: no generated kernel copies them out first."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    prob = tmp_path / "qkv.py"
+    prob.write_text(QKV)
+    t = translate(prob, dsl, target, tmp_path / "m.py", timing=False, seeds=(0, 1), library=("gemm", "softmax"))
+    assert t.verdict.accepted, t.verdict.line()
+    assert not t.program.kernels()  # the slices, the transpose, the GEMMs and the softmax: all torch
+    src = (tmp_path / "m.py").read_text()
+    views = [ln.strip() for ln in src.splitlines() if "[:, :, " in ln]
+    assert len(views) == 3 and not any("contiguous" in ln for ln in views), views
+    assert {ln.split("[:, :, ")[1] for ln in views} == {"0:16]", "16:32]", "32:48]"}
 
 @pytest.mark.parametrize(("dsl", "target"), [("triton", "h100"), ("tilelang", "h100"), ("pallas", "h100"),
                                              ("pallas", "tpu-v5p"), ("metal", "m4-max")])

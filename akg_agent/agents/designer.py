@@ -13,7 +13,7 @@ import prompts
 from dsl_backends import dsls_for, get_backend
 from hardware_models.cost import estimate_group, speed_of_light
 from ir.graph import print_graph
-from ir.passes.library import LIBRARY_FAMILIES
+from ir.passes.library import LIBRARY_FAMILIES, VIEW_OPS
 
 from ..translate import RECURRENCE_STEPS, Translation
 from .ask import ask
@@ -55,8 +55,8 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
             f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
             f"the {chosen[libs[grp.id]]} family left to torch ({how}), prologue and epilogue generated"
-            if libs[grp.id] in chosen else "a transposed view passed to the library call that reads it"
-            if libs[grp.id] == "permute" else
+            if libs[grp.id] in chosen else "a view (transposed, or a slice) passed to the library call that reads it"
+            if libs[grp.id] in VIEW_OPS else
             "no generated kernel for this op yet: torch library call + fused epilogue"))
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import AkgError
-from ..graph import Graph
+from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, Trace, register
 
@@ -55,6 +55,14 @@ def families_of(ops: Iterable[str]) -> tuple[str, ...]:
     return tuple(f for f, members in LIBRARY_FAMILIES.items() if present & set(members))
 
 
+VIEW_OPS = ("permute", "slice")  # torch gives these as views of their operand (module.TORCH_CALLS)
+
+
+def is_view(n: Node) -> bool:
+    """A view op of sizes fixed at translation (a run-time size stays in generated index arithmetic)."""
+    return n.op in VIEW_OPS and all(isinstance(v, int) for v in (n.attrs.get(k, 0) for k in ("start", "end", "step")))
+
+
 @register
 @dataclass(frozen=True)
 class MarkLibrary:
@@ -70,11 +78,12 @@ class MarkLibrary:
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-call", n.name, n.op, f"torch {n.op}"))
                 changed = True
-        # a permuted operand read only by library calls is passed as a view (cuBLAS and MKL take
-        # transposed operands in place), not copied by a generated kernel first
+        # an operand read only by library calls through a view (transposed, a slice such as a q/k/v chunk of
+        # one projection) is passed as that view: cuBLAS and MKL read strided operands in place, where a
+        # generated kernel would copy it first
         users, outs = g.users(), {id(o) for o in g.outputs}
         for n in reversed(g.nodes):
-            if (n.op == "permute" and not n.meta.get(LIBRARY_MARK) and id(n) not in outs and users[n]
+            if (is_view(n) and not n.meta.get(LIBRARY_MARK) and id(n) not in outs and users[n]
                     and all(u.meta.get(LIBRARY_MARK) for u in users[n])):
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-view", n.name, n.op, "a view passed to the library"))
