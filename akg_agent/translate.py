@@ -107,7 +107,8 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
     marked = marked_primitives(library)
-    mark = f",library{{ops={':'.join(marked)}}}" if marked else ""
+    # with no primitive to mark, the pass still passes the views that feed kept composites (attention)
+    mark = (",library" + (f"{{ops={':'.join(marked)}}}" if marked else "")) if library else ""
     rows = rows and "rownorm" in backend.manifest.kinds
     return f"simplify,{dec},simplify{mark},fuse" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")

@@ -154,7 +154,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 total = _steadied(med, eager, eager_ref)
                 db.put_strategy(*key, total, t.verdict.line())
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "eager_s": eager,
-                                             "score_s": total, "verdict": t.verdict.line(), "kernels": kernels})
+                                             "score_s": total, "own_score_s": total, "verdict": t.verdict.line(),
+                                             "kernels": kernels})
             measured.append((strategy, total))
             if math.isfinite(total):
                 scored.append((total, t, report["strategies"][-1]))

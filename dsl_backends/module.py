@@ -192,6 +192,7 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 TORCH_CALLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
     "permute": lambda a, at: f"{a[0]}.permute({list(at['dims'])})",  # views only library calls read
     "slice": lambda a, at: f"{a[0]}[{', '.join([':'] * at['dim'] + [_span(at)])}]",
+    "reshape": lambda a, at: f"{a[0]}.reshape({list(at['shape'])})",
     "matmul": lambda a, at: f"torch.matmul({a[0]}, {a[1]})",
     "linear": lambda a, at: f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'})",
     "argmax": lambda a, at: f"torch.argmax({a[0]}, {at['dim']}, {at['keepdim']})",

@@ -55,12 +55,21 @@ def families_of(ops: Iterable[str]) -> tuple[str, ...]:
     return tuple(f for f, members in LIBRARY_FAMILIES.items() if present & set(members))
 
 
-VIEW_OPS = ("permute", "slice")  # torch gives these as views of their operand (module.TORCH_CALLS)
+# torch gives these as views of their operand where the strides allow (module.TORCH_CALLS); a reshape
+# it cannot view, torch copies, as eager does
+VIEW_OPS = ("permute", "slice", "reshape")
 
 
 def is_view(n: Node) -> bool:
     """A view op of sizes fixed at translation (a run-time size stays in generated index arithmetic)."""
-    return n.op in VIEW_OPS and all(isinstance(v, int) for v in (n.attrs.get(k, 0) for k in ("start", "end", "step")))
+    fixed = [n.attrs.get(k, 0) for k in ("start", "end", "step")] + list(n.attrs.get("shape", ()))
+    return n.op in VIEW_OPS and all(isinstance(v, int) for v in fixed)
+
+
+def _torch_call(n: Node) -> bool:
+    """Marked, or a composite decomposition kept whole (attention, a norm): lowering makes either a torch
+    call, which takes a strided view where a generated kernel needs its operand dense."""
+    return bool(n.meta.get(LIBRARY_MARK)) or opdef(n.op).group == "composite"
 
 
 @register
@@ -84,7 +93,7 @@ class MarkLibrary:
         users, outs = g.users(), {id(o) for o in g.outputs}
         for n in reversed(g.nodes):
             if (is_view(n) and not n.meta.get(LIBRARY_MARK) and id(n) not in outs and users[n]
-                    and all(u.meta.get(LIBRARY_MARK) for u in users[n])):
+                    and all(_torch_call(u) for u in users[n])):
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-view", n.name, n.op, "a view passed to the library"))
                 changed = True
