@@ -65,7 +65,7 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
 def strategies_for(t: Translation) -> list[Strategy]:
     """The plan-level alternatives worth measuring for this translation, the default first: row fusion
     split, generated convolutions, and each op family of the program left to the library (one at a
-    time; `tune` then measures the families that won together)."""
+    time; `tune` then measures the families that won together, and grows the best by one family at a time)."""
     kinds = get_backend(t.dsl).manifest.kinds
     out = [Strategy()]
     if "rownorm" in kinds and any(k.kind == "rownorm" for k in t.program.kernels()):
@@ -77,9 +77,32 @@ def strategies_for(t: Translation) -> list[Strategy]:
         out.append(Strategy(conv="generated"))
     if gen["conv"] and gen["dwconv"]:  # a depthwise-separable block: its 1x1 convolution may be the library's
         out.append(Strategy(conv="depthwise"))
-    generated_only = {"window": "window" in kinds, "scan": "scan" in kinds}  # otherwise already the library's
-    out += [Strategy(library=(f,)) for f in t.graph.meta.get("library_families", ()) if generated_only.get(f, True)]
+    out += [Strategy(library=(f,)) for f in _families(t)]
     return out
+
+
+def _families(t: Translation) -> list[str]:
+    """The op families of this program a strategy may leave to the library (those the backend generates)."""
+    kinds = get_backend(t.dsl).manifest.kinds
+    generated_only = {"window": "window" in kinds, "scan": "scan" in kinds}  # otherwise already the library's
+    return [f for f in t.graph.meta.get("library_families", ()) if generated_only.get(f, True)]
+
+
+def _grow(measured: list[tuple[Strategy, float]], families: list[str], grown: set[Strategy]) -> list[Strategy]:
+    """The fastest library strategy so far, each with one more family, once per strategy: a family can pay
+    only beside another (attention and norms left to torch lose while the GEMMs around them stay
+    generated, and win once those are torch's too). Only a strategy faster than the default grows."""
+    default_s = measured[0][1]
+    lib = [(s, sec) for s, sec in measured if s.library and s == Strategy(library=s.library) and sec < default_s]
+    if not lib:
+        return []
+    base = min(lib, key=lambda x: x[1])[0]
+    if base in grown:
+        return []
+    grown.add(base)
+    done = {s for s, _ in measured}
+    more = [Strategy(library=check_families((*base.library, f))) for f in families if f not in base.library]
+    return [s for s in more if s not in done]
 
 
 def _together(singles: list[tuple[Strategy, float]], default_s: float) -> Strategy | None:
@@ -117,6 +140,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     best: tuple[float, Translation] | None = None
     todo = strategies_for(base) if strategies else [Strategy()]
     measured: list[tuple[Strategy, float]] = []
+    grown: set[Strategy] = set()  # library strategies already grown by one family
     scored: list[tuple[float, Translation, dict[str, Any]]] = []  # accepted strategies: score, module, row
     eager_ref: float | None = None  # the eager time measured with the first strategy timed in this run
     try:
@@ -165,6 +189,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 both = _together(measured, measured[0][1])
                 if both is not None and both not in [m for m, _ in measured]:
                     todo.append(both)
+                else:  # then the best grown by one family at a time, while that helps
+                    todo += _grow(measured, _families(base), grown)
         if not all(row.get("from_db") for _, _, row in scored):
             best = _head_to_head(scored, target, eager_ref, db, report) or best
     finally:

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from akg_agent.bench.runner import strategy_of
 from akg_agent.cli import main
 from akg_agent.translate import Strategy, build, translate
-from akg_agent.tune import _together, strategies_for, tune
+from akg_agent.tune import _grow, _together, strategies_for, tune
 from akg_agent.tuning_db import TuningDB
 from dsl_backends.module import LIBRARY_DECLARATIONS, declared_calls, library_line
 from ir.errors import AkgError
@@ -261,6 +261,14 @@ def test_the_tune_tries_each_family_then_the_winners_together():
                (Strategy(library=("gemm",)), 0.8), (Strategy(library=("norm",)), 1.2)]
     assert _together(singles, 1.0) == Strategy(library=("gemm", "softmax"))  # table order, winners only
     assert _together(singles[:4], 0.85) is None  # one winner: nothing to combine
+    # the fastest library strategy that beats the default grows by each family it lacks, once
+    grown: set[Strategy] = set()
+    fams = ["gemm", "norm", "softmax"]
+    assert _grow(singles, fams, grown) == [Strategy(library=("gemm", "norm")), Strategy(library=("gemm", "softmax"))]
+    assert _grow(singles, fams, grown) == []  # gemm already grown
+    two = singles + [(Strategy(library=("gemm", "norm")), 0.6), (Strategy(library=("gemm", "softmax")), 0.95)]
+    assert _grow(two, fams, grown) == [Strategy(library=("gemm", "norm", "softmax"))]
+    assert _grow([(Strategy(), 0.5), *singles[2:]], fams, set()) == []  # no family beats the default
     # a backend that generates no windows already calls the library for pooling: nothing to try
     pools = build(problem_path("pool_max_1d_2d_3d"), "cuda-c", "h100", tuned=False)
     assert all(s.library != ("window",) for s in strategies_for(pools))
@@ -279,9 +287,11 @@ def test_tune_measures_library_families_and_translate_takes_the_fastest(tmp_path
     default_s = tried["rows=fused, conv=library"]["own_score_s"]
     winners = [f for f in ("gemm", "norm", "softmax")
                if tried[f"rows=fused, conv=library, library={f}"]["own_score_s"] < default_s]
-    assert len(tried) == 5 + (len(winners) > 1)  # the winners measured together when there are two or more
-    if len(winners) > 1:
+    if len(winners) > 1:  # the winners measured together when there are two or more
         assert f"rows=fused, conv=library, library={'+'.join(winners)}" in tried
+    combined = [s for s in rep["strategies"][5:]]  # then the best grown, one family at a time
+    assert all(s["strategy"].startswith("rows=fused, conv=library, library=") and "+" in s["strategy"]
+               for s in combined), combined
     fastest = min(tried.values(), key=lambda s: s["score_s"])["strategy"]
     assert rep["strategy"] == fastest
     t = build(path, "cpp", "cpu")  # the database's fastest, its library calls in the plan
