@@ -192,7 +192,10 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 else:  # then the best grown by one family at a time, while that helps
                     todo += _grow(measured, _families(base), grown)
         if not all(row.get("from_db") for _, _, row in scored):
-            best = _head_to_head(scored, target, eager_ref, db, report) or best
+            if _past(start, time_limit_s):
+                report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
+            else:
+                best = _head_to_head(scored, target, eager_ref, db, report) or best
     finally:
         if cluster is not None:
             report["workers"] = cluster.workers

@@ -35,10 +35,19 @@ def _by_schedule(report: dict) -> dict[tuple[str, str], dict]:
     return {(c["kernel"], repr(sorted(c["schedule"].items()))): c for c in report["candidates"]}
 
 
+def _told_apart(rep, kernel):
+    times = sorted(c["median_s"] for c in rep["candidates"] if c["kernel"] == kernel)
+    return times[1] > 1.5 * times[0]
+
+
 def test_ray_tune_spreads_candidates_and_keeps_the_single_process_choice(tmp_path, monkeypatch):
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     # schedules of the default plan only: which strategy wins is a question of its own (test_tune.py)
-    alone = tune(TIMED, "cpu", "cpp", budget=2, db=TuningDB(tmp_path / "alone.sqlite"), strategies=False)
+    for attempt in range(3):  # a 2-core host that stalls one candidate's run can hide the GEMM's poor tile
+        alone = tune(TIMED, "cpu", "cpp", budget=2, db=TuningDB(tmp_path / f"alone{attempt}.sqlite"),
+                     strategies=False)
+        if any(_told_apart(alone, k["kernel"]) for k in alone["kernels"]):
+            break
     spread = tune(TIMED, "cpu", "cpp", budget=2, db=TuningDB(tmp_path / "ray.sqlite"), ray="", ray_cpus=2,
                   strategies=False)
     assert spread["workers"] == 2 and not spread["lost"]
@@ -53,7 +62,7 @@ def test_ray_tune_spreads_candidates_and_keeps_the_single_process_choice(tmp_pat
     told_apart = 0
     for ka, kb in zip(alone["kernels"], spread["kernels"]):
         times = sorted(c["median_s"] for c in alone["candidates"] if c["kernel"] == ka["kernel"])
-        if times[1] > 1.5 * times[0]:
+        if _told_apart(alone, ka["kernel"]):
             told_apart += 1
             assert kb["best"] == ka["best"], (ka, kb)
         picked = a[(ka["kernel"], repr(sorted(kb["best"].items())))]["median_s"]
