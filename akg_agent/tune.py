@@ -30,7 +30,6 @@ from .verifier.timing import host_lock
 # relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
 # runs on one, order such candidates either way; benchmarks/results/h100x2-ray-tune-*.json)
 TIE = 0.01
-HEAD_TO_HEAD = 4  # the best strategies timed together, in one run, before the choice
 
 
 def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
@@ -106,9 +105,10 @@ def _grow(measured: list[tuple[Strategy, float]], families: list[str], grown: se
 
 
 def _together(singles: list[tuple[Strategy, float]], default_s: float) -> Strategy | None:
-    """The library families that each beat the default, all at once (when there are two or more)."""
-    won = tuple(f for s, sec in singles if sec < default_s and s.library and s == Strategy(library=s.library)
-                for f in s.library)
+    """The library families that each beat the default alone, all at once (when there are two or more);
+    `singles` may hold combinations measured since, which are not counted."""
+    won = tuple(s.library[0] for s, sec in singles if sec < default_s and len(s.library) == 1
+                and s == Strategy(library=s.library))
     return Strategy(library=check_families(won)) if len(won) > 1 else None
 
 
@@ -235,11 +235,12 @@ def _steadied(med: float | None, eager: float | None, eager_ref: float | None) -
 
 def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], target: str, eager_ref: float | None,
                   db: TuningDB, report: dict[str, Any]) -> tuple[float, Translation] | None:
-    """The best strategies' modules timed once more, together, in one run (every contender in turns with
-    eager, after its full verification): each strategy was timed in a run of its own, and one run that
-    the host disturbed (a slower eager or module alone) can misorder the scores of separate runs. The
-    choice and the database follow this run. None: fewer than two contenders, or the run failed."""
-    top = sorted(scored, key=lambda x: x[0])[:HEAD_TO_HEAD]
+    """Every accepted strategy's module timed once more, together, in one run (every contender in turns
+    with eager, after its full verification): each strategy was timed in a run of its own, and one run
+    that the host disturbed (a slower eager or module alone) can misorder the scores of separate runs. The
+    choice and the database follow this run (all of them: a strategy left out would keep a score from
+    another run's scale). None: fewer than two contenders, or the run failed."""
+    top = sorted(scored, key=lambda x: x[0])
     if len(top) < 2:
         return None
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:

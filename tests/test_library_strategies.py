@@ -261,6 +261,7 @@ def test_the_tune_tries_each_family_then_the_winners_together():
                (Strategy(library=("gemm",)), 0.8), (Strategy(library=("norm",)), 1.2)]
     assert _together(singles, 1.0) == Strategy(library=("gemm", "softmax"))  # table order, winners only
     assert _together(singles[:4], 0.85) is None  # one winner: nothing to combine
+    assert _together(singles[:4] + [(Strategy(library=("gemm", "norm")), 0.7)], 0.85) is None  # singles only
     # the fastest library strategy that beats the default grows by each family it lacks, once
     grown: set[Strategy] = set()
     fams = ["gemm", "norm", "softmax"]

@@ -55,7 +55,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             print(f"  strategy {st['strategy']}: {ms}" + ("  <- written" if st["strategy"] == r["strategy"] else ""))
         h2h = r.get("head_to_head")
         if h2h and h2h.get("eager_s"):
-            print(f"  head to head: the best {h2h['contenders']} strategies timed in turns in one run (eager "
+            print(f"  head to head: the {h2h['contenders']} accepted strategies timed in turns in one run (eager "
                   f"{h2h['eager_s'] * 1e3:.4g} ms there); the choice follows that run")
         elif h2h:
             print(f"  head to head: not timed ({h2h['verdict']}); the choice follows the runs of each strategy")
