@@ -191,11 +191,14 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                     todo.append(both)
                 else:  # then the best grown by one family at a time, while that helps
                     todo += _grow(measured, _families(base), grown)
-        if not all(row.get("from_db") for _, _, row in scored):
-            if _past(start, time_limit_s):
-                report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
-            else:
-                best = _head_to_head(scored, target, eager_ref, db, report) or best
+        if all(row.get("from_db") for _, _, row in scored):  # a rerun: the head-to-head run's choice
+            chosen = db.get_choice(hardware_key(base.target), dsl, problem_signature(base.problem),
+                                   versions(get_backend(dsl).manifest))
+            best = next(((chosen[1], t) for _, t, _ in scored if chosen and t.strategy.to_json() == chosen[0]), best)
+        elif _past(start, time_limit_s):
+            report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
+        else:
+            best = _head_to_head(scored, target, eager_ref, db, report) or best
     finally:
         if cluster is not None:
             report["workers"] = cluster.workers
@@ -238,8 +241,9 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
     """Every accepted strategy's module timed once more, together, in one run (every contender in turns
     with eager, after its full verification): each strategy was timed in a run of its own, and one run
     that the host disturbed (a slower eager or module alone) can misorder the scores of separate runs. The
-    choice and the database follow this run (all of them: a strategy left out would keep a score from
-    another run's scale). None: fewer than two contenders, or the run failed."""
+    choice follows this run (all of them: a strategy left out would keep a score from another run's
+    scale), and the database keeps it as the problem's choice. None: fewer than two contenders, or the run
+    failed."""
     top = sorted(scored, key=lambda x: x[0])
     if len(top) < 2:
         return None
@@ -260,14 +264,15 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
     best: tuple[float, Translation] | None = None
     for med, (_, t, row) in zip(times, top):
         score = _steadied(med, eager, eager_ref)
-        row.update(head_to_head_s=med, score_s=score)
-        db.put_strategy(hardware_key(t.target), t.dsl, problem_signature(t.problem),
-                        versions(get_backend(t.dsl).manifest), t.strategy.to_json(), score,
-                        "timed head to head" if math.isfinite(score) else "failed the head-to-head run")
+        row.update(head_to_head_s=med, head_to_head_score_s=score)
         if best is None or score < best[0]:
             best = (score, t)
+    assert best is not None
+    t = best[1]  # the strategies keep their own runs' scores (a rerun replays the search on them)
+    db.put_choice(hardware_key(t.target), t.dsl, problem_signature(t.problem), versions(get_backend(t.dsl).manifest),
+                  t.strategy.to_json(), best[0])
     report["head_to_head"] = {"eager_s": eager, "contenders": len(top), "verdict": v.line()}
-    return best
+    return best if math.isfinite(best[0]) else None
 
 
 def _verify_module(t: Translation, target: str) -> None:

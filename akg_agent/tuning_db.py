@@ -27,6 +27,9 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
 CREATE TABLE IF NOT EXISTS strategies (
     hardware TEXT, dsl TEXT, problem TEXT, versions TEXT, strategy TEXT, time_s REAL, verdict TEXT, at REAL,
     PRIMARY KEY (hardware, dsl, problem, versions, strategy));
+CREATE TABLE IF NOT EXISTS choices (
+    hardware TEXT, dsl TEXT, problem TEXT, versions TEXT, strategy TEXT, time_s REAL, at REAL,
+    PRIMARY KEY (hardware, dsl, problem, versions));
 CREATE TABLE IF NOT EXISTS verified_modules (
     hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
     PRIMARY KEY (hardware, dsl, problem, by))"""
@@ -80,6 +83,18 @@ class TuningDB:
                               "AND strategy=?", key).fetchone()
         return None if row is None or row[0] is None else row[0]
 
+    def put_choice(self, hw: str, dsl: str, problem: str, ver: str, strategy: dict[str, Any], t: float) -> None:
+        """The strategy `akg tune` chose by timing every accepted strategy head to head, and its time there
+        (scaled as the strategies' are): translate takes it before the strategies' separate times."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO choices VALUES (?,?,?,?,?,?,?)",
+                            (hw, dsl, problem, ver, json.dumps(strategy, sort_keys=True), t, time.time()))
+
+    def get_choice(self, hw: str, dsl: str, problem: str, ver: str) -> tuple[dict[str, Any], float] | None:
+        row = self.db.execute("SELECT strategy, time_s FROM choices WHERE hardware=? AND dsl=? AND problem=? AND "
+                              "versions=?", (hw, dsl, problem, ver)).fetchone()
+        return None if row is None else (json.loads(row[0]), row[1])
+
     def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
                         by: str) -> None:
         """A verified module, kept for retrieval into later prompts (the best per problem and author)."""
@@ -119,10 +134,18 @@ def problem_signature(path: Path) -> str:
 
 
 def best_strategy(path: Path, hw: str, dsl: str, problem: str, ver: str) -> tuple[dict[str, Any], float] | None:
-    """The strategy whose tuned module ran fastest for this problem on this hardware and versions."""
+    """The strategy whose tuned module ran fastest for this problem on this hardware and versions: the
+    head-to-head run's choice where a tune made one, else the fastest of the strategies' own runs."""
     if not path.is_file():
         return None
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        try:
+            chosen = db.execute("SELECT strategy, time_s FROM choices WHERE hardware=? AND dsl=? AND problem=? AND "
+                                "versions=?", (hw, dsl, problem, ver)).fetchone()
+        except sqlite3.OperationalError:  # a database from before head-to-head choices
+            chosen = None
+        if chosen is not None and chosen[1] is not None and math.isfinite(chosen[1]):
+            return json.loads(chosen[0]), chosen[1]
         try:
             rows = db.execute("SELECT strategy, time_s FROM strategies WHERE hardware=? AND dsl=? AND problem=? AND "
                               "versions=? ORDER BY time_s, strategy", (hw, dsl, problem, ver)).fetchall()

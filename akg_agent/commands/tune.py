@@ -48,10 +48,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for st in r["strategies"]:
             ms = f"{st['time_s'] * 1e3:.4g} ms" if st["time_s"] else st["verdict"]
             if st["time_s"] and st.get("eager_s"):  # the choice is by score: the time at the first run's eager pace
-                ms += f" (eager {st['eager_s'] * 1e3:.4g} ms in the same run"
+                ms += f" (eager {st['eager_s'] * 1e3:.4g} ms in the same run; score {st['score_s'] * 1e3:.4g} ms"
                 if st.get("head_to_head_s"):
-                    ms += f"; head to head {st['head_to_head_s'] * 1e3:.4g} ms"
-                ms += f"; score {st['score_s'] * 1e3:.4g} ms)"
+                    ms += (f"; head to head {st['head_to_head_s'] * 1e3:.4g} ms, score "
+                           f"{st['head_to_head_score_s'] * 1e3:.4g} ms")
+                ms += ")"
             print(f"  strategy {st['strategy']}: {ms}" + ("  <- written" if st["strategy"] == r["strategy"] else ""))
         h2h = r.get("head_to_head")
         if h2h and h2h.get("eager_s"):
