@@ -3,7 +3,7 @@
 # the run with N GPUs, every program tuned through it (schedules of the default plan, `--budget` per
 # kernel), a fresh tuning database and fresh compiler caches per run, so runs on 1 and 2 GPUs do the
 # same work. Wall time per program and in all goes to OUT/wall.txt, each tune's JSON report beside it;
-# benchmarks/gpu/ray_compare.py reads two such folders.
+# benchmarks/gpu/ray_compare.py reads two such folders. Ray on a machine that lacks it: ray_bundle.sh.
 #   usage: benchmarks/gpu/ray_gpus.sh NGPUS OUT [BUDGET] [SECONDS]   (PROGRAMS="mlp groupnorm" narrows)
 set -uo pipefail
 n=${1:?number of GPUs}; out=${2:?output folder}; budget=${3:-4}; limit=${4:-600}
