@@ -61,7 +61,8 @@ def _summary(out: Path) -> dict[str, dict[str, object]]:
         rows.setdefault(f.parent.name, {})[f.stem] = {
             "wall_s": round(rep.get("wall_s", 0.0), 1), "chosen": rep.get("strategy"), "error": rep.get("error"),
             "verdict": rep.get("verdict"),
-            "strategies": [{k: s.get(k) for k in ("strategy", "time_s", "eager_s", "score_s", "head_to_head_score_s", "verdict")}
+            "strategies": [{k: s.get(k) for k in ("strategy", "time_s", "eager_s", "score_s", "head_to_head_score_s",
+                                                  "verdict")}
                            for s in rep.get("strategies", [])]}
     return rows
 
