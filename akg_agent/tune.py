@@ -160,8 +160,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 continue
             before = report["measured"]
             kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress)
-            key = (hardware_key(t.target), dsl, problem_signature(t.problem), versions(get_backend(dsl).manifest),
-                   strategy.to_json())
+            key = (*_problem_key(t), strategy.to_json())
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
             if known is not None:
@@ -178,8 +177,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 total = _steadied(med, eager, eager_ref)
                 db.put_strategy(*key, total, t.verdict.line())
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "eager_s": eager,
-                                             "score_s": total, "own_score_s": total, "verdict": t.verdict.line(),
-                                             "kernels": kernels})
+                                             "score_s": total, "verdict": t.verdict.line(), "kernels": kernels})
             measured.append((strategy, total))
             if math.isfinite(total):
                 scored.append((total, t, report["strategies"][-1]))
@@ -192,8 +190,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 else:  # then the best grown by one family at a time, while that helps
                     todo += _grow(measured, _families(base), grown)
         if all(row.get("from_db") for _, _, row in scored):  # a rerun: the head-to-head run's choice
-            chosen = db.get_choice(hardware_key(base.target), dsl, problem_signature(base.problem),
-                                   versions(get_backend(dsl).manifest))
+            chosen = db.get_choice(*_problem_key(base))
             best = next(((chosen[1], t) for _, t, _ in scored if chosen and t.strategy.to_json() == chosen[0]), best)
         elif _past(start, time_limit_s):
             report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
@@ -224,6 +221,11 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
         Path(out).write_text(t.source)
     report["elapsed_s"] = time.perf_counter() - start
     return report
+
+
+def _problem_key(t: Translation) -> tuple[str, str, str, str]:
+    """What the tuning database keys a problem's strategies and choice by: hardware, DSL, source, versions."""
+    return hardware_key(t.target), t.dsl, problem_signature(t.problem), versions(get_backend(t.dsl).manifest)
 
 
 def _steadied(med: float | None, eager: float | None, eager_ref: float | None) -> float:
@@ -269,8 +271,7 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
             best = (score, t)
     assert best is not None
     t = best[1]  # the strategies keep their own runs' scores (a rerun replays the search on them)
-    db.put_choice(hardware_key(t.target), t.dsl, problem_signature(t.problem), versions(get_backend(t.dsl).manifest),
-                  t.strategy.to_json(), best[0])
+    db.put_choice(*_problem_key(t), t.strategy.to_json(), best[0])
     report["head_to_head"] = {"eager_s": eager, "contenders": len(top), "verdict": v.line()}
     return best if math.isfinite(best[0]) else None
 

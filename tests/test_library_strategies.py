@@ -284,10 +284,10 @@ def test_tune_measures_library_families_and_translate_takes_the_fastest(tmp_path
             "rows=fused, conv=library, library=softmax"} <= set(tried)
     assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 for s in tried.values())
     # the families that won, as the tuner picked them: each scaled by its own run's eager time (tune._steadied);
-    # the choice then follows the head-to-head run of the best (score_s)
-    default_s = tried["rows=fused, conv=library"]["own_score_s"]
+    # the choice then follows the head-to-head run (head_to_head_score_s)
+    default_s = tried["rows=fused, conv=library"]["score_s"]
     winners = [f for f in ("gemm", "norm", "softmax")
-               if tried[f"rows=fused, conv=library, library={f}"]["own_score_s"] < default_s]
+               if tried[f"rows=fused, conv=library, library={f}"]["score_s"] < default_s]
     if len(winners) > 1:  # the winners measured together when there are two or more
         assert f"rows=fused, conv=library, library={'+'.join(winners)}" in tried
     combined = [s for s in rep["strategies"][5:]]  # then the best grown, one family at a time
