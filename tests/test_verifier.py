@@ -315,3 +315,21 @@ def test_a_chunk_is_judged_by_the_whole_outputs_rule(small_chunks):
     cand[CHUNK:2 * CHUNK] = 5e-5
     assert compare(cand, ref, TolerancePolicy(), ref.double()).ok  # whole
     assert _compare(cand, ref, TolerancePolicy(), ref.double()).ok  # in chunks, the same verdict
+
+
+def test_the_speed_of_light_is_the_timing_cards(monkeypatch):
+    """An H200 lent for an H100 target timed memory-bound modules under the H100's bound (HBM3e is 1.4x
+    faster) and rejected them as mis-timed: the bound follows the card that times."""
+    import akg_agent.verifier as vf
+    from ir.problem import load_problem
+
+    names = {"0": "NVIDIA H200", "1": "NVIDIA H100 80GB HBM3", "2": "Tesla T4"}
+    monkeypatch.setattr(vf, "_gpu_name", lambda visible: names.get(visible.split(",")[0] or "0"))
+    for visible, want in (("0", "h200"), ("1", None), ("2", "Tesla T4"), ("", "h200")):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert vf.timed_on("h100", "cuda") == want, visible
+    assert vf.timed_on("h100", "cpu") is None  # the CPU runs a GPU target's module: no bound at all
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert vf.timed_on("h200", "cuda") == "h100"
+    p = load_problem(problem_path("softmax_logsoftmax"))
+    assert vf.sol_bound(p, "h200") < vf.sol_bound(p, "h100")

@@ -82,6 +82,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     timed_on = Counter(r["timed_on"] for r in doc["records"] if r.get("timed_on"))
     if timed_on:
         console.print("timed on: " + ", ".join(f"{d} ({n})" for d, n in sorted(timed_on.items())))
+    cards = Counter(r["timed_card"] for r in doc["records"] if r.get("timed_card"))
+    if cards:
+        console.print(f"timed on another card than --target {args.target}: "
+                      + ", ".join(f"{c} ({n})" for c, n in sorted(cards.items())))
     console.print(f"results: {args.out}/results.json, report: {args.out}/report.html")
     return 0
 

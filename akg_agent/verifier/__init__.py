@@ -6,12 +6,16 @@ subprocess and returns a `Verdict`: accepted, or rejected with a one-line reason
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from hardware_models.cost import speed_of_light
-from hardware_models.spec import load_target
+from hardware_models.spec import load_target, target_for_device, target_names
 from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem, load_jax_problem
 from ir.lift import lift
@@ -46,6 +50,38 @@ def device_for(target: str) -> str:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return "cpu"
+
+
+@lru_cache(maxsize=8)
+def _gpu_name(visible: str) -> str | None:
+    """The name of the first GPU this process sees, from nvidia-smi (not torch: the parent keeps CUDA
+    uninitialised so that sandboxed children can fork)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    first = visible.split(",")[0].strip() or "0"
+    try:
+        r = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader", "-i", first],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else None
+
+
+def timed_on(target: str, device: str) -> str | None:
+    """The hardware model of the device that times, where that is not `target` (an H200 lent for an H100
+    target): its speed-of-light bounds the timing, not the target's. None where it is the target or
+    unknown."""
+    if device != "cuda":
+        return None
+    name = _gpu_name(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+    if name is None:
+        return None
+    try:
+        present = target_for_device("cuda", name)
+    except AkgError:
+        return name  # a GPU akg has no model of: no bound of ours holds for it
+    return None if present == target else present
 
 
 def sol_bound(problem: Any, target: str) -> float:
@@ -93,21 +129,25 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     problem = load_problem(ref)  # fails fast, in one line, on a bad reference
     device = device_for(target)
     on_target = (device == "cuda") == (load_target(target).kind == "gpu")
-    sol_s = None
-    if timing and sol_check and on_target:
+    sol_s, other = None, timed_on(target, device)
+    # the bound is the timing device's: a faster card than the target beats the target's bound honestly
+    sol_target = target if other is None else other
+    if timing and sol_check and on_target and sol_target in target_names():
         try:
-            sol_s = sol_bound(problem, target)
+            sol_s = sol_bound(problem, sol_target)
         except AkgError:
             sol_s = None  # a reference akg cannot lift is still verifiable; only this check is lost
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
            "lock": timing_lock, "build_cache": str(build_cache) if build_cache else None,
            "train": train, "tolerances": tolerances or {},
-           "sol_s": sol_s if sol_s is not None and sol_trusted(target) else None,
+           "sol_s": sol_s if sol_s is not None and sol_trusted(sol_target) else None,
            "timing": {"trials": trials, "baselines": list(baselines),
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
     res = run_job(job, limits or Limits())
     details = res.get("details", {})
     details.update(device=device, target=target, on_target=on_target, sol_s=sol_s)
+    if other is not None:
+        details["timed_card"] = other
     if res["status"] == "error":
         raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
     return Verdict(res["status"] == "accepted", res["code"], res["reason"], details)
