@@ -24,7 +24,7 @@ from .cluster import Cluster, Done, LocalPool, Work
 from .ranking import ranked_space
 from .translate import Strategy, Translation, build, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
-from .verifier import Verdict, device_for, verify
+from .verifier import TRANSIENT, Verdict, device_for, verify
 from .verifier.timing import host_lock
 
 # relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
@@ -175,7 +175,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 eager = timing.get("eager", {}).get("median_s")
                 eager_ref = eager_ref or eager
                 total = _steadied(med, eager, eager_ref)
-                db.put_strategy(*key, total, t.verdict.line())
+                if t.verdict.accepted or t.verdict.code not in TRANSIENT:
+                    db.put_strategy(*key, total, t.verdict.line())
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": med, "eager_s": eager,
                                              "score_s": total, "verdict": t.verdict.line(), "kernels": kernels})
             measured.append((strategy, total))
@@ -328,7 +329,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                 v = Verdict(**done.verdict)
                 med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
                 times[i] = med if med is not None else math.inf
-                db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
+                if v.accepted or v.code not in TRANSIENT:
+                    db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
                 report["measured"] += 1
                 report["candidates"].append(_candidate(k.name, cands[i], times[i], v, {
                     "host": done.host, "device": done.device, "attempts": done.attempts,

@@ -198,6 +198,34 @@ def test_the_best_strategies_are_timed_head_to_head_and_the_choice_follows_that_
     assert [s["score_s"] for s in again["strategies"]] == [s["score_s"] for s in rep["strategies"]]
 
 
+def test_a_rejection_that_says_more_of_the_run_than_of_the_module_is_measured_again(tmp_path, monkeypatch):
+    """An H200 lent for an H100 target rejected modules as faster than the H100's speed-of-light; the
+    database kept the rejections as the modules' verdicts, so every later tune replayed them. Such
+    rejections (and time-outs) are not remembered; a wrong value is."""
+    import akg_agent.tune as tune_mod
+    from akg_agent.verifier import Verdict
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    verdicts = iter([Verdict(False, "faster_than_sol", "beats the speed-of-light", {}),
+                     Verdict(False, "wrong_values", "values off", {})])
+    ok = {"timing": {"candidate": {"median_s": 1e-3}, "eager": {"median_s": 2e-3}}}
+    seen: list[str] = []
+
+    def fake_verify(problem, cand, target, **kw):
+        v = next(verdicts, None) or Verdict(True, "ok", "matches", ok)
+        seen.append(v.code)
+        return v
+
+    monkeypatch.setattr(tune_mod, "verify", fake_verify)
+    prob, db = str(problem_path("l2_gemm_scale_sigmoid_sum")), TuningDB(tmp_path / "t.sqlite")
+    first = tune(prob, "cpu", "cpp", budget=2, db=db, strategies=False)
+    assert seen[:2] == ["faster_than_sol", "wrong_values"] and first["measured"] >= 2
+    n = len(seen)
+    again = tune(prob, "cpu", "cpp", budget=2, db=db, strategies=False)
+    assert again["measured"] == 1 and seen[n] == "ok"  # the transient one again; the wrong one from the database
+    assert again["from_db"] == first["measured"] - 1
+
+
 def test_a_kernel_with_one_schedule_is_not_measured_alone_and_every_timing_takes_the_hosts_lock(tmp_path,
                                                                                                monkeypatch):
     """budget 1 leaves nothing to choose per kernel: only the strategy's module is verified and timed. Every

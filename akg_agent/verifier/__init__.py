@@ -25,6 +25,9 @@ from ir.problem import load_problem
 from .sandbox import Limits, run_job
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+# rejections that say more of the run than of the module (a card faster than the target's bound, a host
+# too loaded to finish in time): not remembered as the module's verdict, so a later run measures it again
+TRANSIENT = frozenset({"faster_than_sol", "side_stream", "timeout"})
 
 
 @dataclass
