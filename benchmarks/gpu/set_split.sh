@@ -4,7 +4,8 @@
 # tuning database (AKG_CACHE_DIR=OUT/gN/cache), which a later call carries back to translate from.
 #   usage: benchmarks/gpu/set_split.sh tune OUT DEADLINE "DSLS:PROGRAMS" "DSLS:PROGRAMS" ...
 #          benchmarks/gpu/set_split.sh bench OUT LIMIT "SOLUTIONS:PROGRAMS" ...
-#   (job i runs on GPU i mod the host's GPU count, in OUT/g<i>; DSLS and PROGRAMS comma-separated; LIMIT:
+#   (job i runs in OUT/g<i> on GPU i mod the host's GPU count, or on GPU N if written "N=DSLS:PROGRAMS";
+#   DSLS and PROGRAMS comma-separated; LIMIT:
 #   seconds before each bench is cut; PARALLEL: tunes at once per job, default 6)
 # e.g. benchmarks/gpu/set_split.sh tune runs/set 380 "cuda-c,tilelang:conv1d,conv2d" "pallas:mlp,attention"
 set -uo pipefail
@@ -13,7 +14,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 gpus=$(nvidia-smi -L | wc -l)
 i=0
 for job in "$@"; do
-    what=${job%%:*}; programs=${job#*:}; gpu=$((i % gpus))
+    gpu=$((i % gpus)); case $job in [0-9]=*) gpu=${job%%=*}; job=${job#*=};; esac
+    what=${job%%:*}; programs=${job#*:}
     dir=$out/g$i; mkdir -p "$dir/cache"
     if [ "$mode" = tune ]; then
         CUDA_VISIBLE_DEVICES=$gpu AKG_CACHE_DIR=$dir/cache python3 "$root/benchmarks/realsize/tune_set.py" \
