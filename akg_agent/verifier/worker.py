@@ -372,7 +372,7 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
             raise cand_t
         out["candidate"] = cand_t.to_json()
         if side_stream_suspected(cand_t):
-            raise Reject("side_stream", f"host clock {cand_t.host_median_s * 1e3:.3g} ms vs CUDA events "
+            raise Reject("side_stream", f"the device ran {cand_t.tail_median_s * 1e3:.3g} ms past the timed stream's "
                                         f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
         sol = job.get("sol_s")
         if sol and cand_t.median_s < 0.9 * sol:
