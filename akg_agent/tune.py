@@ -91,7 +91,7 @@ def _grow(measured: list[tuple[Strategy, float]], families: list[str], grown: se
     """The fastest library strategy so far, each with one more family, once per strategy: a family can pay
     only beside another (attention and norms left to torch lose while the GEMMs around them stay
     generated, and win once those are torch's too). Only a strategy faster than the default grows."""
-    default_s = measured[0][1]
+    default_s = _default_s(measured)
     lib = [(s, sec) for s, sec in measured if s.library and s == Strategy(library=s.library) and sec < default_s]
     if not lib:
         return []
@@ -102,6 +102,31 @@ def _grow(measured: list[tuple[Strategy, float]], families: list[str], grown: se
     done = {s for s, _ in measured}
     more = [Strategy(library=check_families((*base.library, f))) for f in families if f not in base.library]
     return [s for s in more if s not in done]
+
+
+def _default_s(measured: list[tuple[Strategy, float]]) -> float:
+    """The default strategy's score (inf where a --time limit left it out: history put others first)."""
+    return next((sec for s, sec in measured if s == Strategy()), math.inf)
+
+
+def _by_history(todo: list[Strategy], won: list[dict[str, Any]]) -> list[Strategy]:
+    """The strategies in order of how many other problems their choices won on this hardware and DSL
+    (the default counts the wins of the default; a library strategy those of its families), ties in the
+    given order. Measurement still decides; the order only decides what a --time limit leaves out: a
+    TileLang linear's default (a SIMT GEMM, 90 s to compile and verify at real size) used the whole
+    limit while the cuBLAS strategy, which had won on nine GEMM programs before, was never tried."""
+    if not won:
+        return todo
+    past = [Strategy.from_json(w) for w in won]
+
+    def wins(s: Strategy) -> int:
+        if s == Strategy():
+            return sum(p == s for p in past)
+        if s.library and s == Strategy(library=s.library):
+            return sum(bool(set(s.library) & set(p.library)) for p in past)
+        return sum(p == s for p in past)
+
+    return sorted(todo, key=lambda s: -wins(s))
 
 
 def _together(singles: list[tuple[Strategy, float]], default_s: float) -> Strategy | None:
@@ -138,7 +163,9 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     cluster: Cluster | LocalPool | None = (Cluster(ray or None, target, ray_cpus) if ray is not None else
                                            LocalPool(target, jobs) if jobs > 1 else None)
     best: tuple[float, Translation] | None = None
-    todo = strategies_for(base) if strategies else [Strategy()]
+    hw, _, sig, ver = _problem_key(base)
+    # a rerun replays its own search unchanged: only other problems' wins order it
+    todo = _by_history(strategies_for(base), db.winners(hw, dsl, ver, but=sig)) if strategies else [Strategy()]
     measured: list[tuple[Strategy, float]] = []
     grown: set[Strategy] = set()  # library strategies already grown by one family
     scored: list[tuple[float, Translation, dict[str, Any]]] = []  # accepted strategies: score, module, row
@@ -146,7 +173,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     try:
         while todo:
             strategy = todo.pop(0)
-            if best is not None and _past(start, time_limit_s):  # the default strategy always gets a module
+            # the first strategy that passes always gets a module, past the limit too
+            if best is not None and math.isfinite(best[0]) and _past(start, time_limit_s):
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None,
                                              "verdict": f"not tried: the --time limit ({time_limit_s:g} s) passed"})
                 report["time_limit_hit"] = True
@@ -185,7 +213,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
             if best is None or total < best[0]:
                 best = (total, t)
             if not todo and strategies:  # the singles are in: the families that won, together
-                both = _together(measured, measured[0][1])
+                both = _together(measured, _default_s(measured))
                 if both is not None and both not in [m for m, _ in measured]:
                     todo.append(both)
                 else:  # then the best grown by one family at a time, while that helps

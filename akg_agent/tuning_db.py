@@ -95,6 +95,20 @@ class TuningDB:
                               "versions=?", (hw, dsl, problem, ver)).fetchone()
         return None if row is None else (json.loads(row[0]), row[1])
 
+    def winners(self, hw: str, dsl: str, ver: str, but: str = "") -> list[dict[str, Any]]:
+        """Each problem's winning strategy so far on this hardware, DSL and versions (`but` left out): its
+        head-to-head choice, else the fastest of its strategies' own runs (a tune cut short has no choice)."""
+        rows = self.db.execute("SELECT problem, strategy, time_s FROM strategies WHERE hardware=? AND dsl=? AND "
+                               "versions=?", (hw, dsl, ver)).fetchall()
+        best: dict[str, tuple[float, str]] = {}
+        for problem, strategy, t in rows:
+            if t is not None and math.isfinite(t) and (problem not in best or t < best[problem][0]):
+                best[problem] = (t, strategy)
+        chosen = dict(self.db.execute("SELECT problem, strategy FROM choices WHERE hardware=? AND dsl=? AND "
+                                      "versions=?", (hw, dsl, ver)).fetchall())
+        return [json.loads(chosen.get(p, b[1])) for p, b in best.items() if p != but] + \
+            [json.loads(st) for p, st in chosen.items() if p not in best and p != but]
+
     def remember_module(self, hw: str, dsl: str, problem: str, ops: str, source: str, time_ms: float | None,
                         by: str) -> None:
         """A verified module, kept for retrieval into later prompts (the best per problem and author)."""

@@ -226,6 +226,43 @@ def test_a_rejection_that_says_more_of_the_run_than_of_the_module_is_measured_ag
     assert again["from_db"] == first["measured"] - 1
 
 
+def test_strategies_that_won_elsewhere_go_first_so_a_time_limit_cuts_the_others(tmp_path, monkeypatch):
+    """A TileLang linear's default (a SIMT GEMM) took the whole --time limit and its cuBLAS strategy was
+    never tried, though that family had won on nine GEMM programs of the same set. Strategies are ordered
+    by their wins on this hardware and DSL: with the limit past after one, that one is the family that won."""
+    import akg_agent.tune as tune_mod
+    from akg_agent.translate import Strategy
+    from akg_agent.tuning_db import versions
+    from akg_agent.verifier import Verdict
+    from dsl_backends import get_backend
+    from hardware_models.spec import load_target
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    order: list[str] = []
+
+    def fake_verify(t, target):
+        order.append(t.strategy.describe())
+        t.verdict = Verdict(True, "ok", "matches", {"timing": {"candidate": {"median_s": 1e-3},
+                                                               "eager": {"median_s": 2e-3}}})
+
+    monkeypatch.setattr(tune_mod, "_verify_module", fake_verify)
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
+    monkeypatch.setattr(tune_mod, "_head_to_head", lambda *a, **k: None)
+    prob = str(problem_path("softmax_logsoftmax"))
+    tune(prob, "cpu", "cpp", budget=1, time_limit_s=0.0, db=TuningDB(tmp_path / "fresh.sqlite"))
+    assert order == ["rows=fused, conv=library"]  # no history: the default first
+    db = TuningDB(tmp_path / "t.sqlite")
+    hw, ver = hardware_key(load_target("cpu")), versions(get_backend("cpp").manifest)
+    for other, won in (("a", ("softmax",)), ("b", ("softmax", "gemm")), ("c", ())):  # two wins for softmax
+        db.put_strategy(hw, "cpp", other, ver, Strategy().to_json(), 2e-3, "accepted")
+        db.put_strategy(hw, "cpp", other, ver, Strategy(library=won).to_json(), 1e-3 if won else 3e-3, "accepted")
+    order.clear()
+    rep = tune(prob, "cpu", "cpp", budget=1, time_limit_s=0.0, db=db)
+    assert order == ["rows=fused, conv=library, library=softmax"] and rep["strategy"] == order[0]
+    assert {s["strategy"] for s in rep["strategies"] if s["verdict"].startswith("not tried")} == {
+        "rows=fused, conv=library", "rows=split, conv=library"}
+
+
 def test_a_kernel_with_one_schedule_is_not_measured_alone_and_every_timing_takes_the_hosts_lock(tmp_path,
                                                                                                monkeypatch):
     """budget 1 leaves nothing to choose per kernel: only the strategy's module is verified and timed. Every
