@@ -309,3 +309,19 @@ def test_schedules_within_the_timers_resolution_go_by_the_cost_models_rank():
     assert chosen[0] == chosen[1] == {"k0": 0, "k2": 1} and chosen[2] == chosen[3] == {"k1": 0, "k2": 1, "k3": 0}
     assert _fastest({0: 5.67, 1: 3.89, 2: 3.90}) == 1
     assert _fastest({0: math.inf, 1: math.inf}) == 0 and _fastest({}) is None
+
+
+def test_measurements_on_another_card_are_kept_apart_from_the_targets(tmp_path, monkeypatch):
+    """A tune for --target h100 that ran on a lent H200 keys its measurements by both: a later tune or
+    translate on a real H100 does not take the H200's times for its own."""
+    import akg_agent.verifier as vf
+    from hardware_models.spec import load_target
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # no calibrated profile
+    monkeypatch.setattr(vf, "device_for", lambda target: "cuda")
+    monkeypatch.setattr(vf, "_gpu_name", lambda visible: "NVIDIA H200")
+    assert hardware_key(load_target("h100")) == "h100 timed on h200"
+    assert hardware_key(load_target("h200")) == "h200"
+    monkeypatch.setattr(vf, "_gpu_name", lambda visible: "NVIDIA H100 80GB HBM3")
+    assert hardware_key(load_target("h100")) == "h100"
+    assert hardware_key(load_target("cpu")) == load_target("cpu").name
