@@ -327,3 +327,14 @@ def test_translate_takes_library_from_the_command_line(tmp_path, monkeypatch, ca
 def test_a_program_without_a_family_has_no_library_strategy():
     t = build(problem_path("ew_activations_a"), "cpp", "cpu", tuned=False)
     assert t.graph.meta["library_families"] == () and strategies_for(t) == [Strategy()]
+
+
+def test_the_plan_names_the_library_that_runs_a_convolution_on_the_target():
+    """oneDNN on the CPU, cuDNN on an NVIDIA GPU (the plan said cuDNN for both)."""
+    from akg_agent.agents.designer import rules_plan
+
+    p = problem_path("l2_conv_relu_biasadd")
+    cpu, gpu = (" ".join(g.why for g in rules_plan(build(p, d, t), 0.5).groups)
+                for d, t in (("cpp", "cpu"), ("triton", "h100")))
+    assert "torch library call (oneDNN)" in cpu and "cuDNN" not in cpu
+    assert "torch library call (cuDNN)" in gpu

@@ -49,8 +49,8 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
         why = (f"the rules engine cannot lower {', '.join(opaque)}: the model writes it" if strat == "model" else
                f"the rules engine cannot lower {', '.join(opaque)}: left a torch call (--allow-opaque)" if opaque else
                "" if strat == "generated" else (
-            "torch library call (cuDNN: faster than akg's fp32 implicit GEMM) + fused epilogue; --conv generated "
-            "asks for the implicit GEMM" if libs[grp.id] == "conv" and "conv" in kinds else
+            f"torch library call ({'cuDNN' if t.target.kind == 'gpu' else 'oneDNN'}) + fused epilogue; --conv "
+            "generated asks for the generated convolution" if libs[grp.id] == "conv" and "conv" in kinds else
             f"torch's recurrent layer (cuDNN on NVIDIA GPUs: one persistent kernel a layer): generated, it would "
             f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
