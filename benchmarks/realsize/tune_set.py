@@ -108,6 +108,7 @@ def main() -> int:
     dsls = args.dsl.split(",")
     start = time.monotonic()
     if args.translate:
+        print(f"modules to {out / 'sol'}/<dsl>[-pure]/", flush=True)  # OUT is the tune's folder, not the modules'
         jobs = [(p, d, pure) for d in dsls for pure in ((False, True) if args.pure else (False,)) for p in programs]
         def translate(job: tuple[Path, str, bool]) -> str:  # a child each: builds hold the GIL
             p, d, pure = job
