@@ -19,6 +19,7 @@ from dsl_backends import Manifest
 from hardware_models.spec import HardwareModel, cache_dir
 from ir.kernel.schedule import Schedule
 
+from .verifier import device_for, timed_on
 from .version import __version__
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS measurements (
@@ -141,8 +142,6 @@ def hardware_key(target: HardwareModel) -> str:
     """The hardware a measurement belongs to: the model's name, the calibrated profile's if any, and the
     card that times where it is not the target's (an H200 lent for an H100 target: its times are the
     H200's, never served to a tune or translate on a real H100)."""
-    from .verifier import device_for, timed_on  # the verifier's own view of which card times
-
     card = timed_on(target.name, device_for(target.name)) if target.kind == "gpu" else None
     return target.name + (f" ({target.calibrated_from})" if target.calibrated_from else "") + \
         (f" timed on {card}" if card else "")

@@ -47,7 +47,7 @@ def test_conv_with_epilogue_is_one_generated_gemm_when_asked(tmp_path):
                   seeds=(0, 1), conv="generated")
     assert t.verdict.accepted and not t.program.library_calls(), t.verdict.line()
     with pytest.raises(AkgError, match="does not generate convolutions"):
-        build(problem_path("l2_conv_relu_biasadd"), "cuda-c", "h100", conv="generated")
+        build(problem_path("l2_conv_relu_biasadd"), "numpy", "cpu", conv="generated")  # lists no conv, no window
     # --pure: every group generated where the backend can, else an error naming what it cannot
     t = build(problem_path("l2_conv_relu_biasadd"), "triton", "h100", pure=True)
     assert not t.program.library_calls() and [k.kind for k in t.program.kernels()] == ["matmul"]
@@ -100,19 +100,20 @@ def test_backends_generate_windows_only_where_their_manifest_says():
     t = build(problem_path("pool_avg_1d_2d_3d"), "cpp", "cpu")
     # generated, each small window unrolled into a pointwise kernel (ir/kernel/unroll.py)
     assert not t.program.library_calls() and [k.kind for k in t.program.kernels()] == ["pointwise"] * 3
-    for dsl, target in (("cuda-c", "h100"), ("tilelang", "h100"), ("pallas", "h100"), ("metal", "m4-max")):
+    for dsl, target in (("cuda-c", "h100"), ("tilelang", "h100"), ("metal", "m4-max")):
         t = build(problem_path("pool_avg_1d_2d_3d"), dsl, target)
         assert not t.program.library_calls(), dsl
     t = build(problem_path("pool_avg_1d_2d_3d"), "numpy", "cpu")  # the example backend lists no "window"
     assert [s.op for s in t.program.library_calls()] == ["avg_pool"] * 3
 
 
-@pytest.mark.parametrize("dsl", ["tilelang", "pallas", "metal"])
+@pytest.mark.parametrize("dsl", ["tilelang", "metal"])
 @pytest.mark.parametrize("name", ["pool_max_1d_2d_3d", "dw_conv"])
 def test_pooling_and_depthwise_windows_verify_pure_in_every_backend(dsl, name, tmp_path):
-    """Every backend now generates pooling and depthwise convolutions (their windows lower to primitives):
-    --pure modules verified through TileLang's C target, Pallas's interpreter and the Metal emulator (the
-    CUDA-C ones compile here: test_cuda_c_compiles_windows)."""
+    """TileLang, Metal and CUDA-C generate pooling and depthwise convolutions too (their windows lower to
+    primitives): --pure modules verified through TileLang's C target and the Metal emulator (the CUDA-C ones
+    compile here: test_cuda_c_compiles_windows). Pallas does not yet: a group norm fused after a generated
+    pool failed Mosaic's TPU lowering."""
     from akg_agent.verifier import verify
 
     from .conftest import problem_path
