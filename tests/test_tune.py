@@ -318,7 +318,9 @@ def test_measurements_on_another_card_are_kept_apart_from_the_targets(tmp_path, 
     from hardware_models.spec import load_target
 
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # no calibrated profile
-    monkeypatch.setattr(vf, "device_for", lambda target: "cuda")
+    import akg_agent.tuning_db as tdb
+
+    monkeypatch.setattr(tdb, "device_for", lambda target: "cuda")
     monkeypatch.setattr(vf, "_gpu_name", lambda visible: "NVIDIA H200")
     assert hardware_key(load_target("h100")) == "h100 timed on h200"
     assert hardware_key(load_target("h200")) == "h200"
