@@ -120,9 +120,7 @@ def _by_history(todo: list[Strategy], won: list[dict[str, Any]]) -> list[Strateg
     past = [Strategy.from_json(w) for w in won]
 
     def wins(s: Strategy) -> int:
-        if s == Strategy():
-            return sum(p == s for p in past)
-        if s.library and s == Strategy(library=s.library):
+        if s.library and s == Strategy(library=s.library):  # a library strategy: the wins of its families
             return sum(bool(set(s.library) & set(p.library)) for p in past)
         return sum(p == s for p in past)
 
