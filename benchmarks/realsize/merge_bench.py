@@ -30,14 +30,14 @@ def _rows(run: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return json.loads(partial.read_text()), {}
 
 
-def merge(runs: list[Path], baselines: list[str], labels: list[str]) -> dict[str, Any]:
+def merge(runs: list[list[dict[str, Any]]], names: list[Path], baselines: list[str],
+          labels: list[str]) -> dict[str, Any]:
     from akg_agent.bench.metrics import summarize
     from akg_agent.bench.runner import flatten
 
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for run in runs:
-        rows, _ = _rows(run)
+    for rows, run in zip(runs, names):
         for r in rows:
             if r["problem"] not in seen:
                 seen.add(r["problem"])
@@ -63,12 +63,13 @@ def main() -> int:
     from akg_agent.bench.report import render
     from akg_agent.bench.runner import parse_solutions
 
-    metas = [m for m in (_rows(r)[1] for r in args.runs) if m]
+    read = [_rows(r) for r in args.runs]  # each run's file read once
+    metas = [m for _, m in read if m]
     if not metas:
         raise SystemExit("no run finished: the labels and baselines come from a finished run's results.json")
     meta = dict(metas[0], runs=[str(r) for r in args.runs], note=args.note, command=args.command)
     labels = list(parse_solutions(meta["solutions"])) if meta.get("solutions") else [""]
-    doc = merge(args.runs, meta["baselines"], labels)
+    doc = merge([rows for rows, _ in read], args.runs, meta["baselines"], labels)
     doc = {"meta": meta, **doc}
     Path(args.out + ".json").write_text(json.dumps(doc, indent=2, default=str))
     Path(args.out + ".html").write_text(render(doc["records"], doc["summary"], meta))
