@@ -151,6 +151,20 @@ def test_guard_lists_compute_but_not_allocation():
     assert undeclared(["aten.mul.Tensor", "aten.convolution.default"], ["aten.convolution"]) == ["aten.mul.Tensor"]
 
 
+def test_guard_poisons_every_uninitialised_allocation_whatever_the_allocator_hands_out():
+    big = 16 << 20  # past glibc's mmap threshold: a freed block is unmapped, a new one reads zeros
+    with AtenGuard(poison=math.nan) as g:
+        a = torch.empty(big // 4)
+        b = torch.empty_like(torch.ones(3, dtype=torch.int32))
+        c = torch.ones(2).new_empty((5,), dtype=torch.bool)
+        d = torch.empty(4, dtype=torch.float16)
+    assert bool(a.isnan().all()) and b.tolist() == [2**31 - 1] * 3 and all(c.tolist()) and bool(d.isnan().all())
+    assert g.compute_ops() == []  # the fill is the guard's, not the candidate's compute
+    with AtenGuard(poison=-7.7e30):
+        e, f = torch.empty(big // 4), torch.empty(3, dtype=torch.float16)
+    assert float(e[0]) == pytest.approx(-7.7e30) and f.tolist() == [-65504.0] * 3  # clamped where the dtype overflows
+
+
 def test_side_stream_rule():
     """Judged by how long the device stays busy after the timed stream's end, not by the host clock: a
     genuine CUDA-C row-split module on a loaded host measured 1.21 ms on the host, 0.485 ms in events."""

@@ -6,9 +6,11 @@ the guard sees is torch doing the work itself. Allocation, views and copies are 
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections import Counter
 from typing import Any
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 NOT_COMPUTE = {
@@ -34,17 +36,45 @@ def is_compute(name: str) -> bool:
     return parts[1] not in NOT_COMPUTE
 
 
+# Allocations whose contents are undefined: the guard can fill them with a poison value.
+UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
+
+
 class AtenGuard(TorchDispatchMode):
-    def __init__(self) -> None:
+    """`poison`: fill every uninitialised allocation with this value (integers: the dtype's max for
+    NaN, else its min; booleans: True for NaN), so an output the candidate never writes reads the
+    poison whatever the allocator hands out (poisoning freed blocks is not enough: large CPU blocks
+    come fresh from mmap, small ones keep the allocator's bookkeeping)."""
+
+    def __init__(self, poison: float | None = None) -> None:
         super().__init__()
         self.calls: Counter[str] = Counter()
+        self.poison = poison
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        self.calls[op_name(func)] += 1
-        return func(*args, **(kwargs or {}))
+        name = op_name(func)
+        self.calls[name] += 1
+        out = func(*args, **(kwargs or {}))
+        if self.poison is not None and name.split(".")[1] in UNINITIALISED and isinstance(out, torch.Tensor):
+            _fill_poison(out, self.poison)
+        return out
 
     def compute_ops(self) -> list[str]:
         return sorted(n for n in self.calls if is_compute(n))
+
+
+def _fill_poison(t: torch.Tensor, value: float) -> None:
+    if t.numel() == 0:
+        return
+    if t.dtype == torch.bool:
+        t.fill_(math.isnan(value))
+    elif t.is_floating_point():
+        t.fill_(value if math.isnan(value) else max(value, torch.finfo(t.dtype).min))  # half overflows
+    elif t.is_complex():
+        t.fill_(value)
+    else:
+        info = torch.iinfo(t.dtype)
+        t.fill_(info.max if math.isnan(value) else info.min)
 
 
 def undeclared(compute_ops: list[str], declared: list[str]) -> list[str]:

@@ -255,7 +255,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                 o.fill_(math.nan)
         del ref_out
         before = [_fingerprint(x) for x in inputs]
-        guard = AtenGuard()
+        guard = AtenGuard(poison=math.nan)
         torch.manual_seed(rng)
         with phase("candidate"):
             _poison_allocator(sizes, device)  # last, so the candidate's own allocations get these blocks
@@ -287,7 +287,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             args = [_to(x, device) for x in raw]
             torch.manual_seed(rng)
             _poison_allocator(sizes, device, value=-7.7e30)  # last: the candidate gets these blocks
-            again = _run(cand, args, AtenGuard(), device, label)
+            again = _run(cand, args, AtenGuard(poison=-7.7e30), device, label)
             if i < len(again) and isinstance(c, torch.Tensor) and not _compare(again[i], c, policy, None).ok:
                 raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
                                              f"uninitialised or stale memory ({label})")
