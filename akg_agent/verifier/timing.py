@@ -9,7 +9,10 @@ stream escapes the events but not the host clock.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import fcntl
+import functools
 import os
 import re
 import statistics
@@ -167,9 +170,32 @@ def time_interleaved(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Se
         return _time_turns(fns, input_sets, device, trials, warmup)
 
 
+# glibc's mallopt parameters, and the limits set for CPU timing
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+STEADY_MMAP_BYTES = 1 << 30
+
+
+@functools.cache
+def steady_heap() -> bool:
+    """CPU timing in a process whose large allocations reuse a warm heap. glibc does that by itself for
+    blocks under its dynamic mmap threshold (at most 32 MiB); a larger output is mapped fresh on every
+    call and pays a page fault per page, or, when the heap's top happens to have room, does not: the same
+    call times several-fold apart depending on what ran before, so two contenders could be timed in
+    different modes. Every contender (eager, torch.compile, the candidate) is timed under this one
+    policy, the one glibc applies below 32 MiB. False where the C library has no mallopt (not glibc)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, STEADY_MMAP_BYTES) and mallopt(M_TRIM_THRESHOLD, 2 * STEADY_MMAP_BYTES - 1))
+
+
 def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,
                 trials: int | None, warmup: int) -> dict[str, Timing | Exception]:
     gpu = device.type == "cuda"
+    if not gpu:
+        steady_heap()
     trials = trials or (100 if gpu else 10)
     flush = _flusher(device)
     failed: dict[str, Exception] = {}
