@@ -44,6 +44,7 @@ RULE_PROBLEMS = {
     "hardtanh-is-clamp": "rule_clamps",
     "scalar-chain": "rule_scalar_chains",
     "flip-scan-flip": "scan_reverse_cumsum",
+    "one-gemm-over-steps": "rule_gemm_over_steps",
     "same-value": "rule_cse_fold",
     "fold-constant": "rule_cse_fold",
 }
@@ -115,6 +116,14 @@ def test_reduce_through_linear_turns_gemm_into_gemv(lifted):
     run_passes(g, ["simplify"])
     linears = [n for n in g.nodes if n.op == "linear"]
     assert [n.shape for n in linears] == [(8, 1), (8, 1)]  # no [8,64] or [8,16] GEMM remains
+
+
+def test_a_weight_applied_to_every_step_is_one_gemm_over_all_steps(lifted):
+    _, g = lifted("rule_gemm_over_steps")
+    run_passes(g, ["simplify", "cse", "dce"])
+    shapes = sorted(n.shape for n in g.nodes if n.op == "linear")
+    # the input projection over all 4 steps at once; 4 recurrent GEMMs; the skip's two steps left alone
+    assert shapes == [(3, 16)] * 6 + [(4, 3, 16)], shapes
 
 
 def test_scalar_chain_folds_to_one_multiply_and_add(lifted):

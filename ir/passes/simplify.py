@@ -269,12 +269,54 @@ def _keepdim_reduction(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return r.op(red.op, list(red.args), **dict(red.attrs, keepdim=True))
 
 
+# --- one weight applied to every slice of a tensor along its first axis (an RNN's input projection
+# unrolled over time steps, read as xs[t]): one GEMM over the whole tensor, each step's product a
+# slice of it; the same rows are computed, in one call whose GEMM is as tall as all the steps together
+def _step_of(lin: Node) -> tuple[Node, int] | None:
+    """(xs, t) where `lin`'s input is xs[t] (a unit slice of xs's first axis, that axis dropped)."""
+    rs = lin.args[0]
+    sl = rs.args[0] if rs is not None and rs.op == "reshape" else None
+    if sl is None or sl.op != "slice" or sl.args[0] is None:
+        return None
+    a, xs = sl.attrs, sl.args[0]
+    if a["dim"] % xs.type.rank != 0 or a.get("step", 1) != 1 or a["end"] - a["start"] != 1 or a["start"] < 0:
+        return None
+    return (xs, a["start"]) if list(rs.shape) == list(xs.shape[1:]) else None
+
+
+def _gemm_key(lin: Node) -> tuple[int, ...]:
+    return tuple(id(a) for a in lin.args[1:])
+
+
+def _annotate_step_gemms(g: Graph) -> None:
+    """Marks on xs the weights (and biases) applied to every one of its slices, each by its own linear."""
+    steps: dict[tuple[int, tuple[int, ...]], tuple[Node, set[int]]] = {}
+    for n in g.nodes:
+        got = _step_of(n) if n.op == "linear" and n.args[0] is not None else None
+        if got is not None:
+            steps.setdefault((id(got[0]), _gemm_key(n)), (got[0], set()))[1].add(got[1])
+    for (_, key), (xs, ts) in steps.items():
+        if len(ts) > 1 and ts == set(range(xs.shape[0])):
+            xs.meta.setdefault("_step_gemms", set()).add(key)
+
+
+def _one_gemm_over_steps(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    got = _step_of(r.root)
+    if got is None or _gemm_key(r.root) not in got[0].meta.get("_step_gemms", ()):
+        return None
+    xs, t = got
+    whole = r.op("linear", [xs, *r.root.args[1:]])  # the same node for every step, once cse has run
+    return r.op("reshape", [r.op("slice", [whole], dim=0, start=t, end=t + 1, step=1)], shape=list(r.root.shape))
+
+
 def _annotate_users(g: Graph) -> None:
     for n, us in g.users().items():
         n.meta["_users"] = len(us) + sum(o is n for o in g.outputs)
+    _annotate_step_gemms(g)
 
 
 SIMPLIFY_RULES = (
+    Rule("one-gemm-over-steps", P("linear"), _one_gemm_over_steps),
     Rule("reduce-through-linear", P(("sum", "mean"), P("linear", bind="lin", where=lambda n: _users(n) == 1)),
          _sum_of_linear),
     Rule("reduce-through-matmul", P(("sum", "mean"), P("matmul", bind="mm", where=lambda n: _users(n) == 1)),
@@ -323,6 +365,7 @@ class Simplify(RewritePass):
         changed = super().run(g, trace)
         for n in g.nodes:
             n.meta.pop("_users", None)
+            n.meta.pop("_step_gemms", None)
         return changed
 
 
