@@ -58,6 +58,19 @@ def test_softmax_and_layernorm_become_one_row_kernel(lifted):
     assert sum(r.op == "max" for r in prog.kernels()[1].reductions()) == 1
 
 
+def test_a_layer_norms_mean_is_computed_once_although_its_variance_reduces_it_again(lifted):
+    problem, g = _prepared(lifted, "norm_layer_rms")
+    prog = lower(g, fuse_rows(g, fuse(g)))
+    ln = next(k for k in prog.kernels() if k.out.name.startswith("layer_norm"))
+    # mean, and the variance's sum of squared deviations around that same mean: two row sums, not three
+    assert ln.kind == "rownorm" and [r.op for r in ln.reductions()] == ["sum", "sum"]
+    # the RMS norms: one mean square each
+    assert sorted(len(k.reductions()) for k in prog.kernels()) == [1, 1, 2]
+    inputs = problem.make_inputs(2)
+    for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
 def test_row_fusion_does_not_merge_reductions_over_two_axes():
     from ir.lift import lift
     from ir.problem import load_problem

@@ -38,6 +38,7 @@ from .ir import (
     row_major_strides,
     walk,
 )
+from .share import share_reductions
 from .unroll import WINDOW_MAX
 
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
@@ -439,7 +440,7 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
         kind = "matmul" if any(r.op == "dot" for r in reds) else "reduce" if reds else "pointwise"
         if any(isinstance(x, Scan) for x in walk(e)):
             kind = "scan"
-        steps.append(Kernel(f"k{first + len(steps)}_{n.name}", kind, lw.buf(n), coords, e, gid))
+        steps.append(share_reductions(Kernel(f"k{first + len(steps)}_{n.name}", kind, lw.buf(n), coords, e, gid)))
     return steps
 
 
