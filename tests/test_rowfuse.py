@@ -109,7 +109,9 @@ def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path)
     if dsl == "triton":
         body = src[src.index("def k0_"):src.index("def k1_")]
         loads = body.count("tl.load(x")
-        assert loads == (1 if br is None else 6), body  # one tile: x read once for 4 reductions and the output
+        # one tile: x read once; in chunks, one sweep per distinct reduction (4: the layer norm's mean is
+        # also its variance's) and one for the output
+        assert loads == (1 if br is None else 5), body
         assert ("for start in range(0, 100, BR)" in body) == (br is not None)
     cand = tmp_path / "cand.py"
     cand.write_text(src)
