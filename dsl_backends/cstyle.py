@@ -397,11 +397,12 @@ def views(k: Kernel, bk: int) -> dict[str, View]:
 
 
 def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,
-              pragma: str = "", hoist: bool = False) -> list[str]:
+              pragma: str = "", hoist: bool = False, store_to: str | None = None) -> list[str]:
     """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
     once (innermost first), then `col_loop` (a loop header over akg_col, after `pragma`) writing each
-    output. `hoist`: the values of the row alone (the log of a log-softmax's sum, say) computed before
-    the loop, not per column (a compiler keeps a math call that may set errno inside it)."""
+    output (to `store_to` in place of its element of `out`). `hoist`: the values of the row alone (the
+    log of a log-softmax's sum, say) computed before the loop, not per column (a compiler keeps a math
+    call that may set errno inside it)."""
     for r in dict.fromkeys(k.reductions()):
         p(r)
     if hoist:  # the output's own values, not those inside a reduction (printed in its loop already)
@@ -422,7 +423,7 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
     flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
                       for v, st in zip(k.coords, k.out.strides())) or "0"
     return p.lines + [p.indent + ln for ln in (pragma, col_loop) if ln] + inner.lines + [
-        f"{inner.indent}out[{flat}] = {style.store(k.out.dtype, val)};", p.indent + "}"]
+        f"{inner.indent}{store_to or f'out[{flat}]'} = {style.store(k.out.dtype, val)};", p.indent + "}"]
 
 
 def decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:

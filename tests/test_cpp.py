@@ -308,3 +308,77 @@ def test_a_row_kernels_values_of_the_row_alone_are_computed_before_its_column_lo
     src = src[:src.index("\n}\n")]
     assert src.count("logf(") == 1 and src.index("logf(") < src.index("for (int64_t akg_col")
     _verified_module(path, text, tmp_path, "log_softmax_mod")
+
+
+STREAMED = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(72)
+
+    def forward(self, v, x, y):
+        return torch.sigmoid(v) * 2.0, F.gelu(x) + 1.0, self.ln(y)
+
+
+def get_inputs():
+    return [torch.randn(1003), torch.randn(12, 100), torch.randn(5, 72)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
+    """With `stream` every pointwise and row kernel computes blocks into an aligned buffer and writes
+    them with non-temporal stores, fenced before its parallel region ends: a flat loop with a tail
+    (1003 elements), rows of 100 (every other row's start not 32-byte aligned: plain stores there),
+    a layer norm's rows. The verifier's poisoned outputs catch any element left unwritten."""
+    from dsl_backends.cpp.backend import streamable
+
+    path = tmp_path / "p.py"
+    path.write_text(STREAMED)
+    t = build(path, "cpp", "cpu", pure=True)
+    kinds = {k.kind for k in t.program.kernels() if streamable(k)}
+    assert kinds == {"pointwise", "rownorm"}, [k.kind for k in t.program.kernels()]
+    for k in t.program.kernels():
+        if streamable(k):
+            t.schedules[k.name] = t.schedules[k.name].replace(stream=True)
+    text = render(t)
+    for k in t.program.kernels():
+        src = text[text.index(f"void {k.name}("):]
+        src = src[:src.index("\n}\n")]
+        assert ("akg_stream(out" in src and "akg_sfence();" in src) == streamable(k), src
+    assert "akg_stream(out + akg_o * 100 + akg_cb" in text  # the rows-then-columns loop streams too
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()
+
+
+def test_outputs_past_half_the_last_level_cache_are_streamed_by_default():
+    from dataclasses import replace
+
+    from dsl_backends.cpp.backend import _default
+    from hardware_models.spec import detect_cpu
+    from ir.kernel.ir import Buf, Const, Kernel, Var
+
+    cpu = detect_cpu()
+
+    def with_llc(n: int):
+        return replace(cpu, figures={**cpu.figures, "chip": {**cpu.figures["chip"], "l2_bytes": replace(
+            cpu.figures["chip"]["l2_bytes"], value=n)}})
+
+    def k(numel: int, dtype: str = "f32", kind: str = "pointwise") -> Kernel:
+        return Kernel("k", kind, Buf("o", (numel,), dtype), (Var("c", numel),), Const(1.0, dtype))
+
+    llc = with_llc(32 << 20)
+    assert _default(k(4 << 20), llc).get("stream") is True  # 16 MiB of f32
+    assert _default(k(1 << 20), llc).get("stream") is None  # 4 MiB: its reader finds it cached
+    assert _default(k(4 << 20, "f64"), llc).get("stream") is None
+    assert _default(k(4 << 20, kind="reduce"), llc).get("stream") is None

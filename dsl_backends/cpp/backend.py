@@ -67,15 +67,24 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
             if not isinstance(e, (Var, Const)) and last.name not in free_vars(e, memo):
                 p(e)
 
-    def sweep(expr: Expr, lo: str, hi: str, indent: str) -> list[str]:
+    def sweep(expr: Expr, lo: str, hi: str, indent: str, to: str = "") -> list[str]:
         pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent=indent + "    ")
         pi.counter, pi.names = p.counter, dict(p.names)
         pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
         val = pi(expr)
         return [f"{indent}#pragma omp simd", f"{indent}for (int64_t akg_c = {lo}; akg_c < {hi}; ++akg_c) {{",
-                *pi.lines, f"{indent}    out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};",
+                *pi.lines, f"{indent}    {to or f'out[akg_o * {n_in} + akg_c]'} = {STYLE.store(k.out.dtype, val)};",
                 f"{indent}}}"]
 
+    if inside is None and _streamed(k, s):
+        b = STREAM_BLOCK
+        return _parallel(s, [
+            f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines,
+            f"        for (int64_t akg_cb = 0; akg_cb < {n_in}; akg_cb += {b}) {{",
+            f"            alignas(32) float akg_buf[{b}];",
+            f"            const int64_t akg_ce = std::min<int64_t>({n_in}, akg_cb + {b});",
+            *sweep(k.expr, "akg_cb", "akg_ce", "            ", to="akg_buf[akg_c - akg_cb]"),
+            f"            akg_stream(out + akg_o * {n_in} + akg_cb, akg_buf, akg_ce - akg_cb);", "        }", "    }"])
     body = sweep(k.expr, "0", str(n_in), "        ")
     if inside is not None:  # edges (a whole row where its conditions fail) masked, the interior not
         ok = " && ".join(p(c) for c in inside.row_conditions) or "true"
@@ -98,6 +107,16 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
+    if _streamed(k, s):
+        n, b = k.out.numel, STREAM_BLOCK
+        return _parallel(s, [
+            f"    for (int64_t akg_b = 0; akg_b < {-(-n // b)}; ++akg_b) {{",
+            f"        alignas(32) float akg_buf[{b}];",
+            f"        const int64_t akg_lo = akg_b * {b}, akg_n = std::min<int64_t>({b}, {n} - akg_lo);",
+            "        #pragma omp simd", "        for (int64_t akg_j = 0; akg_j < akg_n; ++akg_j) {",
+            "        const int64_t akg_i = akg_lo + akg_j;", *p.lines,
+            f"        akg_buf[akg_j] = {STYLE.store(k.out.dtype, val)};", "        }",
+            "        akg_stream(out + akg_lo, akg_buf, akg_n);", "    }"])
     # pointwise iterations are independent: `simd` lets gcc vectorise them, vector math included
     head = omp(s).replace("parallel for", "parallel for simd") if k.kind == "pointwise" else omp(s)
     return [head, f"    for (int64_t akg_i = 0; akg_i < {k.out.numel}; ++akg_i) {{", *p.lines,
@@ -106,16 +125,48 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
 
 def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     """Per row (in parallel): its reductions once, innermost first, then a vectorisable sweep over
-    the columns writing the output."""
+    the columns writing the output (streamed past the caches in blocks, with `stream`)."""
     row_c, cols = row_coords(k)
     rows, n = math.prod(v.extent for v in row_c), math.prod(e for _, e in cols)
-    out = [omp(s), f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
+    loop = [f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    loop = f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
     once = _terms_once(k, p, cols)
-    out += once if once is not None else row_sweep(STYLE, k, p, cols, loop, "#pragma omp simd", hoist=True)
-    return out + ["    }"]
+    if once is not None:  # the terms are read back: never streamed
+        return [omp(s), *loop, *once, "    }"]
+    if _streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c):  # rows lead: out[row * n + col]
+        head = (f"for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {STREAM_BLOCK}) {{ alignas(32) float akg_buf"
+                f"[{STREAM_BLOCK}]; const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {STREAM_BLOCK});\n"
+                "        #pragma omp simd\n        for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {")
+        body = row_sweep(STYLE, k, p, cols, head, hoist=True, store_to="akg_buf[akg_col - akg_cb]")
+        done = f"        akg_stream(out + akg_row * {n} + akg_cb, akg_buf, akg_ce - akg_cb);"
+        return _parallel(s, [*loop, *body, done, "        }", "    }"])
+    return [omp(s), *loop, *row_sweep(STYLE, k, p, cols, loop_col(n), "#pragma omp simd", hoist=True), "    }"]
+
+
+def loop_col(n: int) -> str:
+    return f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
+
+
+# Streamed outputs: each block of STREAM_BLOCK floats is computed into an aligned stack buffer, then
+# written with non-temporal stores (no read for ownership, no eviction of the inputs) where the
+# output is larger than the last-level cache can keep for its reader anyway.
+STREAM_BLOCK = 64
+
+
+def streamable(k: Kernel) -> bool:
+    return k.kind in ("pointwise", "rownorm") and k.out.dtype == "f32" and not size_args(k)
+
+
+def _streamed(k: Kernel, s: Schedule) -> bool:
+    return bool(s.get("stream")) and streamable(k)
+
+
+def _parallel(s: Schedule, loop: list[str]) -> list[str]:
+    """`loop` shared among the threads, each fencing its streamed stores before the region ends."""
+    t = s.get("threads")
+    return [f"    #pragma omp parallel{f' num_threads({t})' if t else ''}", "    {",
+            "    #pragma omp for schedule(static)", *loop, "    akg_sfence();", "    }"]
 
 
 def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> list[str] | None:
@@ -386,8 +437,17 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
 
 
 def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
-    # OpenMP's own thread count by default; `akg tune` tries explicit ones
-    return [Schedule()] + [Schedule(threads=t) for t in sorted({1, max(1, target.units // 2), target.units})]
+    # OpenMP's own thread count by default; `akg tune` tries explicit ones, and the other store kind
+    first = _default(k, target)
+    threads = [first] + [first.replace(threads=t) for t in sorted({1, max(1, target.units // 2), target.units})]
+    return threads + ([Schedule(stream=not first.get("stream", False))] if streamable(k) else [])
+
+
+def _default(k: Kernel, target: HardwareModel) -> Schedule:
+    """Streamed stores for an output at least half the last-level cache: its reader finds little of it
+    cached anyway, and plain stores would first read every line they write."""
+    big = k.out.numel * 4 >= target.chip("l2_bytes") / 2
+    return Schedule(stream=True) if streamable(k) and big and target.kind == "cpu" else Schedule()
 
 
 def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
@@ -401,9 +461,9 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
 
 
 TEMPLATES = {
-    "pointwise": Template(kernel(_elementwise), _launch, space=_threads_space),
+    "pointwise": Template(kernel(_elementwise), _launch, _default, _threads_space),
     "reduce": Template(kernel(_reduce), _launch, space=_threads_space),
-    "rownorm": Template(kernel(_rownorm), _launch, space=_threads_space),
+    "rownorm": Template(kernel(_rownorm), _launch, _default, _threads_space),
     "matmul": Template(kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
     "scan": Template(kernel(render_scan), _launch, space=_threads_space),
 }

@@ -43,6 +43,23 @@ static inline uint16_t akg_f32_to_bf16(float f) {
 """ + VECTOR_DECLS + r"""static inline float akg_f16_to_f32(uint16_t h) { return (float)(*(const _Float16*)&h); }
 static inline uint16_t akg_f32_to_f16(float f) {
     _Float16 h = (_Float16)f; uint16_t u; std::memcpy(&u, &h, 2); return u; }
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+// n floats from an aligned stack block to dst past the caches (non-temporal stores) where dst is aligned
+static inline void akg_stream(float* __restrict__ dst, const float* __restrict__ src, int64_t n) {
+    int64_t i = 0;
+#if defined(__AVX__)
+    if ((reinterpret_cast<uintptr_t>(dst) & 31) == 0)
+        for (; i + 8 <= n; i += 8) _mm256_stream_ps(dst + i, _mm256_load_ps(src + i));
+#endif
+    for (; i < n; ++i) dst[i] = src[i];
+}
+static inline void akg_sfence() {
+#if defined(__AVX__)
+    _mm_sfence();
+#endif
+}
 """
 
 class CppStyle(CStyle):
