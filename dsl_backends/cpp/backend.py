@@ -131,10 +131,11 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     loop = [f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    once = _terms_once(k, p, cols)
-    if once is not None:  # the terms are read back: never streamed
-        return [omp(s), *loop, *once, "    }"]
-    if _streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c):  # rows lead: out[row * n + col]
+    streamed = _streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c)  # rows lead: row * n + col
+    once = _terms_once(k, p, cols, streamed)
+    if once is not None:
+        return _parallel(s, [*loop, *once, "    }"]) if streamed else [omp(s), *loop, *once, "    }"]
+    if streamed:
         head = (f"for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {STREAM_BLOCK}) {{ alignas(32) float akg_buf"
                 f"[{STREAM_BLOCK}]; const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {STREAM_BLOCK});\n"
                 "        #pragma omp simd\n        for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {")
@@ -169,10 +170,11 @@ def _parallel(s: Schedule, loop: list[str]) -> list[str]:
             "    #pragma omp for schedule(static)", *loop, "    akg_sfence();", "    }"]
 
 
-def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> list[str] | None:
+def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], streamed: bool = False) -> list[str] | None:
     """out = t(col) / sum_j t(j) (a softmax: t = exp(x - max)) with t computed once per element: the
-    sum's loop writes each term to the row's output, a second loop divides it in place. None when the
-    kernel is not of that form, or its output type would round the terms."""
+    sum's loop writes each term to the row's output, a second loop divides it in place (`streamed`:
+    the terms go to a scratch row of the thread's, the quotients are streamed to the output). None
+    when the kernel is not of that form, or its output type would round the terms."""
     e = k.expr
     if not (isinstance(e, Op) and e.op == "div" and isinstance(e.args[1], Reduce) and e.args[1].op == "sum"
             and len(cols) == 1 and k.coords[-1].name == cols[0][0] and k.out.strides()[-1] == 1
@@ -190,12 +192,25 @@ def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> list[str
     decode(cols, "akg_col", inner)
     val = inner(term)
     row = " + ".join(f"{p.env[v.name]} * {st}" for v, st in zip(k.coords[:-1], k.out.strides()) if st) or "0"
-    return p.lines + [f"{p.indent}double {acc} = 0;", f"{p.indent}#pragma omp simd reduction(+:{acc})",
-                      f"{p.indent}for (int64_t akg_col = 0; akg_col < {cols[0][1]}; ++akg_col) {{",
-                      *inner.lines, f"{inner.indent}out[{row} + akg_col] = {val};", f"{inner.indent}{acc} += {val};",
-                      f"{p.indent}}}", f"{p.indent}#pragma omp simd",
-                      f"{p.indent}for (int64_t akg_col = 0; akg_col < {cols[0][1]}; ++akg_col) {{",
-                      f"{inner.indent}out[{row} + akg_col] = out[{row} + akg_col] / ((float){acc});", f"{p.indent}}}"]
+    n, ind = cols[0][1], p.indent
+    terms = "akg_t[akg_col]" if streamed else f"out[{row} + akg_col]"
+    head = [f"{ind}float* akg_t = akg_row_scratch({n});"] if streamed else []
+    if streamed:
+        b = STREAM_BLOCK
+        divide = [f"{ind}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {b}) {{",
+                  f"{ind}    alignas(32) float akg_buf[{b}];",
+                  f"{ind}    const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {b});",
+                  f"{ind}    #pragma omp simd",
+                  f"{ind}    for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) akg_buf[akg_col - akg_cb] = "
+                  f"akg_t[akg_col] / ((float){acc});",
+                  f"{ind}    akg_stream(out + {row} + akg_cb, akg_buf, akg_ce - akg_cb);", f"{ind}}}"]
+    else:
+        divide = [f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
+                  f"{inner.indent}out[{row} + akg_col] = out[{row} + akg_col] / ((float){acc});", f"{ind}}}"]
+    return p.lines + head + [f"{ind}double {acc} = 0;", f"{ind}#pragma omp simd reduction(+:{acc})",
+                             f"{ind}for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
+                             *inner.lines, f"{inner.indent}{terms} = {val};",
+                             f"{inner.indent}{acc} += {val};", f"{ind}}}", *divide]
 
 
 STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 KB of doubles)

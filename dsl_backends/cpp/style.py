@@ -55,6 +55,11 @@ static inline void akg_stream(float* __restrict__ dst, const float* __restrict__
 #endif
     for (; i < n; ++i) dst[i] = src[i];
 }
+static inline float* akg_row_scratch(int64_t n) {  // one per thread, kept between calls
+    static thread_local std::vector<float> v;
+    if ((int64_t)v.size() < n) v.resize(n);
+    return v.data();
+}
 static inline void akg_sfence() {
 #if defined(__AVX__)
     _mm_sfence();
