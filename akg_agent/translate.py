@@ -391,6 +391,13 @@ def render(t: Translation, timing: dict[str, Any] | None = None) -> str:
     return with_header(header(t, timing), t._body[1])
 
 
+def module_body(t: Translation) -> str:
+    """The module's text without its header: its kernels, launches and checks, what a time measures."""
+    render(t)
+    assert t._body is not None
+    return t._body[1]
+
+
 def _verify(t: Translation, target_name: str, seeds: tuple[int, ...], timed: bool, baselines: tuple[str, ...],
             train: bool) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="akg-translate-") as d:

@@ -5,6 +5,7 @@ a repeated run is instant and a killed run loses no finished measurement."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import socket
 import tempfile
@@ -22,7 +23,7 @@ from ir.passes.library import check_families
 
 from .cluster import Cluster, Done, LocalPool, Work
 from .ranking import ranked_space
-from .translate import Strategy, Translation, build, render
+from .translate import Strategy, Translation, build, module_body, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import TRANSIENT, Verdict, device_for, verify
 from .verifier.timing import host_lock
@@ -186,7 +187,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 continue
             before = report["measured"]
             kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress)
-            key = (*_problem_key(t), strategy.to_json())
+            key = (*_problem_key(t), _measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
             if known is not None:
@@ -253,6 +254,13 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
 def _problem_key(t: Translation) -> tuple[str, str, str, str]:
     """What the tuning database keys a problem's strategies and choice by: hardware, DSL, source, versions."""
     return hardware_key(t.target), t.dsl, problem_signature(t.problem), versions(get_backend(t.dsl).manifest)
+
+
+def _measured_as(t: Translation) -> dict[str, Any]:
+    """What the database keys a strategy's module time by: the strategy and the module it wrote (its
+    source's hash), so a module that akg now writes differently (a renderer changed) is measured again,
+    not served the old module's time."""
+    return {**t.strategy.to_json(), "module": hashlib.sha256(module_body(t).encode()).hexdigest()[:16]}
 
 
 def _steadied(med: float | None, eager: float | None, eager_ref: float | None) -> float:

@@ -338,7 +338,8 @@ def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
     """With `stream` every pointwise and row kernel computes blocks into an aligned buffer and writes
     them with non-temporal stores, fenced before its parallel region ends: a flat loop with a tail
     (1003 elements), rows of 100 (every other row's start not 32-byte aligned: plain stores there),
-    a layer norm's rows, a softmax's (its terms kept in a scratch row). The verifier's poisoned outputs catch any element left unwritten."""
+    a layer norm's rows, a softmax's (its terms kept in a scratch row). The verifier's poisoned
+    outputs catch any element left unwritten."""
     from dsl_backends.cpp.backend import streamable
 
     path = tmp_path / "p.py"

@@ -198,6 +198,28 @@ def test_the_best_strategies_are_timed_head_to_head_and_the_choice_follows_that_
     assert [s["score_s"] for s in again["strategies"]] == [s["score_s"] for s in rep["strategies"]]
 
 
+def test_a_module_akg_now_writes_differently_is_measured_again_not_served(tmp_path, monkeypatch):
+    """The database keys a strategy's time by the module it wrote: after a renderer change (streamed
+    stores, say) the same strategy's new module is timed, not credited with the old module's time."""
+    import akg_agent.tune as tune_mod
+    from akg_agent.verifier import Verdict
+
+    def fake_verify_module(t, target):
+        t.verdict = Verdict(True, "ok", "matches", {"timing": {"candidate": {"median_s": 1e-3},
+                                                               "eager": {"median_s": 2e-3}}})
+
+    monkeypatch.setattr(tune_mod, "_verify_module", fake_verify_module)
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
+    prob, db = str(problem_path("ew_activations_a")), TuningDB(tmp_path / "t.sqlite")
+    first = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
+    again = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
+    assert not first["strategies"][0].get("from_db") and again["strategies"][0].get("from_db")
+    real = tune_mod.module_body
+    monkeypatch.setattr(tune_mod, "module_body", lambda t: real(t) + "\n# written differently now\n")
+    changed = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
+    assert not changed["strategies"][0].get("from_db")
+
+
 def test_a_rejection_that_says_more_of_the_run_than_of_the_module_is_measured_again(tmp_path, monkeypatch):
     """An H200 lent for an H100 target rejected modules as faster than the H100's speed-of-light; the
     database kept the rejections as the modules' verdicts, so every later tune replayed them. Such
