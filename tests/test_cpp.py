@@ -340,7 +340,7 @@ def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
     (1003 elements), rows of 100 (every other row's start not 32-byte aligned: plain stores there),
     a layer norm's rows, a softmax's (its terms kept in a scratch row). The verifier's poisoned
     outputs catch any element left unwritten."""
-    from dsl_backends.cpp.backend import streamable
+    from dsl_backends.cpp.stream import streamable
 
     path = tmp_path / "p.py"
     path.write_text(STREAMED)
@@ -366,7 +366,7 @@ def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
 def test_outputs_past_half_the_last_level_cache_are_streamed_by_default():
     from dataclasses import replace
 
-    from dsl_backends.cpp.backend import _default
+    from dsl_backends.cpp.stream import stream_default
     from hardware_models.spec import detect_cpu
     from ir.kernel.ir import Buf, Const, Kernel, Var
 
@@ -380,7 +380,7 @@ def test_outputs_past_half_the_last_level_cache_are_streamed_by_default():
         return Kernel("k", kind, Buf("o", (numel,), dtype), (Var("c", numel),), Const(1.0, dtype))
 
     llc = with_llc(32 << 20)
-    assert _default(k(4 << 20), llc).get("stream") is True  # 16 MiB of f32
-    assert _default(k(1 << 20), llc).get("stream") is None  # 4 MiB: its reader finds it cached
-    assert _default(k(4 << 20, "f64"), llc).get("stream") is None
-    assert _default(k(4 << 20, kind="reduce"), llc).get("stream") is None
+    assert stream_default(k(4 << 20), llc).get("stream") is True  # 16 MiB of f32
+    assert stream_default(k(1 << 20), llc).get("stream") is None  # 4 MiB: its reader finds it cached
+    assert stream_default(k(4 << 20, "f64"), llc).get("stream") is None
+    assert stream_default(k(4 << 20, kind="reduce"), llc).get("stream") is None

@@ -17,6 +17,7 @@ from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .scan import render_scan
+from .stream import STREAM_BLOCK, loop_col, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -76,9 +77,9 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
                 *pi.lines, f"{indent}    {to or f'out[akg_o * {n_in} + akg_c]'} = {STYLE.store(k.out.dtype, val)};",
                 f"{indent}}}"]
 
-    if inside is None and _streamed(k, s):
+    if inside is None and streamed(k, s):
         b = STREAM_BLOCK
-        return _parallel(s, [
+        return parallel(s, [
             f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines,
             f"        for (int64_t akg_cb = 0; akg_cb < {n_in}; akg_cb += {b}) {{",
             f"            alignas(32) float akg_buf[{b}];",
@@ -107,9 +108,9 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
-    if _streamed(k, s):
+    if streamed(k, s):
         n, b = k.out.numel, STREAM_BLOCK
-        return _parallel(s, [
+        return parallel(s, [
             f"    for (int64_t akg_b = 0; akg_b < {-(-n // b)}; ++akg_b) {{",
             f"        alignas(32) float akg_buf[{b}];",
             f"        const int64_t akg_lo = akg_b * {b}, akg_n = std::min<int64_t>({b}, {n} - akg_lo);",
@@ -131,48 +132,23 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     loop = [f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    streamed = _streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c)  # rows lead: row * n + col
-    once = _terms_once(k, p, cols, streamed)
+    stream = streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c)  # rows lead: row * n + col
+    once = _terms_once(k, p, cols, stream)
     if once is not None:
-        return _parallel(s, [*loop, *once, "    }"]) if streamed else [omp(s), *loop, *once, "    }"]
-    if streamed:
+        return parallel(s, [*loop, *once, "    }"]) if stream else [omp(s), *loop, *once, "    }"]
+    if stream:
         head = (f"for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {STREAM_BLOCK}) {{ alignas(32) float akg_buf"
                 f"[{STREAM_BLOCK}]; const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {STREAM_BLOCK});\n"
                 "        #pragma omp simd\n        for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {")
         body = row_sweep(STYLE, k, p, cols, head, hoist=True, store_to="akg_buf[akg_col - akg_cb]")
         done = f"        akg_stream(out + akg_row * {n} + akg_cb, akg_buf, akg_ce - akg_cb);"
-        return _parallel(s, [*loop, *body, done, "        }", "    }"])
+        return parallel(s, [*loop, *body, done, "        }", "    }"])
     return [omp(s), *loop, *row_sweep(STYLE, k, p, cols, loop_col(n), "#pragma omp simd", hoist=True), "    }"]
 
 
-def loop_col(n: int) -> str:
-    return f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
-
-
-# Streamed outputs: each block of STREAM_BLOCK floats is computed into an aligned stack buffer, then
-# written with non-temporal stores (no read for ownership, no eviction of the inputs) where the
-# output is larger than the last-level cache can keep for its reader anyway.
-STREAM_BLOCK = 64
-
-
-def streamable(k: Kernel) -> bool:
-    return k.kind in ("pointwise", "rownorm") and k.out.dtype == "f32" and not size_args(k)
-
-
-def _streamed(k: Kernel, s: Schedule) -> bool:
-    return bool(s.get("stream")) and streamable(k)
-
-
-def _parallel(s: Schedule, loop: list[str]) -> list[str]:
-    """`loop` shared among the threads, each fencing its streamed stores before the region ends."""
-    t = s.get("threads")
-    return [f"    #pragma omp parallel{f' num_threads({t})' if t else ''}", "    {",
-            "    #pragma omp for schedule(static)", *loop, "    akg_sfence();", "    }"]
-
-
-def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], streamed: bool = False) -> list[str] | None:
+def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], stream: bool = False) -> list[str] | None:
     """out = t(col) / sum_j t(j) (a softmax: t = exp(x - max)) with t computed once per element: the
-    sum's loop writes each term to the row's output, a second loop divides it in place (`streamed`:
+    sum's loop writes each term to the row's output, a second loop divides it in place (`stream`:
     the terms go to a scratch row of the thread's, the quotients are streamed to the output). None
     when the kernel is not of that form, or its output type would round the terms."""
     e = k.expr
@@ -193,9 +169,9 @@ def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], streamed: b
     val = inner(term)
     row = " + ".join(f"{p.env[v.name]} * {st}" for v, st in zip(k.coords[:-1], k.out.strides()) if st) or "0"
     n, ind = cols[0][1], p.indent
-    terms = "akg_t[akg_col]" if streamed else f"out[{row} + akg_col]"
-    head = [f"{ind}float* akg_t = akg_row_scratch({n});"] if streamed else []
-    if streamed:
+    terms = "akg_t[akg_col]" if stream else f"out[{row} + akg_col]"
+    head = [f"{ind}float* akg_t = akg_row_scratch({n});"] if stream else []
+    if stream:
         b = STREAM_BLOCK
         divide = [f"{ind}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {b}) {{",
                   f"{ind}    alignas(32) float akg_buf[{b}];",
@@ -453,16 +429,9 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
 
 def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     # OpenMP's own thread count by default; `akg tune` tries explicit ones, and the other store kind
-    first = _default(k, target)
+    first = stream_default(k, target)
     threads = [first] + [first.replace(threads=t) for t in sorted({1, max(1, target.units // 2), target.units})]
     return threads + ([Schedule(stream=not first.get("stream", False))] if streamable(k) else [])
-
-
-def _default(k: Kernel, target: HardwareModel) -> Schedule:
-    """Streamed stores for an output at least half the last-level cache: its reader finds little of it
-    cached anyway, and plain stores would first read every line they write."""
-    big = k.out.numel * 4 >= target.chip("l2_bytes") / 2
-    return Schedule(stream=True) if streamable(k) and big and target.kind == "cpu" else Schedule()
 
 
 def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
@@ -476,9 +445,9 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
 
 
 TEMPLATES = {
-    "pointwise": Template(kernel(_elementwise), _launch, _default, _threads_space),
+    "pointwise": Template(kernel(_elementwise), _launch, stream_default, _threads_space),
     "reduce": Template(kernel(_reduce), _launch, space=_threads_space),
-    "rownorm": Template(kernel(_rownorm), _launch, _default, _threads_space),
+    "rownorm": Template(kernel(_rownorm), _launch, stream_default, _threads_space),
     "matmul": Template(kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
     "scan": Template(kernel(render_scan), _launch, space=_threads_space),
 }
