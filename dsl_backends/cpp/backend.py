@@ -17,7 +17,7 @@ from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .scan import render_scan
-from .stream import STREAM_BLOCK, loop_col, parallel, stream_default, streamable, streamed
+from .stream import STREAM_BLOCK, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -143,7 +143,8 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
         body = row_sweep(STYLE, k, p, cols, head, hoist=True, store_to="akg_buf[akg_col - akg_cb]")
         done = f"        akg_stream(out + akg_row * {n} + akg_cb, akg_buf, akg_ce - akg_cb);"
         return parallel(s, [*loop, *body, done, "        }", "    }"])
-    return [omp(s), *loop, *row_sweep(STYLE, k, p, cols, loop_col(n), "#pragma omp simd", hoist=True), "    }"]
+    return [omp(s), *loop, *row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
+                                         "#pragma omp simd", hoist=True), "    }"]
 
 
 def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], stream: bool = False) -> list[str] | None:

@@ -9,11 +9,6 @@ from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel, size_args
 from ir.kernel.schedule import Schedule
 
-
-def loop_col(n: int) -> str:
-    return f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"
-
-
 STREAM_BLOCK = 64
 
 

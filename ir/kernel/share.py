@@ -15,6 +15,7 @@ class _Share(Rewrite):
     def __init__(self) -> None:
         super().__init__()
         self.seen: dict[tuple[str, str, tuple[int, ...]], list[Reduce]] = {}
+        self.shared = False
 
     def _go(self, e: Expr) -> Expr:
         if isinstance(e, Load):
@@ -30,6 +31,7 @@ class _Share(Rewrite):
             peers = self.seen.setdefault((r.op, r.dtype, tuple(v.extent for v in r.axes)), [])
             for p in peers:
                 if same_renamed(p, r, {}):
+                    self.shared = True
                     return p
             peers.append(r)
             return r
@@ -40,4 +42,6 @@ def share_reductions(k: Kernel) -> Kernel:
     """`k` with every reduction equal to an earlier one replaced by it (the kernel itself when none is)."""
     if len(k.reductions()) < 2:
         return k
-    return replace(k, expr=_Share()(k.expr))
+    share = _Share()
+    e = share(k.expr)
+    return replace(k, expr=e) if share.shared else k
