@@ -31,6 +31,14 @@ def _akg_torch(x):
     return torch.from_dlpack(jax.numpy.asarray(x))
 
 
+def _akg_jax_array(t):
+    """A result back to JAX (torch exports only its current device's tensors: `t`'s GPU is made current)."""
+    if t.device.type != "cuda":
+        return jax.dlpack.from_dlpack(t.contiguous())
+    with torch.cuda.device(t.device):
+        return jax.dlpack.from_dlpack(t.contiguous())
+
+
 def _akg_jax_module(params):
     """ModelNew holding these parameters (the last parameter set's module is kept: weights load once)."""
     leaves = [v for _, v in jax.tree_util.tree_flatten_with_path(params)[0]]
@@ -53,7 +61,7 @@ def model(params, {args}):
     with torch.no_grad():
         out = m(*[_akg_torch(x) for x in ({args},)])
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    res = tuple(jax.dlpack.from_dlpack(o.contiguous()) for o in outs)
+    res = tuple(_akg_jax_array(o) for o in outs)
     return res if len(res) > 1 else res[0]
 '''
 

@@ -44,14 +44,14 @@ def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None, 
     """Runs `kernel` over `grid` on flat views of `args`; returns its output shaped like `out`.
     On CPU tensors the kernel runs in Pallas' interpreter (for checking, not speed)."""
     interpret = out.device.type != "cuda"
-    with _akg_x64(True):
+    with _akg_x64(True), _akg_on(out):
         f = _akg_pallas(kernel, grid, out.numel(), _AKG_JDT[out.dtype], interpret, num_warps, num_stages, block,
                         sizes)
         _AKG_INTERPRET[0] = interpret  # read while the kernel is traced (on the first call)
         y = f(*[jax.dlpack.from_dlpack(a.reshape(-1)) for a in args])
         return torch.from_dlpack(y).view(out.shape)
 '''
-IMPORTS = ["import functools", "import os", "",
+IMPORTS = ["import contextlib", "import functools", "import os", "",
            'os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave GPU memory to torch',
            "import jax  # noqa: E402", "import jax.experimental  # noqa: E402",
            "import jax.numpy as jnp  # noqa: E402", "from jax.experimental import pallas as pl  # noqa: E402",

@@ -20,6 +20,24 @@ JNP = {"float16": "jnp.float16", "bfloat16": "jnp.bfloat16", "float32": "jnp.flo
        "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32", "int64": "jnp.int64", "uint8": "jnp.uint8",
        "int1": "jnp.bool_", "sigmoid": "jax.nn.sigmoid", "rsqrt": "jax.lax.rsqrt", "erf": "_akg_erf"}
 PRELUDE = '''
+@functools.cache
+def _akg_jax_devices():
+    """JAX's devices, JAX started here once: its start-up leaves the CUDA runtime on its last GPU, and
+    torch's current device (which its allocations follow and its DLPack export checks) is put back."""
+    keep = torch.cuda.current_device() if torch.cuda.is_available() else None
+    devices = jax.devices()
+    if keep is not None:
+        torch.cuda.set_device(keep)
+    return devices
+
+
+def _akg_on(t):
+    """`t`'s GPU made torch's current device while JAX reads or writes it (torch exports only the
+    current device's tensors; a model may live on any GPU). On exit the device before it is back."""
+    _akg_jax_devices()
+    return torch.cuda.device(t.device) if t.device.type == "cuda" else contextlib.nullcontext()
+
+
 def _akg_tanh(x):
     return jnp.tanh(x)
 

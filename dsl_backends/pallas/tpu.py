@@ -404,7 +404,7 @@ def space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 IMPORTS = ["from jax import lax  # noqa: E402", "from jax.experimental.pallas import tpu as pltpu  # noqa: E402"]
 RUNTIME = '''
-_AKG_ON_TPU = jax.devices()[0].platform == "tpu"
+_AKG_ON_TPU = _akg_jax_devices()[0].platform == "tpu"
 _AKG_LOWERED = {}  # kernel name and operand types -> checked
 
 
@@ -440,8 +440,9 @@ def _akg_tpu_fn(fn, types):
 def _akg_tpu_launch(fn, out, args):
     """Runs the TPU kernel `fn` on flat views of `args`; its output shaped and typed like `out`."""
     # 32-bit JAX (a TPU kernel has no 64-bit types): 64-bit indices are narrowed here, widened after
-    xs = [jax.dlpack.from_dlpack(a.detach().reshape(-1).to(torch.int32 if a.dtype == torch.int64 else a.dtype)
-                                 .contiguous()) for a in args]
+    with _akg_on(out):
+        xs = [jax.dlpack.from_dlpack(a.detach().reshape(-1).to(torch.int32 if a.dtype == torch.int64 else a.dtype)
+                                     .contiguous()) for a in args]
     if _AKG_ON_TPU:
         xs = [jax.device_put(x, jax.devices()[0]) for x in xs]
     y = _akg_tpu_fn(fn, tuple((x.shape, x.dtype) for x in xs))(*xs)
