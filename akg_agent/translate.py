@@ -23,6 +23,7 @@ from ir.kernel.expand import expand_program
 from ir.kernel.ir import Kernel, KernelProgram
 from ir.kernel.lower import LoweringError, conv_kinds, lower
 from ir.kernel.schedule import Schedule, Schedules
+from ir.kernel.siblings import merge_siblings
 from ir.kernel.unroll import unroll_program
 from ir.lift import lift
 from ir.passes import run_passes
@@ -271,6 +272,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
                        f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     prog = unroll_program(prog)  # small windows (pooling) as pointwise kernels
+    if "siblings" in kinds:  # a value that another kernel computes on the way is stored by it (one read)
+        prog = replace(prog, steps=merge_siblings(prog.steps))
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}

@@ -38,7 +38,8 @@ class Manifest:
     fallback: str = "none"
     runtime: tuple[str, ...] = ()  # Python modules the written module imports
     checked_by: str = ""  # how the fallback executor checks a kernel, in words ("" = the executor's name)
-    # kernel kinds it renders; "rownorm" (a row template) asks the planner for row fusion
+    # kernel kinds it renders; "rownorm" (a row template) asks the planner for row fusion, "siblings"
+    # says its reduce templates store a kernel's `also` outputs (ir.kernel.siblings)
     kinds: tuple[str, ...] = ("pointwise", "reduce", "matmul")
     # packages whose versions are part of a tuning measurement's key (its compiler, its runtime)
     versioned: tuple[str, ...] = ()

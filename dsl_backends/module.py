@@ -398,10 +398,10 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")
         else:
             device = f"{dev}.device" if ins else "'cpu'"
-            body.append(f"{step.out.name} = torch.empty({tuple(step.out.shape)!r}, "
-                        f"dtype={torch_dtype(step.out.dtype)}, device={device})")
+            body += [f"{b.name} = torch.empty({tuple(b.shape)!r}, dtype={torch_dtype(b.dtype)}, device={device})"
+                     for b in step.outs()]
             body += launch(step, schedules[step.name], ref)
-        names[step.out.name] = step.out.name
+        names.update((b.name, b.name) for b in (step.outs() if isinstance(step, Kernel) else [step.out]))
     outs = [ref(b) for b in prog.outputs]
     mutations = meta.get("mutations", [])
     if mutations:  # buffers forward writes in place: the module keeps its own state the same way

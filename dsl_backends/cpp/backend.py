@@ -120,8 +120,9 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
             "        akg_stream(out + akg_lo, akg_buf, akg_n);", "    }"])
     # pointwise iterations are independent: `simd` lets gcc vectorise them, vector math included
     head = omp(s).replace("parallel for", "parallel for simd") if k.kind == "pointwise" else omp(s)
+    also = [f"        {b.name}[akg_i] = {STYLE.store(b.dtype, p(e))};" for b, e in k.also]
     return [head, f"    for (int64_t akg_i = 0; akg_i < {k.out.numel}; ++akg_i) {{", *p.lines,
-            f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", "    }"]
+            f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", *also, "    }"]
 
 
 def _rownorm(k: Kernel, s: Schedule) -> list[str]:
@@ -256,8 +257,9 @@ def _strided(k: Kernel, s: Schedule) -> list[str]:
     pe = CPrinter(STYLE, dict(p.env, **{inner.name: "akg_c"}), prefix="e", indent="            ")
     pe.fixed = fixed
     val = pe(k.expr)
-    out += pe.lines + [f"            out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};", "        }",
-                       "    }"]
+    also = [f"            {b.name}[akg_o * {n_in} + akg_c] = {STYLE.store(b.dtype, pe(e))};" for b, e in k.also]
+    out += pe.lines + [f"            out[akg_o * {n_in} + akg_c] = {STYLE.store(k.out.dtype, val)};", *also,
+                       "        }", "    }"]
     return out
 
 
@@ -441,7 +443,7 @@ def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
-    args = [f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()", *size_args(k)]
+    args = [f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{b.name}.data_ptr()" for b in k.outs()] + [*size_args(k)]
     return [f"_AKG_LIB.{k.name}({', '.join(args)})"]
 
 
@@ -462,7 +464,7 @@ class CppBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         src = PRELUDE_CPP + "\n\n".join(sources.values()) + "\n"
-        argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + 1}"
+        argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + len(k.outs())}"
                              + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
                              for k in prog.kernels())
         head = f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"

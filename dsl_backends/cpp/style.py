@@ -99,7 +99,9 @@ STYLE = CppStyle()
 
 def signature(k: Kernel) -> str:
     ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
-    params = ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [f"const int64_t {n}" for n in size_args(k)]
+    outs = [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [
+        f"{STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b, _ in k.also]
+    params = ins + outs + [f"const int64_t {n}" for n in size_args(k)]
     return f'extern "C" void {k.name}({", ".join(params)})'
 
 

@@ -42,7 +42,7 @@ def _opts(s: Schedule) -> str:
 def _args(k: Kernel, s: Schedule, ref: Ref) -> str:
     aligned = tma.operands(k, s.get("BK", 32)) if tma.wanted(s) else {}
     return ", ".join([f"_akg_aligned({ref(b)})" if b.name in aligned else ref(b) for b in k.inputs()]
-                     + [k.out.name, *size_args(k)])
+                     + [b.name for b in k.outs()] + [*size_args(k)])
 
 
 def _rows_launch(rows: Callable[[Kernel], int]) -> Callable[[Kernel, Schedule, Ref], list[str]]:

@@ -184,7 +184,7 @@ def store_value(val: str, dtype: str, shape: str) -> str:
 
 def signature(k: Kernel, extra: list[str]) -> str:
     sizes = size_args(k)
-    args = [b.name for b in k.inputs()] + ["out_ptr", *sizes] + extra
+    args = [b.name for b in k.inputs()] + ["out_ptr", *(b.name for b, _ in k.also), *sizes] + extra
     # a run-time size of 1 must not become a constant (Triton specialises integer arguments equal to 1)
     jit = f"@triton.jit(do_not_specialize={list(sizes)!r})" if sizes else "@triton.jit"
     return f"{jit}\ndef {k.name}({', '.join(args)}):"

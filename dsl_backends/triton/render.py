@@ -48,6 +48,7 @@ def reduction(k: Kernel, sched: Schedule) -> str:
         ctx = Ctx(env, [(row_vars, "rmask"), (red_vars, "jmask")])
         p = Printer(ctx.render)
         val = p(k.expr)
+        also = [p(e) for _, e in k.also]
         body += p.lines
     else:
         accs: dict[int, str] = {}
@@ -75,8 +76,11 @@ def reduction(k: Kernel, sched: Schedule) -> str:
         ctx2 = Ctx(env, [(row_vars, "rmask")], accs)
         p2 = Printer(ctx2.render, prefix="v")
         val = p2(k.expr)
+        also = [p2(e) for _, e in k.also]
         body += p2.lines
     body.append(f"tl.store(out_ptr + rows, {store_value(val, k.out.dtype, '[BM, 1]')}, mask=rmask)")
+    body += [f"tl.store({b.name} + rows, {store_value(v, b.dtype, '[BM, 1]')}, mask=rmask)"
+             for (b, _), v in zip(k.also, also)]
     src = signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
     return src + "\n".join("    " + ln for ln in head + body) + "\n"
 

@@ -116,12 +116,16 @@ def _inverse(perm: Sequence[int]) -> list[int]:
     return inv
 
 
-def eval_kernel(k: Kernel, env: dict[str, torch.Tensor], device: torch.device) -> torch.Tensor:
+def eval_outputs(k: Kernel, env: dict[str, torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """Every output of `k` (`k.out`, then `k.also`'s), each evaluated once."""
     ev = _Eval(k, env, device)
-    r = ev(k.expr)
     n = len(k.coords)
-    r = r.reshape(list(r.shape[:n]))  # drop the (size-1) reduction dimensions
-    return r.expand(k.out.shape).to(DTYPES[k.out.dtype]).contiguous()
+    outs = []
+    for b, e in [(k.out, k.expr), *k.also]:
+        r = ev(e)
+        r = r.reshape(list(r.shape[:n]))  # drop the (size-1) reduction dimensions
+        outs.append(r.expand(b.shape).to(DTYPES[b.dtype]).contiguous())
+    return outs
 
 
 def run_program(prog: KernelProgram, inputs: Sequence[torch.Tensor], weights: dict[str, torch.Tensor],
@@ -131,7 +135,7 @@ def run_program(prog: KernelProgram, inputs: Sequence[torch.Tensor], weights: di
     env.update({b.name: weights[b.key].to(device) for b in prog.params})
     for step in prog.steps:
         if isinstance(step, Kernel):
-            env[step.out.name] = eval_kernel(step, env, device)
+            env.update(zip((b.name for b in step.outs()), eval_outputs(step, env, device)))
         else:
             env[step.out.name] = run_library(step, env, device)
     return [env[b.name] for b in prog.outputs]

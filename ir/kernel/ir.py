@@ -1,8 +1,9 @@
 """Kernel IR data structures.
 
 A kernel computes one output buffer over an iteration domain (one coordinate variable per output
-dimension). Its value is an expression tree: loads from buffers at index expressions, pointwise
-ops (named as in the graph IR), integer index arithmetic, and reductions over extra variables
+dimension), and perhaps more of the same shape whose values it computes on the way (`Kernel.also`).
+Its value is an expression tree: loads from buffers at index expressions, pointwise ops (named as in
+the graph IR), integer index arithmetic, and reductions over extra variables
 (`Reduce`; a `dot` reduction is a contraction). A schedule (`ir.kernel.schedule`, a value passed to
 the renderer beside the kernel) parameterises how a backend tiles the domain; it never changes the value.
 """
@@ -122,12 +123,19 @@ class Kernel:
     coords: tuple[Var, ...]
     expr: Expr
     group: int = -1  # the fusion group it came from
+    # more outputs, each stored at the same coordinates: (buffer, a sub-expression of `expr` over the
+    # coordinates alone), e.g. the mean inside a variance (`ir.kernel.siblings`)
+    also: tuple[tuple[Buf, Expr], ...] = ()
+
+    def outs(self) -> list[Buf]:
+        return [self.out, *(b for b, _ in self.also)]
 
     def inputs(self) -> list[Buf]:
         seen: dict[str, Buf] = {}
-        for e in walk(self.expr):
-            if isinstance(e, Load) and e.buf.name not in seen:
-                seen[e.buf.name] = e.buf
+        for x in (self.expr, *(e for _, e in self.also)):
+            for e in walk(x):
+                if isinstance(e, Load) and e.buf.name not in seen:
+                    seen[e.buf.name] = e.buf
         return list(seen.values())
 
     def reductions(self) -> list[Reduce]:

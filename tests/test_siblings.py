@@ -1,0 +1,83 @@
+"""Sibling outputs: a kernel whose value another kernel of the same shape computes on the way is folded
+into it as one more output (`Kernel.also`), so the input is read once (ir.kernel.siblings)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from akg_agent.translate import build, render, translate
+from dsl_backends import available, get_backend
+from ir import run
+from ir.kernel.expand import expand_program
+from ir.kernel.interp import run_program
+from ir.kernel.ir import Kernel, Load
+from ir.kernel.lower import lower
+from ir.kernel.siblings import merge_siblings
+from ir.passes import run_passes
+from ir.passes.fusion import fuse
+
+from .conftest import ROOT
+
+FIXTURE = ROOT / "tests" / "fixtures" / "siblings.py"
+
+
+def _program(lifted):
+    problem, g = lifted("siblings")
+    run_passes(g, ["simplify", "decompose", "simplify"])
+    return problem, g, expand_program(lower(g, fuse(g)))
+
+
+def test_a_value_computed_inside_another_kernel_is_stored_by_it(lifted):
+    problem, g, prog = _program(lifted)
+    merged = merge_siblings(prog.steps)
+    before = {k.out.name: k for k in prog.kernels()}
+    kernels = [s for s in merged if isinstance(s, Kernel)]
+    # var + its mean, std + its mean, y's mean + y's sum; the row maximum and twice the row sum stay apart (neither
+    # value is inside another kernel's)
+    assert len(kernels) == len(before) - 3
+    pairs = sorted(tuple(b.name for b in k.outs()) for k in kernels if k.also)
+    assert [len(p) for p in pairs] == [2, 2, 2]
+    for k in kernels:
+        for b, e in k.also:  # the stored node is the very one the kernel computes (printed once)
+            assert any(x is e for x in _nodes(k.expr))
+            assert b == before[b.name].out
+    inputs = problem.make_inputs(3)
+    want = run(g, inputs)
+    got = run_program(type(prog)(prog.name, prog.inputs, prog.params, prog.consts, merged, prog.outputs),
+                      inputs, g.weights)
+    for a, b in zip(want, got, strict=True):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def _nodes(e):
+    from ir.kernel.ir import walk
+
+    return list(walk(e))
+
+
+def test_a_reader_between_the_two_kernels_keeps_them_apart(lifted):
+    _, _, prog = _program(lifted)
+    var = next(k for k in prog.kernels() if k.out.name == "var_mean")
+    mean = next(k for k in prog.kernels() if k.out.name == "var_mean_1")
+    reader = Kernel("reader", "pointwise", var.out.__class__("r", mean.out.shape, "f32"), mean.coords,
+                    Load(mean.out, mean.coords))
+    assert [s.name for s in merge_siblings([mean, reader, var])] == [mean.name, "reader", var.name]
+    (one,) = merge_siblings([var, mean])  # after it: the mean is stored where the variance computes it
+    assert [b.name for b in one.outs()] == ["var_mean", "var_mean_1"]
+    (one,) = merge_siblings([mean, var])
+    assert [b.name for b in one.outs()] == ["var_mean", "var_mean_1"]
+
+
+SIBLING_DSLS = [d for d in available() if "siblings" in get_backend(d).manifest.kinds]
+
+
+@pytest.mark.parametrize("dsl", SIBLING_DSLS)
+def test_a_written_module_stores_siblings_from_one_kernel_and_verifies(dsl, tmp_path):
+    target = {"cpp": "cpu", "metal": "m4-max"}.get(dsl, "h100")
+    t = build(FIXTURE, dsl, target)
+    assert sum(len(k.also) for k in t.program.kernels()) == 3
+    src = render(t)
+    assert src.count("var_mean_1") >= 2  # allocated and written by the variance's kernel
+    t = translate(FIXTURE, dsl, target, tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.line()
