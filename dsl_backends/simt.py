@@ -88,8 +88,10 @@ def body_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
         p = group_printer(d)(style, {}, indent="        ")
         decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
+        stores = [f"out[akg_i] = {style.store(k.out.dtype, val)};"] + [
+            f"{b.name}[akg_i] = {style.store(b.dtype, p(e))};" for b, e in k.also]
         lines += p.lines
-        return lines + [f"        if ({d.thread}.x == 0) out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
+        return lines + [f"        if ({d.thread}.x == 0) {{ {' '.join(stores)} }}", "    }"]
     if k.kind == "rownorm":
         return rownorm_lines(k, style, d)
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
@@ -132,7 +134,8 @@ def thread_rows(k: Kernel, style: CStyle, d: Dialect, row_c: tuple, cols: list[t
     else:  # a plain reduction: one value per row
         val = p(k.expr)
         flat = " + ".join(f"{v.name} * {st}" if st != 1 else v.name for v, st in zip(k.coords, k.out.strides()))
-        lines += p.lines + [f"        out[{flat or '0'}] = {style.store(k.out.dtype, val)};"]
+        also = [f"        {b.name}[{flat or '0'}] = {style.store(b.dtype, p(e))};" for b, e in k.also]
+        lines += p.lines + [f"        out[{flat or '0'}] = {style.store(k.out.dtype, val)};", *also]
     return lines + ["    }"]
 
 

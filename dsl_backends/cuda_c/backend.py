@@ -49,7 +49,9 @@ CUDA = Dialect(shared="__shared__", sync="__syncthreads();", block="blockIdx", t
 
 def _params(k: Kernel) -> list[str]:
     ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
-    return ins + [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [f"const int64_t {n}" for n in size_args(k)]
+    outs = [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [
+        f"{STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b, _ in k.also]
+    return ins + outs + [f"const int64_t {n}" for n in size_args(k)]
 
 
 def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
@@ -76,9 +78,9 @@ def _render_kernel(k: Kernel, s: Schedule) -> str:
     # launch bounds cap registers per thread so that a block always fits one SM
     head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(_params(k))})'
     sizes = size_args(k)  # run-time sizes travel as pointer-sized integers, like the pointers
-    ptrs = [f"void* p{i}" for i in range(len(k.inputs()) + 1)] + [f"void* z{i}" for i in range(len(sizes))]
-    casts = [f"({STYLE.ctype(b.dtype)}*)p{i}" for i, b in enumerate(k.inputs())]
-    casts.append(f"({STYLE.ctype(k.out.dtype)}*)p{len(k.inputs())}")
+    bufs = [*k.inputs(), *k.outs()]
+    ptrs = [f"void* p{i}" for i in range(len(bufs))] + [f"void* z{i}" for i in range(len(sizes))]
+    casts = [f"({STYLE.ctype(b.dtype)}*)p{i}" for i, b in enumerate(bufs)]
     launcher = [f'extern "C" int launch_{k.name}({", ".join(ptrs + ["void* stream"])}) {{',
                 *(f"    const int64_t {n} = (int64_t)(intptr_t)z{i};" for i, n in enumerate(sizes)),
                 f"    {k.name}<<<dim3({gx}, {gy}, {gz}), {threads}, 0, (cudaStream_t)stream>>>"
@@ -105,7 +107,8 @@ def nvcc_flags(arch: str) -> list[str]:
 
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
-    args = ", ".join([f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{k.out.name}.data_ptr()", *size_args(k)])
+    args = ", ".join([f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{b.name}.data_ptr()" for b in k.outs()]
+                     + [*size_args(k)])
     return [f"_akg_check(_akg_lib().launch_{k.name}({args}, _akg_stream()), {k.name!r})"]
 
 
@@ -153,7 +156,7 @@ class CudaBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         src = program_source(sources.values())
-        names = {k.name: len(k.inputs()) + 2 + len(size_args(k)) for k in prog.kernels()}  # pointers, sizes, stream
+        names = {k.name: len(k.inputs()) + len(k.outs()) + 1 + len(size_args(k)) for k in prog.kernels()}  # pointers, sizes, stream
         return Frame([], f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n"
                      f"_AKG_KERNELS = {names!r}\n" + BUILD, {}, built_for(target.arch))
 

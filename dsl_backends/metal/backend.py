@@ -63,15 +63,16 @@ def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
 
 
 def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -> str:
-    for b in [*k.inputs(), k.out]:
+    for b in [*k.inputs(), *k.outs()]:
         STYLE.ctype(b.dtype)  # refuses float64 before any text is made
     with c_syntax():  # run-time sizes (--dynamic) in C
         body = simdgroup_lines(k, STYLE, METAL) if k.kind == "matmul" else body_lines(k, s, STYLE, METAL)
     bufs = [f"device const {STYLE.ctype(b.dtype)}* {b.name} [[buffer({i})]]" for i, b in enumerate(k.inputs())]
-    bufs.append(f"device {STYLE.ctype(k.out.dtype)}* out [[buffer({len(k.inputs())})]]")
+    bufs += [f"device {STYLE.ctype(b.dtype)}* {'out' if b is k.out else b.name} [[buffer({len(bufs) + i})]]"
+             for i, b in enumerate(k.outs())]
     sizes = size_args(k)
-    if sizes:  # run-time sizes arrive in one buffer after the output
-        bufs.append(f"constant int64_t* akg_sizes [[buffer({len(k.inputs()) + 1})]]")
+    if sizes:  # run-time sizes arrive in one buffer after the outputs
+        bufs.append(f"constant int64_t* akg_sizes [[buffer({len(bufs)})]]")
         body = [f"    const int64_t {n} = akg_sizes[{i}];" for i, n in enumerate(sizes)] + body
     return "\n".join([f"kernel void {k.name}({', '.join(bufs + list(POSITIONS))}) {{", *body, "}"])
 
@@ -79,7 +80,7 @@ def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -
 def emulator_harness(k: Kernel) -> str:
     """C++ that runs one kernel over its grid in the emulator: extern "C", called through ctypes."""
     args = [f"({'const ' if i < len(k.inputs()) else ''}{STYLE.ctype(b.dtype)}*)b[{i}]"
-            for i, b in enumerate([*k.inputs(), k.out])] + (["s"] if size_args(k) else [])
+            for i, b in enumerate([*k.inputs(), *k.outs()])] + (["s"] if size_args(k) else [])
     return (f'extern "C" void akg_emu_{k.name}(void** b, unsigned gx, unsigned gy, unsigned gz, unsigned n, '
             'const int64_t* s) {\n'
             f"    akg_emu::grid(gx, gy, gz, n, [&](uint3 tg, unsigned lid) {{\n"
@@ -89,7 +90,7 @@ def emulator_harness(k: Kernel) -> str:
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     grid, threads = dims(k, schedule)
-    args = ", ".join([ref(b) for b in k.inputs()] + [k.out.name])
+    args = ", ".join([ref(b) for b in k.inputs()] + [b.name for b in k.outs()])
     sizes = size_args(k)
     extra = f", [{', '.join(sizes)}]" if sizes else ""
     return [f"_akg_launch({k.name!r}, [{args}], {grid!r}, {threads}{extra})"]

@@ -84,11 +84,13 @@ def _akg_flat(t, gpu, shape=None):
     return t if gpu or t.dtype != torch.bfloat16 else t.view(torch.uint16)
 
 
-def _akg_launch(factory, out, args, shapes=None, sizes=()):
-    """Runs a kernel on its buffers as declared; on CPU tensors through TileLang's C target."""
+def _akg_launch(factory, out, args, shapes=None, sizes=(), more=()):
+    """Runs a kernel on its buffers as declared (`more`: its other outputs); on CPU tensors through
+    TileLang's C target."""
     gpu = out.is_cuda
     shapes = shapes or (None,) * len(args)
-    _akg_tilelang(factory, gpu, sizes)(*[_akg_flat(a, gpu, s) for a, s in zip(args, shapes)], _akg_flat(out, gpu))
+    _akg_tilelang(factory, gpu, sizes)(*[_akg_flat(a, gpu, s) for a, s in zip(args, shapes)], _akg_flat(out, gpu),
+                                       *[_akg_flat(m, gpu) for m in more])
 '''
 
 
@@ -131,6 +133,8 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     shaped = render.views(k, schedule.get("BK", 32))
     sizes = size_args(k)
     extra = ", sizes=(" + "".join(f"{n}, " for n in sizes) + ")" if sizes else ""
+    if k.also:
+        extra += ", more=(" + "".join(f"{b.name}, " for b, _ in k.also) + ")"
     if not shaped:
         return [f"_akg_launch({k.name}, {k.out.name}, {args}{extra})"]
     shapes = "(" + "".join(f"{shaped[b.name].shape if b.name in shaped else None}, " for b in k.inputs()) + ")"

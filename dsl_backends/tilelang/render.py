@@ -25,8 +25,9 @@ MAX_SINGLE_PASS = 8192  # reduction extent held in one fragment; longer rows loo
 
 
 def _params(k: Kernel, sched: Schedule) -> str:
-    bufs = k.inputs() + [k.out]
-    names = [f"g_{b.name}" for b in k.inputs()] + ["Out"]  # g_: never a template's or a temporary's name
+    bufs = k.inputs() + k.outs()
+    # g_, o_: never a template's or a temporary's name
+    names = [f"g_{b.name}" for b in k.inputs()] + ["Out"] + [f"o_{b.name}" for b, _ in k.also]
     shaped = views(k, sched.get("BK", 32))
 
     def decl(b: Buf) -> str:
@@ -45,7 +46,7 @@ def _factory(k: Kernel, sched: Schedule, consts: dict[str, Any], kernel_line: st
     head.append("    FRAG = T.alloc_fragment if gpu else T.alloc_local")
     head.append("    PAR = T.Parallel if gpu else T.grid")
     head.append("    SHARED = T.alloc_shared if gpu else T.alloc_local")
-    if any(b.dtype == "bf16" for b in k.inputs() + [k.out]) or "LD16(" in "\n".join(body):
+    if any(b.dtype == "bf16" for b in k.inputs() + k.outs()) or "LD16(" in "\n".join(body):
         head += ["    " + ln if ln else "" for ln in BF16_HELPERS.splitlines()]
     lines = head + ["", "    @T.prim_func", f"    def main({_params(k, sched)}):", f"        {kernel_line}"]
     lines += ["            " + ln if ln else "" for ln in body]
@@ -146,7 +147,8 @@ def reduction(k: Kernel, sched: Schedule) -> str:
     body = list(rowb)
     p = Printer(Scope(env, accs).render, prefix="v")
     val = p(k.expr)
-    body += p.lines + [f"Out[row] = {store(val, k.out.dtype)}"]
+    also = [f"o_{b.name}[row] = {store(p(e), b.dtype)}" for b, e in k.also]
+    body += p.lines + [f"Out[row] = {store(val, k.out.dtype)}", *also]
     lines += ["for r in PAR(BM):"] + _nest([body[0], f"if row < {rows}:"] + _nest(body[1:]))
     consts = {"BM": sched["BM"], "BR": br, "THREADS": f"{sched.get('threads', 128)} if gpu else 1"}
     return _factory(k, sched, consts, f"with T.Kernel(T.ceildiv({rows}, BM), threads=THREADS) as bx:", lines)
