@@ -156,7 +156,8 @@ class CudaBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         src = program_source(sources.values())
-        names = {k.name: len(k.inputs()) + len(k.outs()) + 1 + len(size_args(k)) for k in prog.kernels()}  # pointers, sizes, stream
+        # pointers, sizes, stream
+        names = {k.name: len(k.inputs()) + len(k.outs()) + 1 + len(size_args(k)) for k in prog.kernels()}
         return Frame([], f"_AKG_SOURCE = r'''{src}'''\n_AKG_NVCC = {nvcc_flags(target.arch)!r}\n"
                      f"_AKG_KERNELS = {names!r}\n" + BUILD, {}, built_for(target.arch))
 
