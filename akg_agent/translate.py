@@ -348,7 +348,8 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
         sched = t.schedules[k.name].describe()
         why = (f"; schedule from the tuning database: {t.tuned[k.name] * 1e3:.4g} ms module time measured"
                if k.name in t.tuned else "")
-        lines.append(f"  {k.name}: generated {k.kind} kernel (group {k.group}) [{sched}]{why}")
+        also = f"; also stores {', '.join(b.name for b, _ in k.also)}" if k.also else ""
+        lines.append(f"  {k.name}: generated {k.kind} kernel (group {k.group}) [{sched}]{why}{also}")
     for s in t.program.library_calls():
         lines.append(f"  {s.name}: library call torch {s.op} (declared in AKG_LIBRARY_CALLS; group {s.group})")
     if t.verdict is not None:

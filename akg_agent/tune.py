@@ -218,8 +218,9 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 else:  # then the best grown by one family at a time, while that helps
                     todo += _grow(measured, _families(base), grown)
         if all(row.get("from_db") for _, _, row in scored):  # a rerun: the head-to-head run's choice
+            # (one made between these very modules: a choice among modules akg wrote differently is stale)
             chosen = db.get_choice(*_problem_key(base))
-            best = next(((chosen[1], t) for _, t, _ in scored if chosen and t.strategy.to_json() == chosen[0]), best)
+            best = next(((chosen[1], t) for _, t, _ in scored if chosen and _measured_as(t) == chosen[0]), best)
         elif _past(start, time_limit_s):
             report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
         else:
@@ -306,7 +307,7 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
             best = (score, t)
     assert best is not None
     t = best[1]  # the strategies keep their own runs' scores (a rerun replays the search on them)
-    db.put_choice(*_problem_key(t), t.strategy.to_json(), best[0])
+    db.put_choice(*_problem_key(t), _measured_as(t), best[0])
     report["head_to_head"] = {"eager_s": eager, "contenders": len(top), "verdict": v.line()}
     return best if math.isfinite(best[0]) else None
 

@@ -79,6 +79,7 @@ def test_a_written_module_stores_siblings_from_one_kernel_and_verifies(dsl, tmp_
     assert sum(len(k.also) for k in t.program.kernels()) == 3
     src = render(t)
     assert src.count("var_mean_1") >= 2  # allocated and written by the variance's kernel
+    assert "k0_var_mean: generated reduce kernel" in src and "also stores var_mean_1" in src
     t = translate(FIXTURE, dsl, target, tmp_path / "m.py", timing=False, seeds=(0, 1))
     if t.verdict is None:  # no device here: compiled for it, not run (the GPU test below runs it)
         assert t.compiled.startswith("compiled with") and t.compiled.endswith("not run"), t.compiled
