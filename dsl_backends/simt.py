@@ -91,7 +91,8 @@ def body_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
         stores = [f"out[akg_i] = {style.store(k.out.dtype, val)};"] + [
             f"{b.name}[akg_i] = {style.store(b.dtype, p(e))};" for b, e in k.also]
         lines += p.lines
-        return lines + [f"        if ({d.thread}.x == 0) {{ {' '.join(stores)} }}", "    }"]
+        first = stores[0] if len(stores) == 1 else f"{{ {' '.join(stores)} }}"
+        return lines + [f"        if ({d.thread}.x == 0) {first}", "    }"]
     if k.kind == "rownorm":
         return rownorm_lines(k, style, d)
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
