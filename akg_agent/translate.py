@@ -272,7 +272,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
                        f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
     prog = unroll_program(prog)  # small windows (pooling) as pointwise kernels
-    if "siblings" in kinds:  # a value that another kernel computes on the way is stored by it (one read)
+    if backend.stores_siblings(target):  # a value another kernel computes on the way is stored by it (one read)
         prog = replace(prog, steps=merge_siblings(prog.steps))
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)

@@ -107,6 +107,10 @@ class Backend(Protocol):
         none; the line the report shows. Backends without such an executor raise UnsupportedKernel."""
         ...
 
+    def stores_siblings(self, target: HardwareModel) -> bool:
+        """Whether its reduce templates for `target` store a kernel's `also` outputs (ir.kernel.siblings)."""
+        ...
+
 
 def _manifest_files() -> list[Path]:
     """This package's backends, then those in the folders of AKG_BACKEND_PATH (a backend out of tree:
@@ -181,6 +185,9 @@ class BackendBase:
     manifest: Manifest
     overrides: frozenset[str] = frozenset()  # composites its op table spells itself
     templates: Mapping[str, Template] = {}
+
+    def stores_siblings(self, target: HardwareModel) -> bool:
+        return "siblings" in self.manifest.kinds
 
     def template(self, k: Kernel) -> Template:
         t = self.templates.get(k.kind)

@@ -87,6 +87,32 @@ def test_a_written_module_stores_siblings_from_one_kernel_and_verifies(dsl, tmp_
         assert t.verdict.accepted, t.verdict.line()
 
 
+VAR_MEAN = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.var_mean(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(16, 128)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_backend_says_where_its_templates_store_siblings(tmp_path):
+    """Pallas' GPU kernels store them; its TPU kernels (one output per pallas_call) keep two kernels."""
+    prob = tmp_path / "var_mean.py"
+    prob.write_text(VAR_MEAN)
+    assert sum(len(k.also) for k in build(prob, "pallas", "h100").program.kernels()) == 1
+    assert not any(k.also for k in build(prob, "pallas", "tpu-v5p").program.kernels())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dsl", [d for d in SIBLING_DSLS if d in ("triton", "cuda-c", "tilelang", "pallas")])
 def test_siblings_verify_on_the_gpu(dsl, tmp_path):

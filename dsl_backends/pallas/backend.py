@@ -28,28 +28,33 @@ _AKG_JDT = {torch.float16: jnp.float16, torch.bfloat16: jnp.bfloat16, torch.floa
 
 
 @functools.cache
-def _akg_pallas(kernel, grid, numel, dtype, interpret, num_warps, num_stages, block, sizes=()):
+def _akg_pallas(kernel, grid, numel, dtypes, interpret, num_warps, num_stages, block, sizes=()):
     if sizes:  # run-time sizes (--dynamic): the kernel is traced once per size
         kernel = functools.partial(kernel, **dict(sizes))
     params = None if interpret else plt.CompilerParams(num_warps=num_warps, num_stages=num_stages)
-    # inputs are whole flat refs (gathers); the output is blocked when each program writes one flat tile
-    # block: a tile (BLOCK,) or a column (BM, 1) of the flat output, the i-th along the grid
+    # inputs are whole flat refs (gathers); the outputs are blocked when each program writes one flat tile
+    # block: a tile (BLOCK,) or a column (BM, 1) of each flat output, the i-th along the grid
     shape = (numel,) + (1,) * (len(block) - 1 if block else 0)
-    blocked = {"out_specs": pl.BlockSpec(block, lambda i, *_: (i,) + (0,) * (len(block) - 1))} if block else {}
-    return jax.jit(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, dtype), grid=grid,
+    outs = [jax.ShapeDtypeStruct(shape, d) for d in dtypes]  # one, or a kernel's sibling outputs too
+    spec = pl.BlockSpec(block, lambda i, *_: (i,) + (0,) * (len(block) - 1)) if block else None
+    blocked = {"out_specs": spec if len(outs) == 1 else tuple([spec] * len(outs))} if block else {}
+    return jax.jit(pl.pallas_call(kernel, out_shape=outs[0] if len(outs) == 1 else tuple(outs), grid=grid,
                                   interpret=interpret, compiler_params=params, **blocked))
 
 
-def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None, sizes=()):
-    """Runs `kernel` over `grid` on flat views of `args`; returns its output shaped like `out`.
-    On CPU tensors the kernel runs in Pallas' interpreter (for checking, not speed)."""
+def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None, sizes=(), more=()):
+    """Runs `kernel` over `grid` on flat views of `args`; returns its output shaped like `out` (with
+    `more`, the kernel's other outputs: a tuple shaped like out and them). On CPU tensors the kernel
+    runs in Pallas' interpreter (for checking, not speed)."""
     interpret = out.device.type != "cuda"
     with _akg_x64(True), _akg_on(out):
-        f = _akg_pallas(kernel, grid, out.numel(), _AKG_JDT[out.dtype], interpret, num_warps, num_stages, block,
-                        sizes)
+        dtypes = tuple(_AKG_JDT[t.dtype] for t in (out, *more))
+        f = _akg_pallas(kernel, grid, out.numel(), dtypes, interpret, num_warps, num_stages, block, sizes)
         _AKG_INTERPRET[0] = interpret  # read while the kernel is traced (on the first call)
         y = f(*[jax.dlpack.from_dlpack(a.reshape(-1)) for a in args])
-        return torch.from_dlpack(y).view(out.shape)
+        if not more:
+            return torch.from_dlpack(y).view(out.shape)
+        return tuple(torch.from_dlpack(a).view(t.shape) for a, t in zip(y, (out, *more)))
 '''
 IMPORTS = ["import contextlib", "import functools", "import os", "",
            'os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave GPU memory to torch',
@@ -75,6 +80,9 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
     if sizes:
         opts += ", sizes=(" + "".join(f"({n!r}, {n}), " for n in sizes) + ")"
     o = k.out.name
+    if k.also:  # the kernel's other outputs come back with its own
+        more = "".join(f"{b.name}, " for b, _ in k.also)
+        return [f"{o}, {more} = _akg_launch({k.name}, {grid}, {o}, {args}, {opts}, more=({more}))"]
     return [f"{o} = _akg_launch({k.name}, {grid}, {o}, {args}, {opts})"]
 
 
@@ -102,6 +110,9 @@ class PallasBackend(BackendBase):
 
     def launch(self, k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
         return tpu.launch(k, schedule, ref) if schedule.get("layout") == "tpu" else super().launch(k, schedule, ref)
+
+    def stores_siblings(self, target: HardwareModel) -> bool:
+        return super().stores_siblings(target) and target.kind != "tpu"  # a TPU kernel has one output
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

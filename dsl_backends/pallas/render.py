@@ -157,7 +157,7 @@ def _arange(n: str) -> str:
 
 
 def _sig(k: Kernel) -> str:
-    refs = [f"{b.name}_ref" for b in k.inputs()] + ["out_ref"]
+    refs = [f"{b.name}_ref" for b in k.inputs()] + ["out_ref"] + [f"{b.name}_out" for b, _ in k.also]
     sizes = size_args(k)  # run-time sizes (--dynamic): Python ints bound per size before tracing
     return f"def {k.name}({', '.join(refs + (['*', *sizes] if sizes else []))}):"
 
@@ -204,6 +204,7 @@ def reduction(k: Kernel, sched: Schedule) -> str:
         ctx.columns = columns
         p = Printer(ctx.render)
         val = p(k.expr)
+        also = [p(e) for _, e in k.also]
         body += p.lines
     else:  # long rows: a fori_loop over chunks carrying one accumulator per reduction
         init = {"sum": "0.0", "dot": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
@@ -232,9 +233,12 @@ def reduction(k: Kernel, sched: Schedule) -> str:
             accs.update(own)
         p2 = Printer(_JCtx(env, [(row_vars, "rmask")], accs).render, prefix="v")
         val = p2(k.expr)
+        also = [p2(e) for _, e in k.also]
         body += p2.lines
-    body.append(f"plt.store(out_ref.at[pl.ds(0, BM), pl.ds(0, 1)], {_store_value(val, k.out.dtype, '(BM, 1)')}, "
-                "mask=rmask)")  # this program's (BM, 1) block of the output
+    stores = [("out_ref", val, k.out.dtype), *((f"{b.name}_out", a, b.dtype) for (b, _), a in zip(k.also, also))]
+    for ref, v, dt in stores:
+        body.append(f"plt.store({ref}.at[pl.ds(0, BM), pl.ds(0, 1)], {_store_value(v, dt, '(BM, 1)')}, "
+                    "mask=rmask)")  # this program's (BM, 1) block of each output
     return _fn(k, {"BM": sched["BM"], "BR": br}, head + body)
 
 
