@@ -17,7 +17,7 @@ from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .scan import render_scan
-from .stream import STREAM_BLOCK, parallel, stream_default, streamable, streamed
+from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -78,14 +78,9 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
                 f"{indent}}}"]
 
     if inside is None and streamed(k, s):
-        b = STREAM_BLOCK
-        return parallel(s, [
-            f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines,
-            f"        for (int64_t akg_cb = 0; akg_cb < {n_in}; akg_cb += {b}) {{",
-            f"            alignas(32) float akg_buf[{b}];",
-            f"            const int64_t akg_ce = std::min<int64_t>({n_in}, akg_cb + {b});",
-            *sweep(k.expr, "akg_cb", "akg_ce", "            ", to="akg_buf[akg_c - akg_cb]"),
-            f"            akg_stream(out + akg_o * {n_in} + akg_cb, akg_buf, akg_ce - akg_cb);", "        }", "    }"])
+        row = blocks(n_in, f"out + akg_o * {n_in}",
+                     lambda ind: sweep(k.expr, "akg_cb", "akg_ce", ind, to="akg_buf[akg_c - akg_cb]"), "        ")
+        return parallel(s, [f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *row, "    }"])
     body = sweep(k.expr, "0", str(n_in), "        ")
     if inside is not None:  # edges (a whole row where its conditions fail) masked, the interior not
         ok = " && ".join(p(c) for c in inside.row_conditions) or "true"
@@ -109,15 +104,10 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
     if streamed(k, s):
-        n, b = k.out.numel, STREAM_BLOCK
-        return parallel(s, [
-            f"    for (int64_t akg_b = 0; akg_b < {-(-n // b)}; ++akg_b) {{",
-            f"        alignas(32) float akg_buf[{b}];",
-            f"        const int64_t akg_lo = akg_b * {b}, akg_n = std::min<int64_t>({b}, {n} - akg_lo);",
-            "        #pragma omp simd", "        for (int64_t akg_j = 0; akg_j < akg_n; ++akg_j) {",
-            "        const int64_t akg_i = akg_lo + akg_j;", *p.lines,
-            f"        akg_buf[akg_j] = {STYLE.store(k.out.dtype, val)};", "        }",
-            "        akg_stream(out + akg_lo, akg_buf, akg_n);", "    }"])
+        return parallel(s, blocks(k.out.numel, "out", lambda ind: [
+            f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_i = akg_cb; akg_i < akg_ce; ++akg_i) {{",
+            *(ind + ln for ln in p.lines), f"{ind}    akg_buf[akg_i - akg_cb] = {STYLE.store(k.out.dtype, val)};",
+            f"{ind}}}"], "    "))
     # pointwise iterations are independent: `simd` lets gcc vectorise them, vector math included
     head = omp(s).replace("parallel for", "parallel for simd") if k.kind == "pointwise" else omp(s)
     also = [f"        {b.name}[akg_i] = {STYLE.store(b.dtype, p(e))};" for b, e in k.also]
@@ -137,13 +127,12 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     once = _terms_once(k, p, cols, stream)
     if once is not None:
         return parallel(s, [*loop, *once, "    }"]) if stream else [omp(s), *loop, *once, "    }"]
-    if stream:
-        head = (f"for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {STREAM_BLOCK}) {{ alignas(32) float akg_buf"
-                f"[{STREAM_BLOCK}]; const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {STREAM_BLOCK});\n"
-                "        #pragma omp simd\n        for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {")
-        body = row_sweep(STYLE, k, p, cols, head, hoist=True, store_to="akg_buf[akg_col - akg_cb]")
-        done = f"        akg_stream(out + akg_row * {n} + akg_cb, akg_buf, akg_ce - akg_cb);"
-        return parallel(s, [*loop, *body, done, "        }", "    }"])
+    if stream:  # the row's values, then its columns in streamed blocks
+        body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {",
+                         "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]")
+        row, sweep = body[:len(p.lines)], body[len(p.lines):]
+        cols_out = blocks(n, f"out + akg_row * {n}", lambda ind: ["    " + ln for ln in sweep], p.indent)
+        return parallel(s, [*loop, *row, *cols_out, "    }"])
     return [omp(s), *loop, *row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
                                          "#pragma omp simd", hoist=True), "    }"]
 
@@ -174,14 +163,9 @@ def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], stream: boo
     terms = "akg_t[akg_col]" if stream else f"out[{row} + akg_col]"
     head = [f"{ind}float* akg_t = akg_row_scratch({n});"] if stream else []
     if stream:
-        b = STREAM_BLOCK
-        divide = [f"{ind}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {b}) {{",
-                  f"{ind}    alignas(32) float akg_buf[{b}];",
-                  f"{ind}    const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {b});",
-                  f"{ind}    #pragma omp simd",
-                  f"{ind}    for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) akg_buf[akg_col - akg_cb] = "
-                  f"akg_t[akg_col] / ((float){acc});",
-                  f"{ind}    akg_stream(out + {row} + akg_cb, akg_buf, akg_ce - akg_cb);", f"{ind}}}"]
+        divide = blocks(n, f"out + {row}", lambda i: [
+            f"{i}#pragma omp simd", f"{i}for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) "
+            f"akg_buf[akg_col - akg_cb] = akg_t[akg_col] / ((float){acc});"], ind)
     else:
         divide = [f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
                   f"{inner.indent}out[{row} + akg_col] = out[{row} + akg_col] / ((float){acc});", f"{ind}}}"]

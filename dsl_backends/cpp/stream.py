@@ -5,6 +5,8 @@ for its reader anyway. A schedule knob (`stream`), its default by output size.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel, size_args
 from ir.kernel.schedule import Schedule
@@ -18,6 +20,16 @@ def streamable(k: Kernel) -> bool:
 
 def streamed(k: Kernel, s: Schedule) -> bool:
     return bool(s.get("stream")) and streamable(k)
+
+
+def blocks(n: int, dst: str, fill: Callable[[str], list[str]], indent: str) -> list[str]:
+    """A loop over `n` outputs from `dst` on, STREAM_BLOCK at a time: `fill(indent)` writes the lines
+    that set akg_buf[i - akg_cb] for i in [akg_cb, akg_ce); the block is then streamed out."""
+    b = STREAM_BLOCK
+    return [f"{indent}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {b}) {{",
+            f"{indent}    alignas(32) float akg_buf[{b}];",
+            f"{indent}    const int64_t akg_ce = std::min<int64_t>({n}, akg_cb + {b});", *fill(indent + "    "),
+            f"{indent}    akg_stream({dst} + akg_cb, akg_buf, akg_ce - akg_cb);", f"{indent}}}"]
 
 
 def parallel(s: Schedule, loop: list[str]) -> list[str]:
