@@ -65,6 +65,12 @@ def test_a_reshapes_re_split_index_simplifies_to_the_plain_one_and_stays_exact()
     for x, st in zip(split, (65536, 512, 64, 1)):
         flat = iop("+", flat, iop("*", simplify_index(x), ic(st)))
     assert simplify_index(flat) == s
+    # one axis split in three (a group norm's [N, C, H, W] read as [N, G, C/G*H*W]): c // 4096, c // 64 % 64,
+    # c % 64 put back together as c
+    c = Var("c", 32768)
+    digits = iop("+", iop("+", iop("*", iop("//", c, ic(4096)), ic(4096)),
+                          iop("*", iop("%", iop("//", c, ic(64)), ic(64)), ic(64))), iop("%", c, ic(64)))
+    assert simplify_index(digits) == iop("+", ic(0), iop("*", c, ic(1)))
     shifted = iop("//", iop("-", c2, ic(1)), ic(64))  # may be negative: C and Python disagree, left alone
     assert simplify_index(shifted) == shifted
 

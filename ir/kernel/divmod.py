@@ -44,16 +44,31 @@ def _build(terms: dict[Expr, int], const: int) -> Expr:
 
 
 def _rejoin(terms: dict[Expr, int]) -> dict[Expr, int]:
-    """(x // d) * d * k + (x % d) * k -> x * k: the re-split of a flat index put back together."""
+    """(x // d) * d * k + (x % d) * k -> x * k, and ((x // d) % m) * d * k + (x % d) * k -> (x % (d*m)) * k:
+    the re-split of a flat index put back together, inner digits first (a reshape that splits one
+    axis into three reads x's digits of 64, 64 and the rest)."""
     out = dict(terms)
-    for a in list(out):
-        if not (isinstance(a, IOp) and a.op == "%" and isinstance(a.b, Const) and a in out):
-            continue
-        d, k = a.b.value, out[a]
-        q = iop("//", a.a, a.b)
-        if out.get(q) == k * d:
-            del out[a], out[q]
-            out[a.a] = out.get(a.a, 0) + k
+    changed = True
+    while changed:
+        changed = False
+        for a in list(out):
+            if not (isinstance(a, IOp) and a.op == "%" and isinstance(a.b, Const) and a in out):
+                continue
+            d, k = a.b.value, out[a]
+            q = iop("//", a.a, a.b)
+            digit = next((b for b, c in out.items() if c == k * d and isinstance(b, IOp) and b.op == "%"
+                          and b.a == q and isinstance(b.b, Const) and type(b.b.value) is int), None)
+            if out.get(q) == k * d:
+                del out[a], out[q]
+                out[a.a] = out.get(a.a, 0) + k
+            elif digit is not None:
+                del out[a], out[digit]
+                low = _divmod("%", a.a, d * digit.b.value)
+                out[low] = out.get(low, 0) + k
+            else:
+                continue
+            changed = True
+            break
     return out
 
 
