@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .analysis import same_renamed
-from .ir import Expr, Kernel, LibraryCall, Reduce, Var, free_vars, walk
+from .ir import Expr, Kernel, LibraryCall, Var, free_vars, walk
 
 KINDS = ("reduce",)  # kernels whose templates store `also` (a row of values per output element)
 
@@ -44,9 +44,8 @@ def merge_siblings(steps: Sequence[Kernel | LibraryCall]) -> list[Kernel | Libra
         a = out[i]
         if isinstance(a, Kernel) and a.kind in KINDS and a.reductions():
             for j, b in enumerate(out):
-                if j == i or not isinstance(b, Kernel) or b.kind not in KINDS or b.also or b.out.shape != a.out.shape:
-                    continue
-                if not isinstance(b.expr, Reduce) and not b.reductions():
+                if j == i or not isinstance(b, Kernel) or b.kind not in KINDS or b.also or b.out.shape != a.out.shape \
+                        or not b.reductions():
                     continue
                 if j < i and any(_reads(s, b.out.name) for s in out[j + 1:i]):
                     continue
@@ -55,7 +54,8 @@ def merge_siblings(steps: Sequence[Kernel | LibraryCall]) -> list[Kernel | Libra
                     continue
                 a = out[i] = replace(a, also=a.also + ((b.out, node),))
                 del out[j]
-                i -= j < i
+                if j < i:
+                    i -= 1
                 break
             else:
                 i += 1
