@@ -12,6 +12,7 @@ from ir.kernel.analysis import split_gemm
 from ir.kernel.build import ic, iop
 from ir.kernel.divmod import simplify_index
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, free_vars, walk
+from ir.kernel.siblings import row_vars
 from ir.sym import is_dynamic
 
 from .base import UnsupportedKernel
@@ -397,14 +398,20 @@ def views(k: Kernel, bk: int) -> dict[str, View]:
 
 
 def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,
-              pragma: str = "", hoist: bool = False, store_to: str | None = None) -> list[str]:
+              pragma: str = "", hoist: bool = False, store_to: str | None = None, once: str = "") -> list[str]:
     """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
-    once (innermost first), then `col_loop` (a loop header over akg_col, after `pragma`) writing each
-    output (to `store_to` in place of its element of `out`). `hoist`: the values of the row alone (the
-    log of a log-softmax's sum, say) computed before the loop, not per column (a compiler keeps a math
-    call that may set errno inside it)."""
+    once (innermost first), its sibling outputs (`k.also`, a value per row; `once`: the condition of
+    the one thread that stores them), then `col_loop` (a loop header over akg_col, after `pragma`)
+    writing each output (to `store_to` in place of its element of `out`). `hoist`: the values of the row
+    alone (the log of a log-softmax's sum, say) computed before the loop, not per column (a compiler
+    keeps a math call that may set errno inside it)."""
     for r in dict.fromkeys(k.reductions()):
         p(r)
+    rows = row_vars(k)
+    for b, e in k.also:  # at the row's place in the sibling's buffer (its columns are size 1)
+        at = " + ".join(f"{p.env[v.name]} * {st}" for v, st in zip(k.coords, b.strides()) if v in rows)
+        value = style.store(b.dtype, p(e))
+        p.emit(f"{f'if ({once}) ' if once else ''}{b.name}[{at or '0'}] = {value};")
     if hoist:  # the output's own values, not those inside a reduction (printed in its loop already)
         bound, memo, seen, stack = set(p.env), {}, set(), [k.expr]
         while stack:

@@ -117,7 +117,7 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> list[str]:
     p = group_printer(d)(style, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"
-    lines += row_sweep(style, k, p, cols, loop)
+    lines += row_sweep(style, k, p, cols, loop, once=f"{d.thread}.x == 0")
     return lines + ["    }"]
 
 

@@ -70,6 +70,29 @@ def test_a_reader_between_the_two_kernels_keeps_them_apart(lifted):
 
 
 SIBLING_DSLS = [d for d in available() if "siblings" in get_backend(d).manifest.kinds]
+ROWS = ROOT / "tests" / "fixtures" / "siblings_rows.py"
+
+
+def test_a_row_kernel_stores_the_row_values_the_program_also_returns():
+    """The mean a standardisation subtracts, returned too: stored by the row kernel (once per row, at
+    the row's place in its keepdim buffer); the reduce kernel that computed it alone is gone."""
+    t = build(ROWS, "cpp", "cpu")
+    rows = [k for k in t.program.kernels() if k.kind == "rownorm"]
+    assert [[b.name for b in k.outs()] for k in rows] == [["mul", "std_mean_1"], ["mul_1", "var_mean_1"]]
+    assert all(k.kind != "reduce" for k in t.program.kernels())
+    src = render(t)
+    assert "std_mean_1[" in src and "var_mean_1[" in src
+
+
+@pytest.mark.parametrize("dsl", SIBLING_DSLS)
+def test_row_siblings_verify_in_every_dsl(dsl, tmp_path):
+    target = {"cpp": "cpu", "metal": "m4-max"}.get(dsl, "h100")
+    t = translate(ROWS, dsl, target, tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert sum(len(k.also) for k in t.program.kernels()) == 2
+    if t.verdict is None:  # no device here: compiled for it, not run
+        assert t.compiled.startswith("compiled with") and t.compiled.endswith("not run"), t.compiled
+    else:
+        assert t.verdict.accepted, t.verdict.line()
 
 
 @pytest.mark.parametrize("dsl", SIBLING_DSLS)
@@ -116,5 +139,6 @@ def test_a_backend_says_where_its_templates_store_siblings(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dsl", [d for d in SIBLING_DSLS if d in ("triton", "cuda-c", "tilelang", "pallas")])
 def test_siblings_verify_on_the_gpu(dsl, tmp_path):
-    t = translate(FIXTURE, dsl, "h100", tmp_path / "m.py", timing=False, seeds=(0, 1))
-    assert t.executor == "native" and t.verdict.accepted, t.verdict.line()
+    for fixture in (FIXTURE, ROWS):
+        t = translate(fixture, dsl, "h100", tmp_path / fixture.name, timing=False, seeds=(0, 1))
+        assert t.executor == "native" and t.verdict.accepted, t.verdict.line()

@@ -143,7 +143,7 @@ def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], stream: boo
     the terms go to a scratch row of the thread's, the quotients are streamed to the output). None
     when the kernel is not of that form, or its output type would round the terms."""
     e = k.expr
-    if not (isinstance(e, Op) and e.op == "div" and isinstance(e.args[1], Reduce) and e.args[1].op == "sum"
+    if k.also or not (isinstance(e, Op) and e.op == "div" and isinstance(e.args[1], Reduce) and e.args[1].op == "sum"
             and len(cols) == 1 and k.coords[-1].name == cols[0][0] and k.out.strides()[-1] == 1
             and k.out.dtype == "f32" and e.dtype == "f32"):
         return None

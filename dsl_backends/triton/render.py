@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ir.kernel import siblings
 from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Kernel, Var
 from ir.kernel.schedule import Schedule
@@ -85,6 +86,16 @@ def reduction(k: Kernel, sched: Schedule) -> str:
     return src + "\n".join("    " + ln for ln in head + body) + "\n"
 
 
+def row_stores(k: Kernel, env: dict[str, str], values: list[str]) -> list[str]:
+    """A row kernel's sibling outputs (`k.also`, one value per row, [BM, 1]) stored at each row's place."""
+    rows = siblings.row_vars(k)
+    out = []
+    for (b, _), v in zip(k.also, values):
+        at = " + ".join(f"{env[c.name]} * {st}" for c, st in zip(k.coords, b.strides()) if c in rows) or "rows * 0"
+        out.append(f"tl.store({b.name} + ({at}), {store_value(v, b.dtype, '[BM, 1]')}, mask=rmask)")
+    return out
+
+
 def rownorm(k: Kernel, sched: Schedule) -> str:
     """A row-fused kernel (softmax, norms): each program owns BM rows; every reduction depends on the
     rows alone. When a row fits one tile, the row is loaded once and every reduction and the output
@@ -134,8 +145,10 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             bind(body, r.axes, "j", masks)
         p = Printer(Ctx(env, masks, own_masks=True).render, dedupe=True)
         val = p(k.expr)
+        also = [p(e) for _, e in k.also]
         body += p.lines
         store(body, val)
+        body += row_stores(k, env, also)
     else:
         accs: dict[int, str] = {}
         init = {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
@@ -152,6 +165,10 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             inner += p.lines + [f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=part)]
             body += ["    " + ln for ln in inner]
             accs[id(r)] = f"acc{i}"
+        if k.also:  # the row's sibling values, from the accumulators
+            pr = Printer(Ctx(env, [(row_vars, "rmask")], accs).render, prefix="w", dedupe=True)
+            also = [pr(e) for _, e in k.also]
+            body += pr.lines + row_stores(k, env, also)
         if cols:
             body += [f"for start in range(0, {n}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
             inner = [f"cmask = j < {n}"]
