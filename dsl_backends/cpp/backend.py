@@ -16,6 +16,7 @@ from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
+from .columns import column_values, precompute
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
@@ -127,14 +128,17 @@ def _rownorm(k: Kernel, s: Schedule) -> list[str]:
     once = _terms_once(k, p, cols, stream)
     if once is not None:
         return parallel(s, [*loop, *once, "    }"]) if stream else [omp(s), *loop, *once, "    }"]
+    pre, fixed = precompute(column_values(k, cols), cols, n)  # the columns' own values, once
+    p.fixed.update(fixed)
     if stream:  # the row's values, then its columns in streamed blocks
         body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {",
                          "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]")
         row, sweep = body[:len(p.lines)], body[len(p.lines):]
         cols_out = blocks(n, f"out + akg_row * {n}", lambda ind: ["    " + ln for ln in sweep], p.indent)
-        return parallel(s, [*loop, *row, *cols_out, "    }"])
-    return [omp(s), *loop, *row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
-                                         "#pragma omp simd", hoist=True), "    }"]
+        return [*pre, *parallel(s, [*loop, *row, *cols_out, "    }"])]
+    body = row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", "#pragma omp simd",
+                     hoist=True)
+    return [*pre, omp(s), *loop, *body, "    }"]
 
 
 def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], stream: bool = False) -> list[str] | None:
