@@ -11,7 +11,7 @@ from dsl_backends import available, get_backend
 from ir import run
 from ir.kernel.expand import expand_program
 from ir.kernel.interp import run_program
-from ir.kernel.ir import Kernel, Load
+from ir.kernel.ir import Kernel, Load, walk
 from ir.kernel.lower import lower
 from ir.kernel.siblings import merge_siblings
 from ir.passes import run_passes
@@ -40,7 +40,7 @@ def test_a_value_computed_inside_another_kernel_is_stored_by_it(lifted):
     assert [len(p) for p in pairs] == [2, 2, 2]
     for k in kernels:
         for b, e in k.also:  # the stored node is the very one the kernel computes (printed once)
-            assert any(x is e for x in _nodes(k.expr))
+            assert any(x is e for x in walk(k.expr))
             assert b == before[b.name].out
     inputs = problem.make_inputs(3)
     want = run(g, inputs)
@@ -48,12 +48,6 @@ def test_a_value_computed_inside_another_kernel_is_stored_by_it(lifted):
                       inputs, g.weights)
     for a, b in zip(want, got, strict=True):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
-
-
-def _nodes(e):
-    from ir.kernel.ir import walk
-
-    return list(walk(e))
 
 
 def test_a_reader_between_the_two_kernels_keeps_them_apart(lifted):
