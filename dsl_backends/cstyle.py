@@ -163,6 +163,14 @@ class CPrinter:
         # coordinates reads at the flat index (no decoded coordinates: the loop vectorises)
         self.identity: tuple[tuple[str, ...], tuple[int, ...], str] | None = None
 
+    def open_sweep(self, inner: CPrinter, axes: tuple[Var, ...]) -> None:
+        """Called when a reduction's loop opens, `inner` printing its body (a printer whose threads
+        share the reduction keeps what each thread loads in registers for the row's later sweeps)."""
+
+    def column_loop(self, cols: list[tuple[str, int]], header: str, indent: str) -> tuple[str, CPrinter]:
+        """A row kernel's loop over its columns and the printer of its body (serial, whatever this one is)."""
+        return header, CPrinter(self.s, self.env, prefix="u", indent=indent)
+
     def scope(self, env: dict[str, str], indent: str) -> CPrinter:
         """A printer for a nested block: its own lines and `env`, the names, fixed values and fresh-name
         counter of this one (values of the enclosing scope are visible inside)."""
@@ -267,6 +275,8 @@ class CPrinter:
             self.emit(self.loop_header(j, ext, parallel))
         inner = self.scope(self.env, self.indent + "    ")
         inner.parallel = False  # a reduction nested in a parallel one runs serially in each thread
+        if parallel:
+            self.open_sweep(inner, e.axes)
         stride = 1
         for v in reversed(e.axes):
             inner.env[v.name] = f"{v.name}"
@@ -423,7 +433,7 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
                 p(x)  # prints its operands first
             else:
                 stack.extend(children(x))
-    inner = CPrinter(style, p.env, prefix="u", indent=p.indent + "    ")  # serial, whatever p's printer
+    col_loop, inner = p.column_loop(cols, col_loop, p.indent + "    ")
     inner.names, inner.fixed, inner.counter = dict(p.names), p.fixed, p.counter
     decode(cols, "akg_col", inner)
     val = inner(k.expr)

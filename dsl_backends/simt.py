@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.analysis import GemmParts, split_gemm
-from ir.kernel.ir import Kernel
+from ir.kernel.analysis import GemmParts, same_renamed, split_gemm
+from ir.kernel.ir import Expr, Kernel, Load, Var, free_vars
 from ir.kernel.schedule import Schedule
 
 from .cstyle import CPrinter, CStyle, decode, row_sweep
@@ -30,14 +30,101 @@ class Dialect:
     lane_args: str = ""  # extra arguments the prelude's group reductions need
 
 
-def group_printer(d: Dialect) -> type[CPrinter]:
+# A row's elements each thread keeps in registers between sweeps: at most this many per thread and sweep,
+# and in all (a softmax's row of 4096 at 256 threads: 16)
+KEEP_PER_SWEEP, KEEP_IN_ALL = 32, 64
+
+
+@dataclass
+class _Kept:
+    """A load of a sweep whose value each thread keeps, element `k` of its own array `arr`."""
+    load: Load
+    axes: tuple[tuple[str, int], ...]
+    arr: str
+
+
+@dataclass
+class _Sweep:
+    """A sweep over a row in registers-sized steps: the unrolled step variable, how many, what it keeps
+    (the row printer's list), where the arrays are declared (before the loop, in the row's scope)."""
+    k: str
+    steps: int
+    axes: tuple[tuple[str, int], ...]
+    kept: list[_Kept]
+    row: list[str] | None  # the row scope's lines, where its arrays are declared (None: the sweep only reads
+    at: int  # them, as the output's columns do); `at`: the index of the sweep's loop there
+    indent: str = ""
+
+
+def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
+    """A printer whose reductions a group's `threads` threads share. Where a row fits in registers
+    (at most KEEP_PER_SWEEP elements a thread), each sweep is unrolled and what it loads is kept, so a
+    later sweep of the same row (a variance after its mean, a softmax's sum after its maximum, the
+    output's columns) reads registers, not memory."""
+
     class GroupPrinter(CPrinter):
         parallel = True
 
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.kept: list[_Kept] = []  # this row scope's kept loads
+            self.sweep: _Sweep | None = None  # set on the printer of a sweep's body
+            self.opening: tuple[str, int] | None = None
+
+        def steps(self, ext: int) -> int:
+            n = -(-ext // threads) if threads and isinstance(ext, int) else 0
+            return n if 0 < n <= KEEP_PER_SWEEP else 0
+
+        def unrolled(self, j: str, ext: int, k: str) -> str:
+            ind = self.indent + "    "
+            guard = f"\n{ind}if ({j} >= {ext}) break;" if ext % threads else ""
+            return (f"#pragma unroll\n{self.indent}for (int {k} = 0; {k} < {self.steps(ext)}; ++{k}) {{\n"
+                    f"{ind}const int64_t {j} = (int64_t){d.thread}.x + {k} * {threads};{guard}")
+
         def loop_header(self, j: str, ext: int, parallel: bool) -> str:
+            if parallel and self.steps(ext):
+                self.opening = (self.fresh(), len(self.lines))
+                return self.unrolled(j, ext, self.opening[0])
             if parallel:
                 return f"for (int64_t {j} = {d.thread}.x; {j} < {ext}; {j} += {d.block_dim}.x) {{"
             return super().loop_header(j, ext, parallel)
+
+        def open_sweep(self, inner: CPrinter, axes: tuple[Var, ...]) -> None:
+            if self.opening is not None and isinstance(inner, GroupPrinter):
+                k, at = self.opening
+                ext = math.prod(v.extent for v in axes)
+                inner.sweep = _Sweep(k, self.steps(ext), tuple((v.name, v.extent) for v in axes), self.kept,
+                                     self.lines, at, self.indent)
+                self.opening = None
+
+        def column_loop(self, cols: list[tuple[str, int]], header: str, indent: str) -> tuple[str, CPrinter]:
+            n = math.prod(e for _, e in cols)
+            if not self.kept or not self.steps(n):
+                return super().column_loop(cols, header, indent)
+            k = self.fresh()
+            body = GroupPrinter(self.s, self.env, prefix="u", indent=indent)
+            body.parallel = False
+            body.sweep = _Sweep(k, self.steps(n), tuple(cols), self.kept, None, 0)
+            return self.unrolled("akg_col", n, k), body
+
+        def __call__(self, e: Expr) -> str:
+            sw = self.sweep
+            if sw is None or not isinstance(e, Load) or id(e) in self.names or id(e) in self.fixed:
+                return super().__call__(e)
+            for kept in sw.kept:
+                ren = {a: b for (a, _), (b, _) in zip(sw.axes, kept.axes)}
+                if [x for _, x in kept.axes] == [x for _, x in sw.axes] and same_renamed(kept.load, e, ren):
+                    self.names[id(e)] = f"{kept.arr}[{sw.k}]"
+                    return self.names[id(e)]
+            name = super().__call__(e)
+            mine = {a for a, _ in sw.axes}
+            room = KEEP_IN_ALL - sw.steps * len(sw.kept)
+            if sw.row is not None and free_vars(e) & mine and room >= sw.steps:
+                arr = f"akg_keep{len(sw.kept)}"
+                sw.kept.append(_Kept(e, sw.axes, arr))
+                sw.row.insert(sw.at, f"{sw.indent}{self.s.ctype_compute(e.dtype)} {arr}[{sw.steps}];")
+                self.emit(f"{arr}[{sw.k}] = {name};")
+            return name
 
         def combine_threads(self, op: str, acc: str) -> None:
             if op in ("argmax", "argmin"):
@@ -85,7 +172,7 @@ def body_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
         lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
                  f"    {d.shared} int64_t akg_smem_i[32];",
                  f"    for (int64_t akg_i = {d.block}.x; akg_i < {n}; akg_i += {d.grid_dim}.x) {{"]
-        p = group_printer(d)(style, {}, indent="        ")
+        p = group_printer(d, int(s.get("THREADS", 256)))(style, {}, indent="        ")
         decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
         val = p(k.expr)
         stores = [f"out[akg_i] = {style.store(k.out.dtype, val)};"] + [
@@ -94,7 +181,7 @@ def body_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
         first = stores[0] if len(stores) == 1 else f"{{ {' '.join(stores)} }}"
         return lines + [f"        if ({d.thread}.x == 0) {first}", "    }"]
     if k.kind == "rownorm":
-        return rownorm_lines(k, style, d)
+        return rownorm_lines(k, s, style, d)
     lines = [f"    for (int64_t akg_i = (int64_t){d.block}.x * {d.block_dim}.x + {d.thread}.x; akg_i < {n}; "
              f"akg_i += (int64_t){d.grid_dim}.x * {d.block_dim}.x) {{"]
     p = CPrinter(style, {}, indent="        ")
@@ -104,7 +191,7 @@ def body_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
     return lines + [f"        out[akg_i] = {style.store(k.out.dtype, val)};", "    }"]
 
 
-def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> list[str]:
+def rownorm_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str]:
     """A row-fused kernel: one group per row computes the row's reductions together (every thread gets
     each result), then its threads stride over the columns writing the output."""
     row_c, cols = row_coords(k)
@@ -114,7 +201,7 @@ def rownorm_lines(k: Kernel, style: CStyle, d: Dialect) -> list[str]:
     lines = [f"    {d.shared} int64_t akg_smem[32];  // 8-byte slots: any accumulator type",
              f"    {d.shared} int64_t akg_smem_i[32];",
              f"    for (int64_t akg_row = {d.block}.x; akg_row < {rows}; akg_row += {d.grid_dim}.x) {{"]
-    p = group_printer(d)(style, {}, indent="        ")
+    p = group_printer(d, int(s.get("THREADS", 256)))(style, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"
     lines += row_sweep(style, k, p, cols, loop, once=f"{d.thread}.x == 0")
