@@ -109,9 +109,9 @@ def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path)
     if dsl == "triton":
         body = src[src.index("def k0_"):src.index("def k1_")]
         loads = body.count("tl.load(x")
-        # one tile: x read once; in chunks, one sweep per distinct reduction (4: the layer norm's mean is
-        # also its variance's) and one for the output
-        assert loads == (1 if br is None else 5), body
+        # one tile: x read once; in chunks, one sweep per distinct reduction but the softmax's maximum and
+        # sum, swept together (3: the layer norm's mean is also its variance's), and one for the output
+        assert loads == (1 if br is None else 4), body
         assert ("for start in range(0, 100, BR)" in body) == (br is not None)
     cand = tmp_path / "cand.py"
     cand.write_text(src)
@@ -242,3 +242,37 @@ def test_a_nested_reduction_longer_than_one_tile_sweeps_once_per_level(tmp_path,
     cand.write_text(src)
     v = verify(path, cand, target="h100", seeds=(0, 1))
     assert v.accepted, v.line()
+
+
+def test_a_softmax_sums_with_its_running_maximum_in_one_sweep(tmp_path):
+    """Rows in chunks: the maximum and the sum of exp(x - maximum) in one sweep (the sum rescaled as the
+    maximum grows), right where leading chunks are all -inf; then the output's sweep."""
+    problem = FIXTURES / "softmax_neg_inf.py"
+    t = build(problem, "triton", "h100")
+    for k in t.program.kernels():
+        t.schedules[k.name] = t.schedules[k.name].replace(BR=16)
+    src = render(t)
+    for name in ("k0_", "k1_"):
+        body = src[src.index(f"def {name}"):]
+        body = body[:body.index("@triton.jit")] if "@triton.jit" in body else body
+        assert body.count("for start in range(0, 100, BR)") == 2 and "tl.exp(acc0 - acc0_z)" in body, body
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(problem, cand, target="h100", seeds=(0, 1))
+    assert v.accepted, v.line()
+
+
+def test_only_a_sum_of_exp_of_the_same_values_less_their_maximum_pairs_with_it():
+    from ir.kernel.analysis import online_max
+    from ir.kernel.ir import Buf, Load, Op, Reduce, Var
+
+    x, y = Buf("x", (4, 8), "f32", "input"), Buf("y", (4, 8), "f32", "input")
+    c, r, s = Var("c", 4), Var("r", 8), Var("s", 8)
+    m = Reduce("max", Load(x, (c, r)), (r,), "f32")
+
+    def total(v: Buf, fn: str = "exp") -> Reduce:
+        return Reduce("sum", Op(fn, (Op("sub", (Load(v, (c, s)), m), (), "f32"),), (), "f32"), (s,), "f32")
+
+    assert online_max(total(x)) is m
+    assert online_max(total(y)) is None  # another tensor's values less x's maximum
+    assert online_max(total(x, "tanh")) is None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from ir.kernel import siblings
-from ir.kernel.analysis import split_gemm
-from ir.kernel.ir import Kernel, Var
+from ir.kernel.analysis import online_max, split_gemm
+from ir.kernel.ir import Kernel, Reduce, Var
 from ir.kernel.schedule import Schedule
 
 from ..exprs import Printer, fold_grid, pow2, py_decode, row_coords, row_reduction
@@ -153,7 +153,11 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
         accs: dict[int, str] = {}
         init = {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
         comb = {"sum": "{a} + {p}", "max": "tl.maximum({a}, {p})", "min": "tl.minimum({a}, {p})", "prod": "{a} * {p}"}
+        # a softmax's sum of exp(x - max) swept with its maximum (online: one read of the row for both)
+        online = {id(m): r for r in reds if (m := online_max(r)) is not None and any(m is x for x in reds)}
         for i, r in enumerate(reds):  # children first: an inner reduction is an accumulator by now
+            if id(r) in accs:
+                continue
             ext = math.prod(v.extent for v in r.axes)
             body += [f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)",
                      f"for start in range(0, {ext}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
@@ -162,7 +166,13 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             bind(inner, r.axes, "j", masks)
             p = Printer(Ctx(env, masks, dict(accs), own_masks=True).render, prefix=f"u{i}_", dedupe=True)
             part = p(r)
-            inner += p.lines + [f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=part)]
+            pair = online.get(id(r))
+            if pair is None:
+                inner += p.lines + [f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=part)]
+            else:
+                inner += online_sweep(p, r, pair, part, f"acc{i}", f"acc{reds.index(pair)}", env, masks)
+                body.insert(-2, f"acc{reds.index(pair)} = tl.full([BM, 1], 0.0, tl.float32)")
+                accs[id(pair)] = f"acc{reds.index(pair)}"
             body += ["    " + ln for ln in inner]
             accs[id(r)] = f"acc{i}"
         if k.also:  # the row's sibling values, from the accumulators
@@ -183,6 +193,23 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
         body += ["    " + ln for ln in inner] if cols else inner
     src = signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
     return src + "\n".join("    " + ln for ln in head + body) + "\n"
+
+
+def online_sweep(p: Printer, m: Reduce, s: Reduce, part: str, acc_m: str, acc_s: str, env: dict[str, str],
+                 masks: list[tuple[frozenset[str], str]]) -> list[str]:
+    """The lines of one chunk of a sweep computing the row maximum `m` (its chunk's maximum already
+    printed by `p` as `part`) and the sum `s` of exp(E - m) together: the running sum is rescaled by
+    exp(old - new maximum). A maximum of -inf (every element so far -inf) is taken as 0 in the
+    exponents, so -inf elements add 0 instead of exp(nan)."""
+    for a, b in zip(s.axes, m.axes):  # the sum's coordinates are the maximum's: one load of the chunk
+        env[a.name] = env[b.name]
+    masks.append((frozenset(a.name for a in s.axes), masks[-1][1]))
+    new, safe = f"{acc_m}_new", f"{acc_m}_z"
+    p.lines += [f"{new} = tl.maximum({acc_m}, {part})", f"{safe} = tl.where({new} == float(\"-inf\"), 0.0, {new})"]
+    inside = s.body.args[0].args[1]  # type: ignore[attr-defined]  # the maximum as the sum's body reads it
+    p.fixed[id(inside)] = p.fixed[id(m)] = safe
+    total = p(s)
+    return p.lines + [f"{acc_s} = {acc_s} * tl.exp({acc_m} - {safe}) + {total}", f"{acc_m} = {new}"]
 
 
 def _tile(code: str, ty: str, shape: str) -> str:

@@ -117,6 +117,22 @@ def same_renamed(x: Expr, y: Expr, ren: dict[str, str]) -> bool:
     return False  # scans do not occur in attention
 
 
+def online_max(s: Reduce) -> Reduce | None:
+    """The row maximum M where `s` is sum(exp(E - M)) over the same extents, E being M's own body at
+    s's coordinates (softmax's, log-softmax's and logsumexp's denominator): one sweep can compute both,
+    rescaling the running sum each time the running maximum grows, so the row is read once for both."""
+    b = s.body
+    if s.op != "sum" or not (isinstance(b, Op) and b.op == "exp" and isinstance(b.args[0], Op)
+                             and b.args[0].op == "sub"):
+        return None
+    e, m = b.args[0].args
+    if not (isinstance(m, Reduce) and m.op == "max" and m.dtype == s.dtype == "f32"
+            and [v.extent for v in m.axes] == [v.extent for v in s.axes]):
+        return None
+    ren = {y.name: x.name for x, y in zip(m.axes, s.axes)}
+    return m if same_renamed(m.body, e, ren) else None
+
+
 def split_attention(k: Kernel) -> AttnParts:
     """Raises UnsupportedKernel unless `k` is the attention expression of the module docstring, or a
     pointwise epilogue of it."""
