@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -204,6 +204,23 @@ class Rewrite:
 
     def _go(self, e: Expr) -> Expr:
         raise NotImplementedError
+
+    def rebuild(self, e: Expr) -> Expr:
+        """`e` with each child rewritten; `e` itself where no child changed (shared sub-trees stay shared)."""
+        kids = children(e)
+        new = tuple(self(c) for c in kids)
+        if all(n is c for n, c in zip(new, kids)):
+            return e
+        if isinstance(e, Load):
+            return replace(e, index=new[:len(e.index)], mask=new[-1] if e.mask is not None else None)
+        if isinstance(e, Op):
+            return replace(e, args=new)
+        if isinstance(e, IOp):
+            return replace(e, a=new[0], b=new[1])
+        if isinstance(e, Reduce):
+            return replace(e, body=new[0])
+        assert isinstance(e, Scan)
+        return replace(e, body=new[0], at=new[1])
 
 
 def walk(e: Expr):

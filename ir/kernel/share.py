@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .analysis import same_renamed
-from .ir import Expr, IOp, Kernel, Load, Op, Reduce, Rewrite, Scan
+from .ir import Expr, Kernel, Reduce, Rewrite
 
 
 class _Share(Rewrite):
@@ -18,24 +18,16 @@ class _Share(Rewrite):
         self.shared = False
 
     def _go(self, e: Expr) -> Expr:
-        if isinstance(e, Load):
-            return replace(e, index=tuple(self(i) for i in e.index), mask=self(e.mask) if e.mask is not None else None)
-        if isinstance(e, Op):
-            return replace(e, args=tuple(self(a) for a in e.args))
-        if isinstance(e, IOp):
-            return replace(e, a=self(e.a), b=self(e.b))
-        if isinstance(e, Scan):
-            return replace(e, body=self(e.body), at=self(e.at))
-        if isinstance(e, Reduce):
-            r = replace(e, body=self(e.body))
-            peers = self.seen.setdefault((r.op, r.dtype, tuple(v.extent for v in r.axes)), [])
-            for p in peers:
-                if same_renamed(p, r, {}):
-                    self.shared = True
-                    return p
-            peers.append(r)
+        r = self.rebuild(e)
+        if not isinstance(r, Reduce):
             return r
-        return e
+        peers = self.seen.setdefault((r.op, r.dtype, tuple(v.extent for v in r.axes)), [])
+        for p in peers:
+            if same_renamed(p, r, {}):
+                self.shared = True
+                return p
+        peers.append(r)
+        return r
 
 
 def share_reductions(k: Kernel) -> Kernel:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .analysis import row_split, same_renamed
-from .ir import Const, Expr, IOp, Kernel, LibraryCall, Load, Op, Reduce, Rewrite, Scan, Var, children, free_vars, walk
+from .ir import Const, Expr, Kernel, LibraryCall, Load, Rewrite, Var, free_vars, walk
 
 # kernels whose templates store `also`: a reduce kernel one value per output element, a row kernel one
 # per row (its sibling's shape is the row kernel's with the columns kept as size 1)
@@ -68,22 +68,7 @@ class _Reuse(Rewrite):
                 return self.node
             self.stray = True
             return e
-        kids = children(e)
-        new = [self(c) for c in kids]
-        if all(n is c for n, c in zip(new, kids)):
-            return e
-        if isinstance(e, Load):
-            return replace(e, index=tuple(new[:len(e.index)]), mask=new[-1] if e.mask is not None else None)
-        if isinstance(e, Op):
-            return replace(e, args=tuple(new))
-        if isinstance(e, IOp):
-            return replace(e, a=new[0], b=new[1])
-        if isinstance(e, Reduce):
-            return replace(e, body=new[0])
-        if isinstance(e, Scan):
-            return replace(e, body=new[0], at=new[1])
-        self.stray = True  # a node kind this rewrite does not rebuild
-        return e
+        return self.rebuild(e)
 
 
 def _reads(step: Kernel | LibraryCall, name: str) -> bool:
