@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.analysis import split_gemm
+from ir.kernel.analysis import online_max, split_gemm
 from ir.kernel.build import ic, iop
 from ir.kernel.divmod import simplify_index
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, free_vars, walk
@@ -166,6 +166,10 @@ class CPrinter:
     def open_sweep(self, inner: CPrinter, axes: tuple[Var, ...]) -> None:
         """Called when a reduction's loop opens, `inner` printing its body (a printer whose threads
         share the reduction keeps what each thread loads in registers for the row's later sweeps)."""
+
+    def online(self, m: Reduce, s: Reduce) -> None:
+        """Called before a row's reductions with a maximum `m` and the sum `s` of exp(x - m) (a softmax's):
+        a printer may compute both in one sweep (a serial loop here reads the row from cache twice)."""
 
     def column_loop(self, cols: list[tuple[str, int]], header: str, indent: str) -> tuple[str, CPrinter]:
         """A row kernel's loop over its columns and the printer of its body (serial, whatever this one is)."""
@@ -415,7 +419,12 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
     writing each output (to `store_to` in place of its element of `out`). `hoist`: the values of the row
     alone (the log of a log-softmax's sum, say) computed before the loop, not per column (a compiler
     keeps a math call that may set errno inside it)."""
-    for r in dict.fromkeys(k.reductions()):
+    reds = list(dict.fromkeys(k.reductions()))
+    for r in reds:
+        m = online_max(r)
+        if m is not None and any(m is x for x in reds) and id(m) not in p.names:
+            p.online(m, r)
+    for r in reds:
         p(r)
     rows = row_vars(k)
     for b, e in k.also:  # at the row's place in the sibling's buffer (its columns are size 1)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir.kernel.analysis import GemmParts, same_renamed, split_gemm
-from ir.kernel.ir import Expr, Kernel, Load, Var, free_vars
+from ir.kernel.ir import Expr, Kernel, Load, Reduce, Var, free_vars
 from ir.kernel.schedule import Schedule
 
 from .cstyle import CPrinter, CStyle, decode, row_sweep
@@ -96,6 +96,38 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
                 inner.sweep = _Sweep(k, self.steps(ext), tuple((v.name, v.extent) for v in axes), self.kept,
                                      self.lines, at, self.indent)
                 self.opening = None
+
+        def online(self, m: Reduce, s: Reduce) -> None:
+            """A row too long to keep: each thread sweeps its elements once for both the maximum and the
+            sum of exp(x - maximum), rescaling its sum when its maximum grows (an element of -inf adds
+            0); the group's maximum, then each thread's sum rescaled to it, then the group's sum."""
+            ext = math.prod(v.extent for v in m.axes)
+            if self.steps(ext) or m.body.dtype != "f32":
+                return  # kept in registers, the second sweep reads no memory
+            exp, ninf = self.s.fn("exp", "float"), self.s.inf(True, "float")
+            mx, sm, j, top = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+            self.emit(f"float {mx} = {ninf};")
+            self.emit(f"float {sm} = 0;")
+            self.emit(self.loop_header(j, ext, True))
+            inner = self.scope(self.env, self.indent + "    ")
+            inner.parallel = False
+            stride = 1
+            for v in reversed(m.axes):
+                inner.env[v.name] = v.name
+                inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
+                stride *= v.extent
+            e = inner(m.body)
+            inner.emit(f"if ({e} > {mx} || {e} != {e}) {{ {sm} *= {exp}({mx} - {e}); {mx} = {e}; }}")
+            inner.emit(f"if ({e} != {ninf}) {sm} += {exp}({e} - {mx});")
+            self.lines += inner.lines
+            self.emit("}")
+            self.emit(f"float {top} = {mx};")
+            self.combine_threads("max", top)
+            self.emit(f"if ({mx} != {ninf}) {sm} *= {exp}({mx} - ({top} == {ninf} ? 0.0f : {top}));")
+            self.combine_threads("sum", sm)
+            inside = s.body.args[0].args[1]  # type: ignore[attr-defined]  # the maximum as the sum reads it
+            self.names[id(m)] = self.names[id(inside)] = top
+            self.names[id(s)] = sm
 
         def column_loop(self, cols: list[tuple[str, int]], header: str, indent: str) -> tuple[str, CPrinter]:
             n = math.prod(e for _, e in cols)

@@ -83,3 +83,36 @@ def test_kept_rows_compile_with_nvcc(tmp_path):
         assert t.verdict.accepted, t.verdict.line()
     else:
         assert t.compiled.startswith("compiled with") and t.compiled.endswith("not run"), t.compiled
+
+
+SOFTMAX = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1), torch.log_softmax(x * 0.5, dim=1)
+
+
+def get_inputs():
+    x = torch.randn(4, {n}) * 4
+    x[0, :3000] = float("-inf")  # leading elements of every thread -inf: a running maximum of -inf
+    x[2, ::3] = float("-inf")
+    return [x]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_long_softmax_row_is_swept_once_for_its_maximum_and_sum(tmp_path):
+    n = 256 * KEEP_PER_SWEEP + 300  # longer than the registers keep
+    prob = tmp_path / "softmax_long.py"
+    prob.write_text(SOFTMAX.format(n=n))
+    ks = _kernels(render(build(prob, "cuda-c", "h100")))
+    assert len(ks) == 2
+    for text in ks.values():  # one sweep for the maximum and the sum, one for the output
+        assert len(re.findall(r"\bx\[", text)) == 2 and "akg_block_reduce<2>" in text, text
+    t = translate(prob, "metal", "m4-max", tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.line()

@@ -104,12 +104,16 @@ class Ctx:
     a load takes the masks of the variables it depends on (a load of no variable is a scalar)."""
 
     def __init__(self, env: dict[str, str], masks: list[tuple[frozenset[str], str]],
-                 accs: dict[int, str] | None = None, own_masks: bool = False) -> None:
+                 accs: dict[int, str] | None = None, own_masks: bool = False,
+                 evict: tuple[frozenset[str], str] | None = None) -> None:
         self.env, self.masks = env, masks
         self.accs = accs or {}
         self.fv: dict[int, frozenset[str]] = {}
         self.bounds: dict[int, tuple[float, float]] = {}
         self.own_masks = own_masks  # a reduction masks by its axes and rows only (row template)
+        # (row variables, policy): the L2 eviction hint of loads of a row's own data (a row template's
+        # sweeps: kept for the sweeps after, dropped by the last)
+        self.evict = evict
 
     def mask_for(self, vs: frozenset[str]) -> str:
         return " & ".join(m for mvars, m in self.masks if mvars & vs)
@@ -143,7 +147,8 @@ class Ctx:
             if not mask:  # its variables are each covered exactly (a grid axis): nothing to mask
                 return f"tl.load({e.buf.name} + ({flat}))"
             other = py_const(e.other, e.buf.dtype)
-            return f"tl.load({e.buf.name} + ({flat}), mask={mask}, other={other})"
+            hint = f", eviction_policy=\"{self.evict[1]}\"" if self.evict and vs & self.evict[0] else ""
+            return f"tl.load({e.buf.name} + ({flat}), mask={mask}, other={other}{hint})"
         if isinstance(e, Op):
             return render_op(e, [p(a) for a in e.args])
         if isinstance(e, Reduce):

@@ -164,7 +164,8 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             inner: list[str] = []
             masks = [(row_vars, "rmask")]
             bind(inner, r.axes, "j", masks)
-            p = Printer(Ctx(env, masks, dict(accs), own_masks=True).render, prefix=f"u{i}_", dedupe=True)
+            p = Printer(Ctx(env, masks, dict(accs), own_masks=True, evict=(row_vars, "evict_last")).render,
+                        prefix=f"u{i}_", dedupe=True)
             part = p(r)
             pair = online.get(id(r))
             if pair is None:
@@ -186,7 +187,7 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             masks = [(row_vars, "rmask"), (frozenset(c for c, _ in cols), "cmask")]
         else:
             inner, masks = [], [(row_vars, "rmask")]
-        p = Printer(Ctx(env, masks, accs).render, prefix="v", dedupe=True)
+        p = Printer(Ctx(env, masks, accs, evict=(row_vars, "evict_first")).render, prefix="v", dedupe=True)
         val = p(k.expr)
         inner += p.lines
         store(inner, val)
