@@ -41,6 +41,7 @@ class _Kept:
     load: Load
     axes: tuple[tuple[str, int], ...]
     arr: str
+    steps: int
 
 
 @dataclass
@@ -150,10 +151,10 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
                     return self.names[id(e)]
             name = super().__call__(e)
             mine = {a for a, _ in sw.axes}
-            room = KEEP_IN_ALL - sw.steps * len(sw.kept)
+            room = KEEP_IN_ALL - sum(x.steps for x in sw.kept)
             if sw.row is not None and free_vars(e) & mine and room >= sw.steps:
                 arr = f"akg_keep{len(sw.kept)}"
-                sw.kept.append(_Kept(e, sw.axes, arr))
+                sw.kept.append(_Kept(e, sw.axes, arr, sw.steps))
                 sw.row.insert(sw.at, f"{sw.indent}{self.s.ctype_compute(e.dtype)} {arr}[{sw.steps}];")
                 self.emit(f"{arr}[{sw.k}] = {name};")
             return name
