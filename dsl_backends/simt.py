@@ -12,6 +12,7 @@ from typing import Any
 from ir.kernel.analysis import GemmParts, same_renamed, split_gemm
 from ir.kernel.ir import Expr, Kernel, Load, Reduce, Var, free_vars
 from ir.kernel.schedule import Schedule
+from ir.sym import is_dynamic
 
 from .cstyle import CPrinter, CStyle, decode, row_sweep
 from .exprs import fold_grid, row_coords, strided_reduction
@@ -73,7 +74,9 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
             self.opening: tuple[str, int] | None = None
 
         def steps(self, ext: int) -> int:
-            n = -(-ext // threads) if threads and isinstance(ext, int) else 0
+            if not threads or not isinstance(ext, int) or is_dynamic(ext):  # a run-time size: the strided loop
+                return 0
+            n = -(-ext // threads)
             return n if 0 < n <= KEEP_PER_SWEEP else 0
 
         def unrolled(self, j: str, ext: int, k: str) -> str:
