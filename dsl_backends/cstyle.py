@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ir.kernel.analysis import online_max, split_gemm
+from ir.kernel.analysis import online_pairs, split_gemm
 from ir.kernel.build import ic, iop
 from ir.kernel.divmod import simplify_index
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, free_vars, walk
@@ -420,10 +420,9 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
     alone (the log of a log-softmax's sum, say) computed before the loop, not per column (a compiler
     keeps a math call that may set errno inside it)."""
     reds = list(dict.fromkeys(k.reductions()))
-    for r in reds:
-        m = online_max(r)
-        if m is not None and any(m is x for x in reds) and id(m) not in p.names:
-            p.online(m, r)
+    for m, s in online_pairs(reds):
+        if id(m) not in p.names:
+            p.online(m, s)
     for r in reds:
         p(r)
     rows = row_vars(k)

@@ -115,11 +115,7 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
             self.emit(self.loop_header(j, ext, True))
             inner = self.scope(self.env, self.indent + "    ")
             inner.parallel = False
-            stride = 1
-            for v in reversed(m.axes):
-                inner.env[v.name] = v.name
-                inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
-                stride *= v.extent
+            decode([(v.name, v.extent) for v in m.axes], j, inner)
             e = inner(m.body)
             inner.emit(f"if ({e} > {mx} || {e} != {e}) {{ {sm} *= {exp}({mx} - {e}); {mx} = {e}; }}")
             inner.emit(f"if ({e} != {ninf}) {sm} += {exp}({e} - {mx});")
@@ -129,9 +125,7 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
             self.combine_threads("max", top)
             self.emit(f"if ({mx} != {ninf}) {sm} *= {exp}({mx} - ({top} == {ninf} ? 0.0f : {top}));")
             self.combine_threads("sum", sm)
-            inside = s.body.args[0].args[1]  # type: ignore[attr-defined]  # the maximum as the sum reads it
-            self.names[id(m)] = self.names[id(inside)] = top
-            self.names[id(s)] = sm
+            self.names[id(m)], self.names[id(s)] = top, sm
 
         def column_loop(self, cols: list[tuple[str, int]], header: str, indent: str) -> tuple[str, CPrinter]:
             n = math.prod(e for _, e in cols)

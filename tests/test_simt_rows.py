@@ -5,6 +5,7 @@ the row fits; longer rows keep the strided loop."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 import torch
@@ -77,6 +78,7 @@ def test_kept_rows_give_the_reference_values_in_the_metal_emulator(n, tmp_path):
     assert t.verdict.accepted, t.verdict.line()
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
 def test_kept_rows_compile_with_nvcc(tmp_path):
     t = translate(_problem(tmp_path, 300), "cuda-c", "h100", tmp_path / "m.py", timing=False, seeds=(0,))
     if torch.cuda.is_available():

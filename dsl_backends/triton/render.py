@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ir.kernel import siblings
-from ir.kernel.analysis import online_max, split_gemm
+from ir.kernel.analysis import online_pairs, split_gemm
 from ir.kernel.ir import Kernel, Reduce, Var
 from ir.kernel.schedule import Schedule
 
@@ -154,25 +154,26 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
         init = {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
         comb = {"sum": "{a} + {p}", "max": "tl.maximum({a}, {p})", "min": "tl.minimum({a}, {p})", "prod": "{a} * {p}"}
         # a softmax's sum of exp(x - max) swept with its maximum (online: one read of the row for both)
-        online = {id(m): r for r in reds if (m := online_max(r)) is not None and any(m is x for x in reds)}
+        online = {id(m): s for m, s in online_pairs(reds)}
         for i, r in enumerate(reds):  # children first: an inner reduction is an accumulator by now
             if id(r) in accs:
                 continue
             ext = math.prod(v.extent for v in r.axes)
-            body += [f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)",
-                     f"for start in range(0, {ext}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
+            pair = online.get(id(r))
+            body.append(f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)")
+            if pair is not None:
+                body.append(f"acc{reds.index(pair)} = tl.full([BM, 1], 0.0, tl.float32)")
+            body += [f"for start in range(0, {ext}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
             inner: list[str] = []
             masks = [(row_vars, "rmask")]
             bind(inner, r.axes, "j", masks)
             p = Printer(Ctx(env, masks, dict(accs), own_masks=True, evict=(row_vars, "evict_last")).render,
                         prefix=f"u{i}_", dedupe=True)
             part = p(r)
-            pair = online.get(id(r))
             if pair is None:
                 inner += p.lines + [f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=part)]
             else:
                 inner += online_sweep(p, r, pair, part, f"acc{i}", f"acc{reds.index(pair)}", env, masks)
-                body.insert(-2, f"acc{reds.index(pair)} = tl.full([BM, 1], 0.0, tl.float32)")
                 accs[id(pair)] = f"acc{reds.index(pair)}"
             body += ["    " + ln for ln in inner]
             accs[id(r)] = f"acc{i}"
@@ -207,8 +208,7 @@ def online_sweep(p: Printer, m: Reduce, s: Reduce, part: str, acc_m: str, acc_s:
     masks.append((frozenset(a.name for a in s.axes), masks[-1][1]))
     new, safe = f"{acc_m}_new", f"{acc_m}_z"
     p.lines += [f"{new} = tl.maximum({acc_m}, {part})", f"{safe} = tl.where({new} == float(\"-inf\"), 0.0, {new})"]
-    inside = s.body.args[0].args[1]  # type: ignore[attr-defined]  # the maximum as the sum's body reads it
-    p.fixed[id(inside)] = p.fixed[id(m)] = safe
+    p.fixed[id(m)] = safe  # the sum's body reads this very node (online_pairs)
     total = p(s)
     return p.lines + [f"{acc_s} = {acc_s} * tl.exp({acc_m} - {safe}) + {total}", f"{acc_m} = {new}"]
 

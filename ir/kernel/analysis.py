@@ -133,6 +133,12 @@ def online_max(s: Reduce) -> Reduce | None:
     return m if same_renamed(m.body, e, ren) else None
 
 
+def online_pairs(reds: list[Reduce]) -> list[tuple[Reduce, Reduce]]:
+    """(maximum, sum) pairs among a row kernel's reductions that one sweep can compute (`online_max`),
+    the maximum being the very node the sum's body reads."""
+    return [(m, s) for s in reds if (m := online_max(s)) is not None and any(m is x for x in reds)]
+
+
 def split_attention(k: Kernel) -> AttnParts:
     """Raises UnsupportedKernel unless `k` is the attention expression of the module docstring, or a
     pointwise epilogue of it."""
