@@ -257,7 +257,10 @@ def test_a_softmax_sums_with_its_running_maximum_in_one_sweep(tmp_path):
         body = body[:body.index("@triton.jit")] if "@triton.jit" in body else body
         assert body.count("for start in range(0, 100, BR)") == 2 and "tl.exp(acc0 - acc0_z)" in body, body
         # the row stays in L2 for the output's sweep, which then lets it go
-        assert 'other=0.0, eviction_policy="evict_last")' in body and '"evict_first")' in body
+        for policy in ("evict_last", "evict_first"):
+            assert f'other=0.0, eviction_policy="{policy}")' in body
+        # and the output streams past L2 (a store that evicts first)
+        assert body.count('mask=rmask & cmask, eviction_policy="evict_first")') == 1, body
     cand = tmp_path / "cand.py"
     cand.write_text(src)
     v = verify(problem, cand, target="h100", seeds=(0, 1))

@@ -127,11 +127,11 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
         py_decode(named, j, lines, env)
         masks.append((frozenset(nm for nm, _ in named), mask))
 
-    def store(lines: list[str], val: str) -> None:
+    def store(lines: list[str], val: str, hint: str = "") -> None:
         flat = " + ".join(f"{env[v.name]} * {st}" if st != 1 else env[v.name]
                           for v, st in zip(k.coords, k.out.strides())) or "0"
         mask = "rmask & cmask" if cols else "rmask"
-        lines.append(f"tl.store(out_ptr + ({flat}), {store_value(val, k.out.dtype, out_shape)}, mask={mask})")
+        lines.append(f"tl.store(out_ptr + ({flat}), {store_value(val, k.out.dtype, out_shape)}, mask={mask}{hint})")
 
     body: list[str] = []
     if single:
@@ -191,7 +191,8 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
         p = Printer(Ctx(env, masks, accs, evict=(row_vars, "evict_first")).render, prefix="v", dedupe=True)
         val = p(k.expr)
         inner += p.lines
-        store(inner, val)
+        # the output streams past L2: it should not evict rows the other programs still sweep
+        store(inner, val, ', eviction_policy="evict_first"')
         body += ["    " + ln for ln in inner] if cols else inner
     src = signature(k, ["BM: tl.constexpr", "BR: tl.constexpr"]) + "\n"
     return src + "\n".join("    " + ln for ln in head + body) + "\n"
