@@ -11,7 +11,7 @@ from typing import Any
 from dsl_backends import Backend, UnsupportedKernel, available, get_backend
 from dsl_backends.jax_bridge import jax_entry
 from dsl_backends.module import Bucket, with_header
-from hardware_models.cost import SPLIT_PRODUCTS
+from hardware_models.cost import SPLIT_PRODUCTS, gemm_library_choice
 from hardware_models.counting import necessary_ops
 from hardware_models.spec import HardwareModel, load_target
 from ir.dynamic import bucket_bounds
@@ -62,6 +62,7 @@ class Translation:
     tuned: dict[str, float] = field(default_factory=dict)  # kernel -> its module time in the tuning database
     strategy: Strategy = field(default_factory=lambda: Strategy())
     strategy_s: float | None = None  # the strategy's measured module time, where the tuning database chose it
+    strategy_why: str = ""  # where the cost model chose the strategy instead: its estimates
     # the module body rendered for one set of schedules (the header, which carries the verdict, is prepended)
     buckets: list[Bucket] = field(default_factory=list)  # --dynamic: programs for smaller sizes (module.Bucket)
     _body: tuple[frozenset[tuple[str, Schedule]], str] | None = None
@@ -131,6 +132,18 @@ def has_long_recurrence(g: Graph) -> bool:
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
 
 
+def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
+    """Where the target and the backend both state their GEMMs' efficiency: the cost model's reason to
+    leave the program's GEMMs to the library ("" where generating them is estimated no slower)."""
+    eff = backend.manifest.gemm_efficiency.get(target.kind)
+    choices = [c for grp in plan.groups if eff and (c := gemm_library_choice(grp, target, eff)) is not None]
+    gen, lib = sum(c.generated_s for c in choices), sum(c.library_s for c in choices)
+    if not choices or lib >= gen:
+        return ""
+    return (f"the cost model's: {len(choices)} GEMM group{'s' if len(choices) > 1 else ''} estimated "
+            f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
+
+
 def cost_gate(prog: KernelProgram, groups: dict[int, Group], name: str) -> None:
     """Refuses a kernel that would do far more work than its group needs (values recomputed per
     element), before anything is rendered or run."""
@@ -194,7 +207,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     error naming it. `rows=False` keeps row reductions and their epilogues as separate kernels. `tuned`:
     where the device is here, take the tuning database's best strategy for the problem (when the caller
     left `conv` and `rows` at their defaults) and each kernel's best schedule (what `akg tune` measured
-    on this hardware), not the cost model's. `dynamic`: input dimensions that vary at run time
+    on this hardware), not the cost model's; where nothing is measured, the cost model may leave GEMMs
+    to the library (`model_gemm_library`); `tuned=False` is the plan exactly as asked. `dynamic`: input dimensions that vary at run time
     (`ir.dynamic`): the module takes any size from 1 to the traced one there. `library`: op families
     (`ir.passes.library.LIBRARY_FAMILIES`) left to torch, their prologues and epilogues generated."""
     backend = get_backend(dsl)
@@ -233,12 +247,18 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
             (conv, rows, library), strategy_s = (best.conv, best.rows, best.library), found[1]
     how = Strategy(rows, conv, library)
     g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
+    strategy_why = ""
+    if tuned and strategy_s is None and how == Strategy() and not pure:
+        strategy_why = model_gemm_library(plan, backend, target)
+        if strategy_why:  # nothing measured here yet: the cost model's choice
+            how = Strategy(library=("gemm",))
+            g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
     buckets = _buckets(problem, backend, target, train, allow_opaque, how, pure, dynamic, g, prog, schedules)
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
         schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
     return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times,
-                       strategy=how, strategy_s=strategy_s, buckets=buckets)
+                       strategy=how, strategy_s=strategy_s, strategy_why=strategy_why, buckets=buckets)
 
 
 def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
@@ -332,7 +352,7 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              numerics_line(t),
              f"strategy: {t.strategy.describe()}" + (f" (the tuning database's fastest, {t.strategy_s * 1e3:.4g} ms "
                                                       "at the tune's first eager pace)" if t.strategy_s is not None
-                                                      else ""),
+                                                      else f" ({t.strategy_why})" if t.strategy_why else ""),
              "plan:"]
     dyn = t.graph.meta.get("dynamic")
     if dyn:

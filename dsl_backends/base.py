@@ -56,6 +56,9 @@ class Manifest:
     # modules the verifier's fork server for CPU jobs imports once for all of them (each must import
     # without starting a thread or touching a device: the server forks afterwards)
     preload_cpu: tuple[str, ...] = ()
+    # target kind -> its generated GEMM's fraction of the compute peak (measured); where the target states
+    # its library's too, an untuned plan leaves GEMMs to whichever the cost model finds faster
+    gemm_efficiency: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def load(path: Path) -> Manifest:
@@ -65,7 +68,7 @@ class Manifest:
                         tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
                         dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))),
                         int(d.get("preference", 50)), bool(d.get("dynamic", False)), dict(d.get("checked_on", {})),
-                        tuple(d.get("preload_cpu", ())))
+                        tuple(d.get("preload_cpu", ())), {k: float(v) for k, v in d.get("gemm_efficiency", {}).items()})
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""

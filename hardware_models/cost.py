@@ -283,11 +283,42 @@ def speed_of_light(g: Graph, target: HardwareModel, numerics: str = "reference")
                      float(sum(work.values())), comps, {f"{u}.{d}": f for (u, d), f in work.items()})
 
 
+@dataclass(frozen=True)
+class LibraryChoice:
+    """A GEMM group's estimate written by the backend and left to the library (seconds)."""
+
+    generated_s: float
+    library_s: float
+
+
+def gemm_library_choice(group: Group, target: HardwareModel, generated_efficiency: float) -> LibraryChoice | None:
+    """A GEMM group (matmul or linear anchor) generated against left to the library, where the target
+    states how near its library GEMM comes to the compute peak (`library.gemm.<dtype>`) and the backend
+    how near its own does: compute scaled by each, memory as the roofline has it (a skinny GEMM streams
+    its weights either way). The library's output goes through memory once more to reach the generated
+    epilogue, and each call pays torch's dispatch. None where either efficiency is unknown."""
+    anchor = group.anchor
+    eff = target.fig("library", f"gemm.{anchor.type.dtype}") if anchor is not None else None
+    if anchor is None or anchor.op not in ("matmul", "linear") or eff is None or generated_efficiency <= 0:
+        return None
+    e = estimate_group(group, target)
+    if not math.isfinite(e.time_s):
+        return None
+    comp = max((v for k, v in e.components.items() if k not in ("dram", "l2")), default=0.0)
+    mem = max(e.components.get("dram", 0.0), e.components.get("l2", 0.0))
+    call = target.fig("library", "call_s")
+    generated = max(comp / generated_efficiency, mem) + e.launch_s
+    library = max(comp / eff.value, mem) + (call.value if call is not None else e.launch_s)
+    if any(n is not anchor and n.op not in SOURCES and opdef(n.op).group != "movement" for n in group.nodes):
+        library += 2 * anchor.type.nbytes / target.dram_bw + e.launch_s  # the epilogue's own kernel
+    return LibraryChoice(generated, library)
+
+
 def estimate_program(g: Graph, target: HardwareModel, numerics: str = "reference") -> tuple[float, list[Estimate]]:
     """Sum of per-kernel estimates for the fusion plan, with default schedules."""
     ests = [estimate_group(grp, target, numerics=numerics) for grp in fuse(g).groups]
     return sum(e.time_s for e in ests), ests
 
 
-__all__ = ["Tiling", "Estimate", "SolReport", "estimate_group", "speed_of_light", "estimate_program",
-           "resolve_unit", "Key"]
+__all__ = ["Tiling", "Estimate", "SolReport", "LibraryChoice", "estimate_group", "gemm_library_choice",
+           "speed_of_light", "estimate_program", "resolve_unit", "Key"]

@@ -192,6 +192,7 @@ def detect_cpu() -> HardwareModel:
         if ctype in ("Data", "Unified"):
             caches[f"l{level}"] = _cache_size(_read(f"{idx}/size"))
     lanes = simd_bits // 32
+    bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
     f32 = cores * ghz * 1e9 * lanes * 2 * 2  # 2 FMA pipes x 2 flops per FMA
     src = "detected"
     note = f"{cores} cores x {ghz:.2f} GHz x {lanes} f32 lanes x 2 FMA pipes x 2"
@@ -209,10 +210,17 @@ def detect_cpu() -> HardwareModel:
             "dram_bytes": Figure(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), src),
             "launch_overhead_s": Figure(2e-6, "estimate", "OpenMP fork/join, order of magnitude"),
         },
-        "compute.tensor": ({"bf16": Figure(2 * f32, src, "AVX512-BF16 dot products")}
-                           if "avx512_bf16" in flags else {}),
+        "compute.tensor": {"bf16": Figure(2 * f32, src, "AVX512-BF16 dot products")} if bf16 else {},
         "compute.vector": {"f32": Figure(f32, src, note), "f64": Figure(f32 / 2, src),
                            "f16": Figure(f32, src, "converted to f32"), "bf16": Figure(f32, src, "converted to f32")},
+        # the library's GEMM (MKL or oneDNN through torch) as a fraction of compute.vector: the cost
+        # model's default strategy compares it with a backend's own GEMM (manifest gemm_efficiency)
+        "library": {
+            "gemm.f32": Figure(0.8, "measured", "vendor sgemm at compute-bound sizes"),
+            "gemm.bf16": (Figure(0.8, "estimate", "BF16 dot-product instructions") if bf16 else
+                          Figure(0.005, "measured", "no BF16 instructions: the library's bf16 GEMM takes a slow path")),
+            "call_s": Figure(1e-5, "estimate", "torch's dispatch of one call from a module's forward"),
+        },
         "memory": {
             "dram_bw": Figure(min(cores, 8) * 10e9, "estimate", "10 GB/s per core up to 8; run akg hw calibrate"),
             "l2_bw": Figure(cores * ghz * 1e9 * 32, "estimate", "32 B/cycle/core"),
@@ -220,6 +228,7 @@ def detect_cpu() -> HardwareModel:
         },
     }
     sources = {"detected": "read from /proc/cpuinfo and /sys on this machine",
+               "measured": "measured on this project's machines (benchmarks/results, the CPU tunes' strategies)",
                "estimate": "akg estimate; replace by `akg hw calibrate --target cpu`"}
     return HardwareModel("cpu", "host", "cpu", f"host CPU: {model_name.strip()}", platform.machine(),
                          sources, figures, {"conv_f32": "f32", "matmul_f32": "f32"})

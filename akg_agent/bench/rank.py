@@ -40,7 +40,7 @@ def spearman(x: list[float], y: list[float]) -> float:
 
 
 def rank_schedules(problem: str, target: str, dsl: str, n: int = 16, trials: int = 50) -> dict[str, Any]:
-    t = build(problem, dsl, target)
+    t = build(problem, dsl, target, tuned=False)  # the generated GEMM's schedules, whatever a translate would pick
     if t.executor != "native":
         raise AkgError(f"ranking schedules needs the {target} device here (executor: {t.executor})")
     gemms = [k for k in t.program.kernels() if k.kind == "matmul"]

@@ -1,0 +1,111 @@
+"""The cost model's strategy where nothing is measured yet: an untuned translate leaves a program's GEMMs
+to the library where the target states its library GEMM's efficiency, the backend its own, and the
+estimate favours the library (a compute-bound fp32 GEMM on the CPU); a skinny GEMM (weights streamed
+either way) and a bf16 GEMM on a CPU without BF16 instructions stay generated; a tune's measurement
+overrides the model."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from akg_agent.translate import Strategy, build, model_gemm_library, translate
+from akg_agent.tuning_db import TuningDB, hardware_key, problem_signature, versions
+from dsl_backends import get_backend
+from hardware_models.cost import gemm_library_choice
+from hardware_models.spec import Figure, load_target
+
+LINEAR = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear({k}, {n}).to(torch.{dtype})
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 0.5
+
+
+def get_inputs():
+    return [torch.randn({m}, {k}, dtype=torch.{dtype})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _problem(tmp_path: Path, m: int, k: int = 512, n: int = 512, dtype: str = "float32") -> Path:
+    p = tmp_path / f"linear_{m}x{k}x{n}_{dtype}.py"
+    p.write_text(LINEAR.format(m=m, k=k, n=n, dtype=dtype))
+    return p
+
+
+def _gemm_choice(path: Path, target=None):
+    t = build(path, "cpp", "cpu", tuned=False)
+    target = target or t.target
+    [grp] = [g for g in t.plan.groups if g.anchor is not None and g.anchor.op == "linear"]
+    return gemm_library_choice(grp, target, get_backend("cpp").manifest.gemm_efficiency["cpu"])
+
+
+def test_the_model_prices_a_compute_bound_gemm_in_the_library_and_a_skinny_one_generated(tmp_path):
+    big = _gemm_choice(_problem(tmp_path, 256))
+    assert big is not None and big.library_s < big.generated_s / 2, big
+    skinny = _gemm_choice(_problem(tmp_path, 1))
+    assert skinny is not None and skinny.library_s >= skinny.generated_s, skinny
+
+
+def test_a_bf16_gemm_stays_generated_where_the_library_takes_a_slow_path(tmp_path):
+    cpu = load_target("cpu")
+    slow = dict(cpu.figures["library"], **{"gemm.bf16": Figure(0.005, "measured")})
+    target = dataclasses.replace(cpu, figures=dict(cpu.figures, library=slow))
+    c = _gemm_choice(_problem(tmp_path, 256, dtype="bfloat16"), target)
+    assert c is not None and c.library_s > c.generated_s, c
+    fast = dict(cpu.figures["library"], **{"gemm.bf16": Figure(0.8, "estimate")})
+    c = _gemm_choice(_problem(tmp_path, 256, dtype="bfloat16"),
+                     dataclasses.replace(cpu, figures=dict(cpu.figures, library=fast)))
+    assert c is not None and c.library_s < c.generated_s, c
+
+
+def test_no_figure_no_choice(tmp_path):
+    """A backend that does not state its GEMM's efficiency (or a target without the library's) keeps the
+    plan as asked."""
+    t = build(_problem(tmp_path, 256), "cpp", "cpu", tuned=False)
+    be = get_backend("cpp")
+    assert model_gemm_library(t.plan, be, t.target)
+    quiet = SimpleNamespace(manifest=dataclasses.replace(be.manifest, gemm_efficiency={}))
+    assert model_gemm_library(t.plan, quiet, t.target) == ""
+    bare = dataclasses.replace(t.target, figures={k: v for k, v in t.target.figures.items() if k != "library"})
+    assert model_gemm_library(t.plan, be, bare) == ""
+
+
+def test_an_untuned_translate_takes_the_models_strategy_and_verifies(tmp_path):
+    big = _problem(tmp_path, 256)
+    t = translate(big, "cpp", "cpu", timing=False, seeds=(0, 1))
+    assert t.strategy == Strategy(library=("gemm",)) and [s.op for s in t.program.library_calls()] == ["linear"]
+    assert t.verdict.accepted, t.verdict.line()
+    line = next(ln for ln in t.source.splitlines() if "strategy:" in ln)
+    assert "the cost model's: 1 GEMM group estimated" in line and "akg tune measures both" in line, line
+    # the relu and scale stay a generated epilogue
+    assert [k.kind for k in t.program.kernels()] == ["pointwise"]
+    skinny = build(_problem(tmp_path, 2), "cpp", "cpu")
+    assert skinny.strategy == Strategy() and not skinny.strategy_why
+    assert [k.kind for k in skinny.program.kernels()] == ["matmul"]
+    # the plan exactly as asked
+    assert build(big, "cpp", "cpu", tuned=False).strategy == Strategy()
+
+
+def test_a_measured_strategy_overrides_the_model(tmp_path):
+    big = _problem(tmp_path, 256)
+    t = build(big, "cpp", "cpu", tuned=False)
+    db = TuningDB()
+    db.put_choice(hardware_key(t.target), "cpp", problem_signature(big), versions(get_backend("cpp").manifest),
+                  Strategy().to_json(), 1e-3)
+    measured = build(big, "cpp", "cpu")
+    assert measured.strategy == Strategy() and measured.strategy_s == pytest.approx(1e-3)
+    assert not measured.strategy_why and [k.kind for k in measured.program.kernels()][0] == "matmul"
