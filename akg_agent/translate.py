@@ -209,8 +209,9 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     left `conv` and `rows` at their defaults) and each kernel's best schedule (what `akg tune` measured
     on this hardware), not the cost model's; where nothing is measured, the cost model may leave GEMMs
     to the library (`model_gemm_library`); `tuned=False` is the plan exactly as asked. `dynamic`: input
-    dimensions that vary at run time (`ir.dynamic`): the module takes any size from 1 to the traced one there. `library`: op families
-    (`ir.passes.library.LIBRARY_FAMILIES`) left to torch, their prologues and epilogues generated."""
+    dimensions that vary at run time (`ir.dynamic`): the module takes any size from 1 to the traced one
+    there. `library`: op families (`ir.passes.library.LIBRARY_FAMILIES`) left to torch, their prologues
+    and epilogues generated."""
     backend = get_backend(dsl)
     library = check_families(library)
     if pure and library:
