@@ -293,12 +293,12 @@ class LibraryChoice:
 
 def gemm_library_choice(group: Group, target: HardwareModel, generated_efficiency: float) -> LibraryChoice | None:
     """A GEMM group (matmul or linear anchor) generated against left to the library, where the target
-    states how near its library GEMM comes to the compute peak (`library.gemm.<dtype>`) and the backend
+    states how near its library GEMM comes to the compute peak (`library.gemm_<dtype>`) and the backend
     how near its own does: compute scaled by each, memory as the roofline has it (a skinny GEMM streams
     its weights either way). The library's output goes through memory once more to reach the generated
     epilogue, and each call pays torch's dispatch. None where either efficiency is unknown."""
     anchor = group.anchor
-    eff = target.fig("library", f"gemm.{anchor.type.dtype}") if anchor is not None else None
+    eff = target.fig("library", f"gemm_{anchor.type.dtype}") if anchor is not None else None
     if anchor is None or anchor.op not in ("matmul", "linear") or eff is None or generated_efficiency <= 0:
         return None
     e = estimate_group(group, target)

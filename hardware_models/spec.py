@@ -216,8 +216,8 @@ def detect_cpu() -> HardwareModel:
         # the library's GEMM (MKL or oneDNN through torch) as a fraction of compute.vector: the cost
         # model's default strategy compares it with a backend's own GEMM (manifest gemm_efficiency)
         "library": {
-            "gemm.f32": Figure(0.8, "measured", "vendor sgemm at compute-bound sizes"),
-            "gemm.bf16": (Figure(0.8, "estimate", "BF16 dot-product instructions") if bf16 else
+            "gemm_f32": Figure(0.8, "measured", "vendor sgemm at compute-bound sizes"),
+            "gemm_bf16": (Figure(0.8, "estimate", "BF16 dot-product instructions") if bf16 else
                           Figure(0.005, "measured", "no BF16 instructions: the library's bf16 GEMM takes a slow path")),
             "call_s": Figure(1e-5, "estimate", "torch's dispatch of one call from a module's forward"),
         },

@@ -62,11 +62,11 @@ def test_the_model_prices_a_compute_bound_gemm_in_the_library_and_a_skinny_one_g
 
 def test_a_bf16_gemm_stays_generated_where_the_library_takes_a_slow_path(tmp_path):
     cpu = load_target("cpu")
-    slow = dict(cpu.figures["library"], **{"gemm.bf16": Figure(0.005, "measured")})
+    slow = dict(cpu.figures["library"], **{"gemm_bf16": Figure(0.005, "measured")})
     target = dataclasses.replace(cpu, figures=dict(cpu.figures, library=slow))
     c = _gemm_choice(_problem(tmp_path, 256, dtype="bfloat16"), target)
     assert c is not None and c.library_s > c.generated_s, c
-    fast = dict(cpu.figures["library"], **{"gemm.bf16": Figure(0.8, "estimate")})
+    fast = dict(cpu.figures["library"], **{"gemm_bf16": Figure(0.8, "estimate")})
     c = _gemm_choice(_problem(tmp_path, 256, dtype="bfloat16"),
                      dataclasses.replace(cpu, figures=dict(cpu.figures, library=fast)))
     assert c is not None and c.library_s < c.generated_s, c
