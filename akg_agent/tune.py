@@ -31,6 +31,9 @@ from .verifier.timing import host_lock
 # relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
 # runs on one, order such candidates either way; benchmarks/results/h100x2-ray-tune-*.json)
 TIE = 0.01
+# relative: finalists within this of the fastest that different devices timed are timed again together on
+# one (two GPUs of one host differ in pace by several percent, more than TIE)
+SPREAD = 0.05
 
 
 def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
@@ -355,6 +358,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                 report["from_db"] += 1
         tried = len(times) + len(works)
         lost = 0
+        where: dict[int, str] = {}  # candidate -> the device that timed it
         for done in _until(measure(works), start, time_limit_s, report):
             i = done.work.key[1]
             if done.verdict is None:  # lost: not committed, so a rerun tries it again
@@ -364,6 +368,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                 v = Verdict(**done.verdict)
                 med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
                 times[i] = med if med is not None else math.inf
+                where[i] = done.device
                 if v.accepted or v.code not in TRANSIENT:
                     db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
                 report["measured"] += 1
@@ -372,12 +377,47 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                     "checked_by": done.checked_by}))
             if on_progress is not None:
                 on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
+        if not _past(start, time_limit_s):
+            times = _on_one_device(t, k.name, cands, times, where, measure, report,
+                                   lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
         best = _fastest(times)
         ok = best is not None and math.isfinite(times[best])
         t.schedules = {**t.schedules, k.name: cands[best] if ok else default}
         kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried})
     return kernels
+
+
+def _on_one_device(t: Translation, kernel: str, cands: list[Schedule], times: dict[int, float],
+                   where: dict[int, str], measure: Callable[[list[Work]], Iterator[Done]], report: dict[str, Any],
+                   keep: Callable[[int, float, str], None]) -> dict[int, float]:
+    """`times` with the finalists (within SPREAD of the fastest) timed once more, in turns in one run on one
+    device, where different devices timed them: their own runs differ by the devices' pace. Each new time
+    replaces the old in the database too (`keep`), so a rerun chooses alike. Unchanged where one device
+    timed them all, or the run fails."""
+    low = min((sec for sec in times.values() if math.isfinite(sec)), default=math.inf)
+    fin = sorted(i for i, sec in times.items() if sec <= low * (1 + SPREAD))
+    if len(fin) < 2 or len({where.get(i, "") for i in fin}) < 2:
+        return times
+    src = [render(_with(t, kernel, cands[i])) for i in fin]
+    work = Work((kernel, "together"), t.problem.name, t.problem.read_text(), src[0],
+                peers=tuple((str(i), body) for i, body in zip(fin[1:], src[1:])))
+    done = next(iter(measure([work])), None)
+    v = Verdict(**done.verdict) if done is not None and done.verdict is not None else None
+    timing = v.details.get("timing", {}) if v is not None and v.accepted else {}
+    meds = [timing.get("candidate", {}).get("median_s")] + [timing.get("peers", {}).get(str(i), {}).get("median_s")
+                                                         for i in fin[1:]]
+    row: dict[str, Any] = {"kernel": kernel, "timed_on": sorted({where[i] for i in fin if i in where})}
+    report.setdefault("together", []).append(row)
+    if v is None or not all(meds):
+        row["verdict"] = v.line() if v is not None else f"lost: {done.lost if done else 'no result'}"
+        return times
+    assert done is not None
+    new = {i: float(sec) for i, sec in zip(fin, meds) if sec}
+    row.update(device=done.device, before={str(i): times[i] for i in fin}, after={str(i): new[i] for i in fin})
+    for i in fin:
+        keep(i, new[i], v.line())
+    return {**times, **new}
 
 
 def _fastest(times: dict[int, float]) -> int | None:
