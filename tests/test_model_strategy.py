@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from akg_agent.agents.designer import rules_plan
 from akg_agent.translate import Strategy, build, model_gemm_library, translate
 from akg_agent.tuning_db import TuningDB, hardware_key, problem_signature, versions
 from dsl_backends import get_backend
@@ -91,6 +92,11 @@ def test_an_untuned_translate_takes_the_models_strategy_and_verifies(tmp_path):
     assert t.verdict.accepted, t.verdict.line()
     line = next(ln for ln in t.source.splitlines() if "strategy:" in ln)
     assert "the cost model's: 1 GEMM group estimated" in line and "akg tune measures both" in line, line
+    # and the plan says whose choice it was (not the user's --library)
+    plan = rules_plan(t, 0.5)
+    assert [g.why for g in plan.groups if g.strategy == "library"] == [
+        "the gemm family left to torch (the cost model estimates it faster; akg tune measures both), prologue and "
+        "epilogue generated"]
     # the relu and scale stay a generated epilogue
     assert [k.kind for k in t.program.kernels()] == ["pointwise"]
     skinny = build(_problem(tmp_path, 2), "cpp", "cpu")

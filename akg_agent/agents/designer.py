@@ -37,7 +37,8 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
     libs = {s.group: s.op for s in t.program.library_calls()}
     kinds = get_backend(t.dsl).manifest.kinds
     chosen = {op: f for f in t.strategy.library for op in LIBRARY_FAMILIES[f]}  # op -> its family
-    how = "the tuning database measured it faster" if t.strategy_s is not None else "--library"
+    how = ("the tuning database measured it faster" if t.strategy_s is not None else
+           "the cost model estimates it faster; akg tune measures both" if t.strategy_why else "--library")
     kernels: dict[int, dict[str, Any]] = {}
     for k in t.program.kernels():
         kernels.setdefault(k.group, {}).update(t.schedules[k.name])
