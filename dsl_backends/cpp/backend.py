@@ -270,6 +270,7 @@ def gemm_schedule(target: HardwareModel) -> Schedule:
     return Schedule(GEMM_SCHEDULE, MR=8 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
 
 
+PACK = 64  # side of the tiles B is packed in
 SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take the streaming template
 
 
@@ -319,7 +320,7 @@ def _row_env(row_vars: list[tuple[str, int]], m: int) -> dict[str, str]:
 
 def _matmul(k: Kernel, s: Schedule) -> list[str]:
     """Few rows: the streaming template above. Otherwise blocked and packed: B packed once per call
-    (prologue applied once per element, contiguous along N, so weights stored transposed stream too);
+    (prologue applied once per element, in strips of NR columns along K);
     then in parallel over blocks of MR rows x NB columns, K swept in KC-deep panels: the panel's A
     values packed first (the prologue once per element and column block), then MR x NR register tiles
     accumulate the panel in the compute type and add it into the block's double accumulators (fp32
@@ -335,17 +336,24 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     mr, nr, kc = sched["MR"], sched["NR"], min(sched["KC"], kk)
     nb = min(-(-sched["NB"] // nr) * nr, n)
     bt, ct = STYLE.ctype_compute(b_e.dtype), STYLE.ctype_compute(k.out.dtype)
-    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * n});", omp(s),
-           f"    for (int64_t akg_p = 0; akg_p < {batches * kk}; ++akg_p) {{",
-           f"        const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
-    pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="        ")
+    # B packed in strips of NR columns, each strip's K rows one after another (a register tile then reads
+    # its panel as one stream, not NR values from each of KC rows a row of B apart, which alias in the cache
+    # when that row is a power of two long); packed in PACK x PACK tiles, so a weight stored transposed (a
+    # linear's [N, K]) is read along K inside a tile that stays in L1
+    kp, t, npad = batches * kk, PACK, -(-n // nr) * nr
+    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * npad});",
+           omp(s).replace("parallel for", "parallel for collapse(2)"),
+           f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {t}) {{",
+           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {t}) {{",
+           f"    for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {t}, {n}); ++akg_col) {{",
+           f"        for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {t}, {kp}); ++akg_p) {{",
+           f"            const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
+    pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="            ")
     decode(g.batch, "akg_batch", pp)
-    out += pp.lines
-    out.append(f"        for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{")
-    pb = CPrinter(STYLE, dict(pp.env), prefix="b", indent="            ")
-    decode(n_vars, "akg_col", pb)
-    b_val = pb(b_e)
-    out += pb.lines + [f"            akg_bp[akg_p * {n} + akg_col] = {b_val};", "        }", "    }"]
+    decode(n_vars, "akg_col", pp)
+    b_val = pp(b_e)
+    out += pp.lines + [f"            akg_bp[akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv.name}) * {nr} + "
+                       f"akg_col % {nr}] = {b_val};", "        }", "    }", "    }", "    }"]
     bflat = "0"
     for name, ext in g.batch:
         bflat = f"({bflat} * {ext} + {name})"
@@ -365,7 +373,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
             f"for (int64_t q = 0; q < akg_kw; ++q) akg_ap[akg_i][q] = 0.0; continue; }}"]
     p = CPrinter(STYLE, {}, indent="                ")
     decode(row_vars, "akg_row", p)
-    p.emit(f"akg_b[akg_i] = akg_bp.data() + {bflat} * {kk * n} + akg_n0;")
+    p.emit(f"akg_b[akg_i] = akg_bp.data() + {bflat} * {kk * npad};")
     out += p.lines
     out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
     pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
@@ -384,7 +392,8 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
             "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
             f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"                            const {ct} akg_a = akg_ap[akg_i][akg_q];",
-            f"                            const {bt}* akg_br = {brow} + (akg_k0 + akg_q) * {n} + akg_j0;",
+            f"                            const {bt}* akg_br = {brow} + (((akg_n0 + akg_j0) / {nr}) * {kk} + akg_k0 + "
+            f"akg_q) * {nr};",
             f"                            for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
             f"akg_c[akg_i][akg_jj] += akg_a * ({ct})akg_br[akg_jj];",
             "                        }", "                    }",
@@ -396,7 +405,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
             f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
             "                            for (int64_t akg_j = akg_j0; akg_j < akg_nw; ++akg_j)",
             f"                                akg_acc[akg_i][akg_j] += (double)akg_ap[akg_i][akg_q] * "
-            f"(double){brow}[(akg_k0 + akg_q) * {n} + akg_j];",
+            f"(double){brow}[(((akg_n0 + akg_j) / {nr}) * {kk} + akg_k0 + akg_q) * {nr} + (akg_n0 + akg_j) % {nr}];",
             "                }", "            }", "        }",
             f"        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"            const int64_t akg_row = akg_rb * {mr} + akg_i;",
