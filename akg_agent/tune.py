@@ -378,7 +378,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
             if on_progress is not None:
                 on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
         if not _past(start, time_limit_s):
-            times = _on_one_device(t, k.name, cands, times, where, measure, report,
+            times = _on_one_device(t, src, k.name, cands, times, where, measure, report,
                                    lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
         best = _fastest(times)
         ok = best is not None and math.isfinite(times[best])
@@ -388,7 +388,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
     return kernels
 
 
-def _on_one_device(t: Translation, kernel: str, cands: list[Schedule], times: dict[int, float],
+def _on_one_device(t: Translation, problem_src: str, kernel: str, cands: list[Schedule], times: dict[int, float],
                    where: dict[int, str], measure: Callable[[list[Work]], Iterator[Done]], report: dict[str, Any],
                    keep: Callable[[int, float, str], None]) -> dict[int, float]:
     """`times` with the finalists (within SPREAD of the fastest) timed once more, in turns in one run on one
@@ -399,9 +399,9 @@ def _on_one_device(t: Translation, kernel: str, cands: list[Schedule], times: di
     fin = sorted(i for i, sec in times.items() if sec <= low * (1 + SPREAD))
     if len(fin) < 2 or len({where.get(i, "") for i in fin}) < 2:
         return times
-    src = [render(_with(t, kernel, cands[i])) for i in fin]
-    work = Work((kernel, "together"), t.problem.name, t.problem.read_text(), src[0],
-                peers=tuple((str(i), body) for i, body in zip(fin[1:], src[1:])))
+    bodies = [render(_with(t, kernel, cands[i])) for i in fin]
+    work = Work((kernel, "together"), t.problem.name, problem_src, bodies[0],
+                peers=tuple((str(i), body) for i, body in zip(fin[1:], bodies[1:])))
     done = next(iter(measure([work])), None)
     v = Verdict(**done.verdict) if done is not None and done.verdict is not None else None
     timing = v.details.get("timing", {}) if v is not None and v.accepted else {}

@@ -111,8 +111,8 @@ def calibrate(target: str, force: bool = False, quick: bool = False, path: Path 
         if want not in name and not force:
             raise AkgError(f"this device is {name!r}, not {want}: pick the matching --target or pass --force")
     figures = measure(device, quick=quick)
-    peak = model.peak("vector", "f32")
-    if model.kind == "cpu" and peak:  # torch's GEMM rate is the library's, not the cores' peak: the cost
+    peak = model.peak("vector", "f32") if model.kind == "cpu" else None
+    if peak:  # torch's GEMM rate is the library's, not the cores' peak: the cost
         # model weighs it against a generated GEMM's (manifest gemm_efficiency), both fractions of the peak
         figures["library.gemm_f32"] = figures.pop("compute.vector.f32") / peak
     doc = {"target": target, "device": name, "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -340,13 +340,13 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     # its panel as one stream, not NR values from each of KC rows a row of B apart, which alias in the cache
     # when that row is a power of two long); packed in PACK x PACK tiles, so a weight stored transposed (a
     # linear's [N, K]) is read along K inside a tile that stays in L1
-    kp, t, npad = batches * kk, PACK, -(-n // nr) * nr
+    kp, npad = batches * kk, -(-n // nr) * nr
     out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * npad});",
            omp(s).replace("parallel for", "parallel for collapse(2)"),
-           f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {t}) {{",
-           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {t}) {{",
-           f"    for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {t}, {n}); ++akg_col) {{",
-           f"        for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {t}, {kp}); ++akg_p) {{",
+           f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {PACK}) {{",
+           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {PACK}) {{",
+           f"    for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {PACK}, {n}); ++akg_col) {{",
+           f"        for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {PACK}, {kp}); ++akg_p) {{",
            f"            const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
     pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="            ")
     decode(g.batch, "akg_batch", pp)
