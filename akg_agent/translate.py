@@ -270,7 +270,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
         lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
     lifted = {n.op for n in g.nodes}
-    first, rest = pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (), how.rows,
+    first, rest = pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (),
+                               how.rows and backend.fuses_rows(target),
                                how.library).split(",", 1)
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')

@@ -114,6 +114,10 @@ class Backend(Protocol):
         """Whether its reduce templates for `target` store a kernel's `also` outputs (ir.kernel.siblings)."""
         ...
 
+    def fuses_rows(self, target: HardwareModel) -> bool:
+        """Whether it writes a normalisation as one row kernel (a "rownorm" template) for `target`."""
+        ...
+
 
 def _manifest_files() -> list[Path]:
     """This package's backends, then those in the folders of AKG_BACKEND_PATH (a backend out of tree:
@@ -191,6 +195,10 @@ class BackendBase:
 
     def stores_siblings(self, target: HardwareModel) -> bool:
         return "siblings" in self.manifest.kinds
+
+    def fuses_rows(self, target: HardwareModel) -> bool:
+        """Whether a normalisation becomes one row kernel (its "rownorm" template) for this target."""
+        return "rownorm" in self.manifest.kinds
 
     def template(self, k: Kernel) -> Template:
         t = self.templates.get(k.kind)

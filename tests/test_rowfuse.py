@@ -90,14 +90,19 @@ def test_row_fusion_does_not_merge_reductions_over_two_axes():
 
 
 def test_backends_without_a_row_template_keep_the_split_plan():
-    t = build(FIXTURES / "rows_long.py", "pallas", "h100")
+    t = build(FIXTURES / "rows_long.py", "tilelang", "h100")
     assert "rownorm" not in [k.kind for k in t.program.kernels()]
+    t = build(FIXTURES / "rows_long.py", "pallas", "tpu-v5p")  # Pallas' row template is the GPU's
+    assert "rownorm" not in [k.kind for k in t.program.kernels()]
+    t = build(FIXTURES / "rows_long.py", "pallas", "h100")
+    assert [k.kind for k in t.program.kernels()] == ["rownorm", "rownorm"]
     t = build(FIXTURES / "rows_long.py", "triton", "h100")
     assert [k.kind for k in t.program.kernels()] == ["rownorm", "rownorm"]
 
 
 @pytest.mark.parametrize("dsl,target,br", [("triton", "h100", None), ("triton", "h100", 16), ("cpp", "cpu", None),
-                                           ("metal", "m4-max", None)])
+                                           ("metal", "m4-max", None), ("pallas", "h100", None),
+                                           ("pallas", "h100", 16)])
 def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path):
     t = build(FIXTURES / "rows_long.py", dsl, target)
     rows = [k for k in t.program.kernels() if k.kind == "rownorm"]
@@ -113,6 +118,11 @@ def test_row_kernels_verify_in_one_tile_and_in_chunks(dsl, target, br, tmp_path)
         # sum, swept together (3: the layer norm's mean is also its variance's), and one for the output
         assert loads == (1 if br is None else 4), body
         assert ("for start in range(0, 100, BR)" in body) == (br is not None)
+    if dsl == "pallas":
+        body = src[src.index("def k0_"):src.index("def k1_")]
+        # as Triton: the softmax's maximum and sum in one sweep
+        assert body.count("_akg_ld(x_ref") == (1 if br is None else 4), body
+        assert ("jax.lax.fori_loop(0, 7, write, 0)" in body) == (br is not None)
     cand = tmp_path / "cand.py"
     cand.write_text(src)
     v = verify(FIXTURES / "rows_long.py", cand, target=target, seeds=(0, 1))
@@ -261,6 +271,25 @@ def test_a_softmax_sums_with_its_running_maximum_in_one_sweep(tmp_path):
             assert f'other=0.0, eviction_policy="{policy}")' in body
         # and the output streams past L2 (a store that evicts first)
         assert body.count('mask=rmask & cmask, eviction_policy="evict_first")') == 1, body
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(problem, cand, target="h100", seeds=(0, 1))
+    assert v.accepted, v.line()
+
+
+def test_pallas_rows_sum_with_their_running_maximum_in_one_sweep(tmp_path):
+    """Pallas' row template on the GPU: the same online sweep as Triton's, in a fori_loop carrying the
+    (maximum, sum) pair, right where leading chunks are all -inf (through Pallas' interpreter)."""
+    problem = FIXTURES / "softmax_neg_inf.py"
+    t = build(problem, "pallas", "h100")
+    assert {k.kind for k in t.program.kernels()} == {"rownorm"}
+    for k in t.program.kernels():
+        t.schedules[k.name] = t.schedules[k.name].replace(BR=16)
+    src = render(t)
+    for name in ("k0_", "k1_"):
+        body = src[src.index(f"def {name}"):]
+        body = body[:body.index("def k1_")] if name == "k0_" else body
+        assert body.count("jax.lax.fori_loop(0, 7, ") == 2 and "acc_s * jnp.exp(acc_m - safe)" in body, body
     cand = tmp_path / "cand.py"
     cand.write_text(src)
     v = verify(problem, cand, target="h100", seeds=(0, 1))

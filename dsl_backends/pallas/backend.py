@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,10 +13,10 @@ from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref
-from ..exprs import fold_grid
+from ..exprs import fold_grid, row_coords
 from ..triton.backend import TEMPLATES as TRITON
 from ..triton.backend import TritonBackend
-from . import render, tpu
+from . import render, rows, tpu
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 # the module's runtime: pallas_call built once per kernel, grid, output and executor
@@ -28,14 +29,14 @@ _AKG_JDT = {torch.float16: jnp.float16, torch.bfloat16: jnp.bfloat16, torch.floa
 
 
 @functools.cache
-def _akg_pallas(kernel, grid, numel, dtypes, interpret, num_warps, num_stages, block, sizes=()):
+def _akg_pallas(kernel, grid, numels, dtypes, interpret, num_warps, num_stages, block, sizes=()):
     if sizes:  # run-time sizes (--dynamic): the kernel is traced once per size
         kernel = functools.partial(kernel, **dict(sizes))
     params = None if interpret else plt.CompilerParams(num_warps=num_warps, num_stages=num_stages)
     # inputs are whole flat refs (gathers); the outputs are blocked when each program writes one flat tile
     # block: a tile (BLOCK,) or a column (BM, 1) of each flat output, the i-th along the grid
-    shape = (numel,) + (1,) * (len(block) - 1 if block else 0)
-    outs = [jax.ShapeDtypeStruct(shape, d) for d in dtypes]  # one, or a kernel's sibling outputs too
+    tail = (1,) * (len(block) - 1 if block else 0)
+    outs = [jax.ShapeDtypeStruct((n,) + tail, d) for n, d in zip(numels, dtypes)]  # one, or its siblings too
     spec = pl.BlockSpec(block, lambda i, *_: (i,) + (0,) * (len(block) - 1)) if block else None
     blocked = {"out_specs": spec if len(outs) == 1 else tuple([spec] * len(outs))} if block else {}
     return jax.jit(pl.pallas_call(kernel, out_shape=outs[0] if len(outs) == 1 else tuple(outs), grid=grid,
@@ -49,7 +50,8 @@ def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None, 
     interpret = out.device.type != "cuda"
     with _akg_x64(True), _akg_on(out):
         dtypes = tuple(_AKG_JDT[t.dtype] for t in (out, *more))
-        f = _akg_pallas(kernel, grid, out.numel(), dtypes, interpret, num_warps, num_stages, block, sizes)
+        numels = tuple(t.numel() for t in (out, *more))
+        f = _akg_pallas(kernel, grid, numels, dtypes, interpret, num_warps, num_stages, block, sizes)
         _AKG_INTERPRET[0] = interpret  # read while the kernel is traced (on the first call)
         y = f(*[jax.dlpack.from_dlpack(a.reshape(-1)) for a in args])
         if not more:
@@ -72,6 +74,8 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
     elif k.kind == "reduce":
         grid = f"({-(-k.out.numel // s['BM'])},)"
         opts += f", block=({s['BM']}, 1)"
+    elif k.kind == "rownorm":  # whole flat outputs, written by scatter (a row's columns may be strided)
+        grid = f"({-(-math.prod(v.extent for v in row_coords(k)[0]) // s['BM'])},)"
     else:
         M, N, _, B = gemm_dims(k)
         tiles = -(-M // s["BM"]) * -(-N // s["BN"])
@@ -88,7 +92,8 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
 
 # Triton's schedules and tuning spaces (the GPU lowering is Triton's too), Pallas' own sources
 TEMPLATES = {kind: replace(TRITON[kind], render=lambda k, s, target, fn=fn: fn(k, s), launch=_launch)
-             for kind, fn in (("pointwise", render.pointwise), ("reduce", render.reduction), ("matmul", render.matmul))}
+             for kind, fn in (("pointwise", render.pointwise), ("reduce", render.reduction), ("matmul", render.matmul),
+                              ("rownorm", rows.rownorm))}
 
 
 class PallasBackend(BackendBase):
@@ -113,6 +118,9 @@ class PallasBackend(BackendBase):
 
     def stores_siblings(self, target: HardwareModel) -> bool:
         return super().stores_siblings(target) and target.kind != "tpu"  # a TPU kernel has one output
+
+    def fuses_rows(self, target: HardwareModel) -> bool:
+        return super().fuses_rows(target) and target.kind != "tpu"  # the row template is the GPU's
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
