@@ -391,8 +391,11 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
     def ref(b: Buf | None) -> str:
         return "None" if b is None else names[b.name]
 
+    # a generated kernel indexes its inputs as contiguous; torch's calls take any strides (an attention's
+    # output, say, comes back transposed in memory and is returned as it is, as eager returns it)
+    by_kernels = {b.name for k in prog.kernels() for b in k.inputs()}
     for step in prog.steps:
-        if isinstance(step, LibraryCall) and step.op in VIEW_OPS:  # a view only library calls read
+        if isinstance(step, LibraryCall) and (step.op in VIEW_OPS or step.out.name not in by_kernels):
             body.append(f"{step.out.name} = {library_line(step, ref)}")
         elif isinstance(step, LibraryCall):
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from akg_agent.bench.runner import strategy_of
 from akg_agent.cli import main
-from akg_agent.translate import Strategy, build, translate
+from akg_agent.translate import Strategy, build, render, translate
 from akg_agent.tune import _grow, _together, strategies_for, tune
 from akg_agent.tuning_db import TuningDB
 from dsl_backends.module import LIBRARY_DECLARATIONS, declared_calls, library_line
@@ -338,3 +338,14 @@ def test_the_plan_names_the_library_that_runs_a_convolution_on_the_target():
                 for d, t in (("cpp", "cpu"), ("triton", "h100")))
     assert "torch library call (oneDNN)" in cpu and "cuDNN" not in cpu
     assert "torch library call (cuDNN)" in gpu
+
+
+def test_a_library_result_only_returned_keeps_torchs_layout_one_a_kernel_reads_is_made_contiguous():
+    """An attention's output comes back transposed in memory: returned as it is (as eager returns it, no
+    copy), made contiguous only where a generated kernel indexes it."""
+    alone = render(build(problem_path("attention_sdpa"), "cpp", "cpu", tuned=False, library=("attention",)))
+    calls = [ln for ln in alone.splitlines() if "F.scaled_dot_product_attention(" in ln and " = " in ln]
+    assert len(calls) == 2 and not any(ln.rstrip().endswith(".contiguous()") for ln in calls), calls
+    t = build(problem_path("l2_gemm_scale_sigmoid_sum"), "cpp", "cpu", tuned=False, library=("gemm",))
+    read = [ln for ln in render(t).splitlines() if "F.linear(" in ln and " = " in ln]
+    assert len(read) == 1 and read[0].rstrip().endswith(".contiguous()"), read
