@@ -136,6 +136,25 @@ def row_coords(k: Kernel) -> tuple[tuple[Var, ...], list[tuple[str, int]]]:
     return row_c, [(v.name, v.extent) for v in k.coords if v not in row_c]
 
 
+def bind_row_axes(axes: tuple[Var, ...], cols: list[tuple[str, int]], env: dict[str, str], lines: list[str],
+                  j: str, masks: list[tuple[frozenset[str], str]]) -> None:
+    """A row template's reduction axes bound in `env` (Python-spelled templates): a reduction over the
+    output's column shape shares the column names (and so its loads, under "cmask"); any other is decoded
+    from `j` under a mask of its extent."""
+    named = [(a.name, a.extent) for a in axes]
+    ext = math.prod(e for _, e in named)
+    if [e for _, e in named] == [e for _, e in cols] and all(c in env for c, _ in cols):
+        for (name, _), (c, _) in zip(named, cols):
+            env[name] = env[c]
+        masks.append((frozenset(nm for nm, _ in named), "cmask"))
+        return
+    mask = f"jm{ext}"
+    if mask not in {m for _, m in masks}:
+        lines.append(f"{mask} = {j} < {ext}")
+    py_decode(named, j, lines, env)
+    masks.append((frozenset(nm for nm, _ in named), mask))
+
+
 def strided_reduction(k: Kernel) -> bool:
     """True when the kernel's reductions read along a non-contiguous axis: every multi-axis load inside
     a reduction has an output coordinate, not a reduced axis, as its innermost index (a sum over a

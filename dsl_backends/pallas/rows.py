@@ -10,10 +10,10 @@ import math
 
 from ir.kernel import siblings
 from ir.kernel.analysis import online_pairs
-from ir.kernel.ir import Kernel, Reduce, Var
+from ir.kernel.ir import Kernel, Reduce
 from ir.kernel.schedule import Schedule
 
-from ..exprs import Printer, pow2, py_decode, row_coords
+from ..exprs import Printer, bind_row_axes, pow2, py_decode, row_coords
 from .render import _arange, _fn, _JCtx, _store_value
 
 _INIT = {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")', "prod": "1.0"}
@@ -31,21 +31,6 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
     py_decode([(v.name, v.extent) for v in row_c], "rows", head, env)
     row_vars = frozenset(v.name for v in row_c)
     col_vars = frozenset(c for c, _ in cols)
-
-    def bind(lines: list[str], axes: tuple[Var, ...], j: str, masks: list[tuple[frozenset[str], str]]) -> None:
-        # a reduction over the output's column shape shares the column names (and so its loads)
-        named = [(a.name, a.extent) for a in axes]
-        ext = math.prod(e for _, e in named)
-        if [e for _, e in named] == [e for _, e in cols] and all(c in env for c, _ in cols):
-            for (name, _), (c, _) in zip(named, cols):
-                env[name] = env[c]
-            masks.append((frozenset(nm for nm, _ in named), "cmask"))
-            return
-        mask = f"jm{ext}"
-        if mask not in {m for _, m in masks}:
-            lines.append(f"{mask} = {j} < {ext}")
-        py_decode(named, j, lines, env)
-        masks.append((frozenset(nm for nm, _ in named), mask))
 
     def store(lines: list[str], val: str) -> None:
         flat = " + ".join(f"({env[v.name]}) * {st}" if st != 1 else f"({env[v.name]})"
@@ -71,7 +56,7 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             py_decode(cols, "j", body, env)
             masks.append((col_vars, "cmask"))
         for r in reds:
-            bind(body, r.axes, "j", masks)
+            bind_row_axes(r.axes, cols, env, body, "j", masks)
         ctx = _JCtx(env, masks, own_masks=True)
         p = Printer(ctx.render, dedupe=True)
         val = p(k.expr)
@@ -89,7 +74,7 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             ext = math.prod(v.extent for v in r.axes)
             inner: list[str] = []
             masks = [(row_vars, "rmask")]
-            bind(inner, r.axes, "j", masks)
+            bind_row_axes(r.axes, cols, env, inner, "j", masks)
             p = Printer(_JCtx(env, masks, dict(accs), own_masks=True).render, prefix=f"u{i}_", dedupe=True)
             part = p(r)
             pair = online.get(id(r))

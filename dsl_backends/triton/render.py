@@ -7,10 +7,10 @@ import math
 
 from ir.kernel import siblings
 from ir.kernel.analysis import online_pairs, split_gemm
-from ir.kernel.ir import Kernel, Reduce, Var
+from ir.kernel.ir import Kernel, Reduce
 from ir.kernel.schedule import Schedule
 
-from ..exprs import Printer, fold_grid, pow2, py_decode, row_coords, row_reduction
+from ..exprs import Printer, bind_row_axes, fold_grid, pow2, py_decode, row_coords, row_reduction
 from . import tma
 from .ops import MAX_SINGLE_PASS, TL, Ctx, signature, store_value
 
@@ -112,21 +112,6 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
     row_vars = frozenset(v.name for v in row_c)
     out_shape = "[BM, BR]" if cols else "[BM, 1]"
 
-    def bind(lines: list[str], axes: tuple[Var, ...] | list[tuple[str, int]], j: str, masks: list) -> None:
-        # a reduction over the output's column shape shares the column names (and so its loads)
-        named = [(a.name, a.extent) if isinstance(a, Var) else a for a in axes]
-        ext = math.prod(e for _, e in named)
-        if [e for _, e in named] == [e for _, e in cols] and all(c in env for c, _ in cols):
-            for (name, _), (c, _) in zip(named, cols):
-                env[name] = env[c]
-            masks.append((frozenset(nm for nm, _ in named), "cmask"))
-            return
-        mask = f"jm{ext}"
-        if mask not in {m for _, m in masks}:
-            lines.append(f"{mask} = {j} < {ext}")
-        py_decode(named, j, lines, env)
-        masks.append((frozenset(nm for nm, _ in named), mask))
-
     def store(lines: list[str], val: str, hint: str = "") -> None:
         flat = " + ".join(f"{env[v.name]} * {st}" if st != 1 else env[v.name]
                           for v, st in zip(k.coords, k.out.strides())) or "0"
@@ -142,7 +127,7 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             py_decode(cols, "j", body, env)
             masks.append((frozenset(c for c, _ in cols), "cmask"))
         for r in reds:
-            bind(body, r.axes, "j", masks)
+            bind_row_axes(r.axes, cols, env, body, "j", masks)
         p = Printer(Ctx(env, masks, own_masks=True).render, dedupe=True)
         val = p(k.expr)
         also = [p(e) for _, e in k.also]
@@ -166,7 +151,7 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
             body += [f"for start in range(0, {ext}, BR):", "    j = start + tl.arange(0, BR)[None, :]"]
             inner: list[str] = []
             masks = [(row_vars, "rmask")]
-            bind(inner, r.axes, "j", masks)
+            bind_row_axes(r.axes, cols, env, inner, "j", masks)
             p = Printer(Ctx(env, masks, dict(accs), own_masks=True, evict=(row_vars, "evict_last")).render,
                         prefix=f"u{i}_", dedupe=True)
             part = p(r)
