@@ -12,8 +12,8 @@ from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
-from ..exprs import pow2
-from . import exprs, render
+from ..exprs import pow2, row_coords
+from . import exprs, render, rows
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 IMPORTS = ["import functools", "import logging", "", "import tilelang", "import tilelang.language as T"]
@@ -117,6 +117,23 @@ def _reduce_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     return [Schedule(BM=bm, BR=br, threads=t) for bm in (1, 2, 4, 8) for t in (128, 256) if bm * br <= 16384]
 
 
+def _row_br(k: Kernel) -> int:
+    longest = max([math.prod(v.extent for v in r.axes) for r in k.reductions()]
+                  + [math.prod(e for _, e in row_coords(k)[1])])
+    return max(min(pow2(longest), render.MAX_SINGLE_PASS), 32)
+
+
+def _row_default(k: Kernel, target: HardwareModel) -> Schedule:
+    br = _row_br(k)
+    rows = math.prod(v.extent for v in row_coords(k)[0])
+    return Schedule(BM=max(1, min(pow2(rows), 4, 4096 // br)), BR=br, threads=128 if br <= 1024 else 256)
+
+
+def _row_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    br = _row_br(k)
+    return [Schedule(BM=bm, BR=br, threads=t) for bm in (1, 2, 4, 8) for t in (128, 256) if bm * br <= 16384]
+
+
 def _matmul_default(k: Kernel, target: HardwareModel) -> Schedule:
     M, N, _, _ = gemm_dims(k)
     return Schedule(BM=128 if M >= 128 else max(16, pow2(M)), BN=128 if N >= 128 else max(16, pow2(N)),
@@ -145,6 +162,7 @@ TEMPLATES = {
     "pointwise": Template(lambda k, s, t: render.pointwise(k, s), _launch, _pointwise_default, _pointwise_space),
     "reduce": Template(lambda k, s, t: render.reduction(k, s), _launch, _reduce_default, _reduce_space),
     "matmul": Template(lambda k, s, t: render.matmul(k, s), _launch, _matmul_default, _matmul_space),
+    "rownorm": Template(lambda k, s, t: rows.rownorm(k, s), _launch, _row_default, _row_space),
 }
 
 
