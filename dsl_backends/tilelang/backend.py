@@ -18,7 +18,7 @@ from . import exprs, render, rows
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 IMPORTS = ["import functools", "import logging", "", "import tilelang", "import tilelang.language as T"]
 RUNTIME = '''
-logging.getLogger("TileLang").setLevel(logging.WARNING)  # one line per compiled kernel otherwise
+logging.getLogger("tilelang").setLevel(logging.WARNING)  # its INFO: two lines per compiled kernel otherwise
 
 
 @functools.cache
