@@ -56,7 +56,7 @@ def _gemm_choice(path: Path, target=None):
 
 def test_the_model_prices_a_compute_bound_gemm_in_the_library_and_a_skinny_one_generated(tmp_path):
     big = _gemm_choice(_problem(tmp_path, 256))
-    assert big is not None and big.library_s < big.generated_s / 2, big
+    assert big is not None and big.library_s < big.generated_s, big
     skinny = _gemm_choice(_problem(tmp_path, 1))
     assert skinny is not None and skinny.library_s >= skinny.generated_s, skinny
 

@@ -20,6 +20,7 @@ from .columns import column_values, precompute
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
+from .tile import vector_tile, vector_width
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -387,20 +388,23 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     shared_b = batches == 1
     brow = "akg_b[0]" if shared_b else "akg_b[akg_i]"
     out += [f"            for (int64_t akg_j0 = 0; akg_j0 < akg_nw; akg_j0 += {nr}) {{",
-            f"                if (akg_j0 + {nr} <= akg_nw) {{",
-            f"                    {ct} akg_c[{mr}][{nr}] = {{}};",
-            "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
-            f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
-            f"                            const {ct} akg_a = akg_ap[akg_i][akg_q];",
-            f"                            const {bt}* akg_br = {brow} + (((akg_n0 + akg_j0) / {nr}) * {kk} + akg_k0 + "
-            f"akg_q) * {nr};",
-            f"                            for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
-            f"akg_c[akg_i][akg_jj] += akg_a * ({ct})akg_br[akg_jj];",
-            "                        }", "                    }",
-            f"                    for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
-            f"                        for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
-            "akg_acc[akg_i][akg_j0 + akg_jj] += akg_c[akg_i][akg_jj];",
-            "                } else {",
+            f"                if (akg_j0 + {nr} <= akg_nw) {{"]
+    if shared_b and ct == bt == "float" and vector_width(nr):
+        out += vector_tile(mr, nr, kk)
+    else:
+        out += [f"                    {ct} akg_c[{mr}][{nr}] = {{}};",
+                "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
+                f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
+                f"                            const {ct} akg_a = akg_ap[akg_i][akg_q];",
+                f"                            const {bt}* akg_br = {brow} + (((akg_n0 + akg_j0) / {nr}) * {kk} + "
+                f"akg_k0 + akg_q) * {nr};",
+                f"                            for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
+                f"akg_c[akg_i][akg_jj] += akg_a * ({ct})akg_br[akg_jj];",
+                "                        }", "                    }",
+                f"                    for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
+                f"                        for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
+                "akg_acc[akg_i][akg_j0 + akg_jj] += akg_c[akg_i][akg_jj];"]
+    out += ["                } else {",
             "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q)",
             f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
             "                            for (int64_t akg_j = akg_j0; akg_j < akg_nw; ++akg_j)",

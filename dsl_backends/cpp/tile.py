@@ -1,0 +1,37 @@
+"""The C++ GEMM's fp32 register tile as GCC vector extensions (dsl_backends/cpp/backend.py `_matmul`)."""
+
+from __future__ import annotations
+
+
+def vector_width(nr: int) -> int | None:
+    """Floats per vector of an NR-wide tile: two vectors per row, as the schedule's NR is twice the host's
+    SIMD lanes (AVX2 16 -> 8, AVX-512 32 -> 16; a width the host lacks lowers to several registers)."""
+    return nr // 2 if nr // 2 in (4, 8, 16) else None
+
+
+def vector_tile(mr: int, nr: int, kk: int) -> list[str]:
+    """An fp32 MR x NR register tile as named vector variables, one statement per multiply-add: GCC keeps
+    them in registers (a 2-D array tile it may leave in memory, a load and a store around every FMA). B's
+    panel is one stream (packed in strips), loaded two vectors per k; A's value broadcast by the
+    scalar-vector product."""
+    vec = vector_width(nr)
+    assert vec is not None
+    nv = nr // vec
+    cs = [[f"akg_c{i}_{v}" for v in range(nv)] for i in range(mr)]
+    lines = [f"                    typedef float akg_v __attribute__((vector_size({4 * vec})));",
+             "                    akg_v " + ", ".join(f"{c} = {{}}" for row in cs for c in row) + ";",
+             f"                    const float* akg_bq = akg_b[0] + (((akg_n0 + akg_j0) / {nr}) * {kk} + akg_k0) "
+             f"* {nr};",
+             "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
+             "                        akg_v " + ", ".join(f"akg_v{v}" for v in range(nv)) + ";"]
+    lines += [f"                        __builtin_memcpy(&akg_v{v}, akg_bq + akg_q * {nr} + {v * vec}, sizeof(akg_v));"
+              for v in range(nv)]
+    for i in range(mr):
+        lines.append(f"                        {{ const float akg_a = akg_ap[{i}][akg_q]; "
+                     + " ".join(f"{cs[i][v]} += akg_a * akg_v{v};" for v in range(nv)) + " }")
+    lines.append("                    }")
+    for i in range(mr):
+        for v in range(nv):
+            lines.append(f"                    for (int akg_l = 0; akg_l < {vec}; ++akg_l) "
+                         f"akg_acc[{i}][akg_j0 + {v * vec} + akg_l] += {cs[i][v]}[akg_l];")
+    return lines
