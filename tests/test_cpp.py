@@ -65,7 +65,11 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
         t.schedules[k.name] = t.schedules[k.name].replace(**tile)
     s = t.schedules[k.name]
     text = render(t)
-    assert f"akg_c[{s['MR']}][{s['NR']}]" in text
+    if src is LINEAR:  # one B: the register tile as vector variables, two vectors a row (NR 8: SSE-wide)
+        vec = s["NR"] // 2
+        assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_1 +=" in text, text
+    else:  # rows of a block may lie in different batches (each its own B): the array tile
+        assert f"akg_c[{s['MR']}][{s['NR']}]" in text
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))
