@@ -136,6 +136,17 @@ def row_coords(k: Kernel) -> tuple[tuple[Var, ...], list[tuple[str, int]]]:
     return row_c, [(v.name, v.extent) for v in k.coords if v not in row_c]
 
 
+def row_count(k: Kernel) -> int:
+    """How many rows a row-fused kernel has (its launch grid's extent, in rows)."""
+    return math.prod(v.extent for v in row_coords(k)[0])
+
+
+def row_longest(k: Kernel) -> int:
+    """A row-fused kernel's longest row: its longest reduction or its output's columns (a tile's width)."""
+    return max([math.prod(v.extent for v in r.axes) for r in k.reductions()]
+               + [math.prod(e for _, e in row_coords(k)[1])])
+
+
 def bind_row_axes(axes: tuple[Var, ...], cols: list[tuple[str, int]], env: dict[str, str], lines: list[str],
                   j: str, masks: list[tuple[frozenset[str], str]]) -> None:
     """A row template's reduction axes bound in `env` (Python-spelled templates): a reduction over the

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref
-from ..exprs import fold_grid, row_coords
+from ..exprs import fold_grid, row_count
 from ..triton.backend import TEMPLATES as TRITON
 from ..triton.backend import TritonBackend
 from . import render, rows, tpu
@@ -75,7 +74,7 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
         grid = f"({-(-k.out.numel // s['BM'])},)"
         opts += f", block=({s['BM']}, 1)"
     elif k.kind == "rownorm":  # whole flat outputs, written by scatter (a row's columns may be strided)
-        grid = f"({-(-math.prod(v.extent for v in row_coords(k)[0]) // s['BM'])},)"
+        grid = f"({-(-row_count(k) // s['BM'])},)"
     else:
         M, N, _, B = gemm_dims(k)
         tiles = -(-M // s["BM"]) * -(-N // s["BN"])

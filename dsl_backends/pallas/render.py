@@ -128,10 +128,7 @@ class _JCtx(Ctx):
         return to_jax(super().render(e, p))
 
     def reduce(self, e: Reduce, p: Printer) -> str:
-        if self.own_masks:  # a row template's reduction: masked by its own axes and the rows only
-            m = "(" + self.mask_for(free_vars(e.body, self.fv) | {v.name for v in e.axes}) + ")"
-        else:
-            m = "(" + " & ".join(m for _, m in self.masks) + ")"
+        m = self.reduce_mask(e)
         body = p(e.body)
         if comp(e.body.dtype) in FLOATS and e.body.dtype != comp(e.body.dtype):
             body = f"{body}.astype(jnp.float32)"

@@ -12,7 +12,7 @@ from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
-from ..exprs import pow2, row_coords
+from ..exprs import pow2, row_count, row_longest
 from . import exprs, render, rows
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -118,15 +118,12 @@ def _reduce_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 def _row_br(k: Kernel) -> int:
-    longest = max([math.prod(v.extent for v in r.axes) for r in k.reductions()]
-                  + [math.prod(e for _, e in row_coords(k)[1])])
-    return max(min(pow2(longest), render.MAX_SINGLE_PASS), 32)
+    return max(min(pow2(row_longest(k)), render.MAX_SINGLE_PASS), 32)
 
 
 def _row_default(k: Kernel, target: HardwareModel) -> Schedule:
     br = _row_br(k)
-    rows = math.prod(v.extent for v in row_coords(k)[0])
-    return Schedule(BM=max(1, min(pow2(rows), 4, 4096 // br)), BR=br, threads=128 if br <= 1024 else 256)
+    return Schedule(BM=max(1, min(pow2(row_count(k)), 4, 4096 // br)), BR=br, threads=128 if br <= 1024 else 256)
 
 
 def _row_space(k: Kernel, target: HardwareModel) -> list[Schedule]:

@@ -12,7 +12,7 @@ from ir.kernel.ir import Kernel, KernelProgram, Reduce, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
-from ..exprs import fold_grid, pow2, row_coords, strided_reduction
+from ..exprs import fold_grid, pow2, row_count, row_longest, strided_reduction
 from . import flash, ops, render, scan, tma
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -93,10 +93,8 @@ def _reduce_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 # --- row-fused normalisations
 def _row_default(k: Kernel, target: HardwareModel) -> Schedule:
     # one tile spans the longest row (up to MAX_SINGLE_PASS) so the row is read once
-    rows, cols = row_coords(k)
-    longest = max([math.prod(v.extent for v in r.axes) for r in k.reductions()] + [math.prod(e for _, e in cols)])
-    br = min(max(pow2(longest), 16), ops.MAX_SINGLE_PASS)
-    bm = max(1, min(pow2(math.prod(v.extent for v in rows)), 2048 // br))
+    br = min(max(pow2(row_longest(k)), 16), ops.MAX_SINGLE_PASS)
+    bm = max(1, min(pow2(row_count(k)), 2048 // br))
     return Schedule(BM=bm, BR=br, num_warps=4 if bm * br <= 2048 else 8 if bm * br <= 8192 else 16)
 
 
@@ -158,7 +156,7 @@ TEMPLATES = {
     "reduce": Template(_render(render.reduction), _rows_launch(lambda k: k.out.numel), _reduce_default,
                        _reduce_space),
     "rownorm": Template(_render(render.rownorm),
-                        _rows_launch(lambda k: math.prod(v.extent for v in row_coords(k)[0])), _row_default,
+                        _rows_launch(row_count), _row_default,
                         _row_space),
     "scan": Template(_render(scan.render_scan),
                      _rows_launch(lambda k: math.prod(v.extent for v in scan.scan_rows(k)[1])), _scan_default,

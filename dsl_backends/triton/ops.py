@@ -159,11 +159,14 @@ class Ctx:
             return self.accs[id(e)]
         raise UnsupportedKernel(type(e).__name__)
 
-    def reduce(self, e: Reduce, p: Printer) -> str:
+    def reduce_mask(self, e: Reduce) -> str:
+        """The lanes a reduction folds: a row template's by its own axes and the rows only, else every mask."""
         if self.own_masks:
-            m = "(" + self.mask_for(free_vars(e.body, self.fv) | {v.name for v in e.axes}) + ")"
-        else:
-            m = "(" + " & ".join(m for _, m in self.masks) + ")"
+            return "(" + self.mask_for(free_vars(e.body, self.fv) | {v.name for v in e.axes}) + ")"
+        return "(" + " & ".join(m for _, m in self.masks) + ")"
+
+    def reduce(self, e: Reduce, p: Printer) -> str:
+        m = self.reduce_mask(e)
         body = p(e.body)
         if comp(e.body.dtype) in FLOATS and e.body.dtype != comp(e.body.dtype):
             body = f"{body}.to(tl.float32)"
