@@ -27,6 +27,40 @@ _AKG_JDT = {torch.float16: jnp.float16, torch.bfloat16: jnp.bfloat16, torch.floa
             torch.int64: jnp.int64, torch.uint8: jnp.uint8, torch.bool: jnp.bool_}
 
 
+_AKG_IMPORT = []  # [True] once the one-handshake CUDA import was checked here, [None] where it failed
+
+
+def _akg_to_jax(args):
+    """Flat JAX views of `args`. On CUDA, one stream handshake per launch: JAX's public from_dlpack asks
+    torch for one per tensor and re-checks each array (most of a launch's host time); the first views are
+    checked against their tensors, and JAX's public path is kept where that check or the import fails."""
+    flat = [a.reshape(-1) for a in args]
+    if not flat or flat[0].device.type != "cuda" or _AKG_IMPORT == [None]:
+        return [jax.dlpack.from_dlpack(a) for a in flat]
+    try:
+        from jax._src import xla_bridge
+        from jax._src.lib import _jax
+        dev = xla_bridge.get_backend("cuda").device_from_local_hardware_id(flat[0].device.index)
+        stream = dev.get_stream_for_external_ready_events()
+        kind = int(flat[0].__dlpack_device__()[0])
+        views = []
+        for i, a in enumerate(flat):  # JAX's ready-event stream waits once for torch's stream, then -1: no sync
+            cap = a.__dlpack__(stream=stream if i == 0 else -1)
+            try:
+                views.append(_jax.dlpack_managed_tensor_to_buffer(cap, dev, stream, None, kind))
+            except TypeError:  # an older jaxlib: no device-type argument
+                views.append(_jax.dlpack_managed_tensor_to_buffer(cap, dev, stream, None))
+        if not _AKG_IMPORT:
+            if not all(v.unsafe_buffer_pointer() == a.data_ptr() and v.shape == (a.numel(),)
+                       and v.dtype == _AKG_JDT[a.dtype] for v, a in zip(views, flat)):
+                raise RuntimeError("a view is not its tensor")
+            _AKG_IMPORT.append(True)
+        return views
+    except Exception:  # noqa: BLE001 - JAX's private import moved or differs: its public path instead
+        _AKG_IMPORT[:] = [None]
+        return [jax.dlpack.from_dlpack(a) for a in flat]
+
+
 @functools.cache
 def _akg_pallas(kernel, grid, numels, dtypes, interpret, num_warps, num_stages, block, sizes=()):
     if sizes:  # run-time sizes (--dynamic): the kernel is traced once per size
@@ -52,7 +86,7 @@ def _akg_launch(kernel, grid, out, args, num_warps=4, num_stages=1, block=None, 
         numels = tuple(t.numel() for t in (out, *more))
         f = _akg_pallas(kernel, grid, numels, dtypes, interpret, num_warps, num_stages, block, sizes)
         _AKG_INTERPRET[0] = interpret  # read while the kernel is traced (on the first call)
-        y = f(*[jax.dlpack.from_dlpack(a.reshape(-1)) for a in args])
+        y = f(*_akg_to_jax(args))
         if not more:
             return torch.from_dlpack(y).view(out.shape)
         return tuple(torch.from_dlpack(a).view(t.shape) for a, t in zip(y, (out, *more)))
