@@ -1,7 +1,7 @@
 """Pallas (Triton lowering) on the H100: loads through index arrays (akg's flat gathers) against BlockSpec'd
 blocks, for a pointwise kernel and an RMS norm row kernel, 16384 x 8192 fp32; with and without x64.
-Why Pallas' memory-bound kernels run at about 1.5 TB/s where Triton's reach 2.4 (not yet run: the
-2026-11-26 session had no device time left).  python benchmarks/gpu/pallas_loads_probe.py"""
+Why Pallas' memory-bound modules ran at about 1.5 TB/s where Triton's reach 2.4 (run 2026-11-26: gathers are not
+the cause, see pallas_module_probe.py).  python benchmarks/gpu/pallas_loads_probe.py"""
 import time
 
 import jax
@@ -25,7 +25,7 @@ def bench(name, f, *args, n=30):
         f(*args).block_until_ready()
         ts.append(time.perf_counter() - t0)
     ms = sorted(ts)[n // 2] * 1e3
-    print(f"{name:58s} {ms:.3f} ms  {3 * N * 4 / ms / 1e9 if 'rms' in name else 2 * N * 4 / ms / 1e9:.2f} TB/s(eff)")
+    print(f"{name:58s} {ms:.3f} ms  {2 * N * 4 / ms / 1e9:.2f} TB/s(eff)")
     return y
 
 
