@@ -15,7 +15,7 @@ from typing import Any
 from ir.errors import AkgError
 
 DATA_DIR = Path(__file__).parent
-SECTIONS = ("chip", "compute.tensor", "compute.vector", "memory")
+SECTIONS = ("chip", "compute.tensor", "compute.vector", "memory", "library")
 
 
 @dataclass(frozen=True)

@@ -115,3 +115,21 @@ def test_a_measured_strategy_overrides_the_model(tmp_path):
     measured = build(big, "cpp", "cpu")
     assert measured.strategy == Strategy() and measured.strategy_s == pytest.approx(1e-3)
     assert not measured.strategy_why and [k.kind for k in measured.program.kernels()][0] == "matmul"
+
+
+@pytest.mark.parametrize("dsl", ["cuda-c", "tilelang", "pallas"])
+def test_on_the_h100_a_compute_bound_fp32_gemm_goes_to_cublas_and_a_tiny_one_stays_generated(tmp_path, dsl):
+    """The H100 states cuBLAS's efficiency ([library] in h100.toml) and these backends their own GEMM's
+    (manifest gemm_efficiency.gpu): their untuned translation of a 4096^3 linear layer calls the library
+    (their own ran at 0.28x eager on the H100), a launch-bound one is generated."""
+    big = build(_problem(tmp_path, 4096, 4096, 4096), dsl, "h100")
+    assert big.strategy == Strategy(library=("gemm",)), big.strategy
+    assert "the cost model's" in big.strategy_why
+    assert build(_problem(tmp_path, 2, 64, 64), dsl, "h100").strategy == Strategy()
+
+
+def test_triton_states_no_gpu_gemm_efficiency_so_its_3xtf32_gemm_stays_until_a_tune_measures(tmp_path):
+    # its tuned 3xTF32 GEMMs with epilogues beat cuBLAS + epilogue (1.12-1.42x), plain ones lose: one
+    # figure would mislead either way
+    assert "gpu" not in get_backend("triton").manifest.gemm_efficiency
+    assert build(_problem(tmp_path, 4096, 4096, 4096), "triton", "h100").strategy == Strategy()
