@@ -27,7 +27,7 @@ _AKG_JDT = {torch.float16: jnp.float16, torch.bfloat16: jnp.bfloat16, torch.floa
             torch.int64: jnp.int64, torch.uint8: jnp.uint8, torch.bool: jnp.bool_}
 
 
-_AKG_IMPORT = []  # [True] once the one-handshake CUDA import was checked here, [None] where it failed
+_AKG_IMPORT = []  # once checked here: [whether JAX's buffer import takes the device type]; [None]: it failed
 
 
 def _akg_to_jax(args):
@@ -42,19 +42,22 @@ def _akg_to_jax(args):
         from jax._src.lib import _jax
         dev = xla_bridge.get_backend("cuda").device_from_local_hardware_id(flat[0].device.index)
         stream = dev.get_stream_for_external_ready_events()
-        kind = int(flat[0].__dlpack_device__()[0])
+        kind = (int(flat[0].__dlpack_device__()[0]),) if (_AKG_IMPORT or [True])[0] else ()
         views = []
         for i, a in enumerate(flat):  # JAX's ready-event stream waits once for torch's stream, then -1: no sync
             cap = a.__dlpack__(stream=stream if i == 0 else -1)
             try:
-                views.append(_jax.dlpack_managed_tensor_to_buffer(cap, dev, stream, None, kind))
-            except TypeError:  # an older jaxlib: no device-type argument
+                views.append(_jax.dlpack_managed_tensor_to_buffer(cap, dev, stream, None, *kind))
+            except TypeError:  # an older jaxlib (no device-type argument): found on the first launch only
+                if _AKG_IMPORT or not kind:
+                    raise
+                kind = ()
                 views.append(_jax.dlpack_managed_tensor_to_buffer(cap, dev, stream, None))
         if not _AKG_IMPORT:
             if not all(v.unsafe_buffer_pointer() == a.data_ptr() and v.shape == (a.numel(),)
                        and v.dtype == _AKG_JDT[a.dtype] for v, a in zip(views, flat)):
                 raise RuntimeError("a view is not its tensor")
-            _AKG_IMPORT.append(True)
+            _AKG_IMPORT.append(bool(kind))
         return views
     except Exception:  # noqa: BLE001 - JAX's private import moved or differs: its public path instead
         _AKG_IMPORT[:] = [None]
