@@ -17,6 +17,7 @@ from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .columns import column_values, precompute
+from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, weight_bufs
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
@@ -272,7 +273,6 @@ def gemm_schedule(target: HardwareModel) -> Schedule:
 
 
 PACK = 64  # side of the tiles B is packed in
-SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take the streaming template
 
 
 def _small_m(k: Kernel, s: Schedule) -> list[str]:
@@ -342,8 +342,13 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     # when that row is a power of two long); packed in PACK x PACK tiles, so a weight stored transposed (a
     # linear's [N, K]) is read along K inside a tile that stays in L1
     kp, npad = batches * kk, -(-n // nr) * nr
-    out = [f"    std::vector<{bt}> akg_bp((size_t){batches * kk * npad});",
-           omp(s).replace("parallel for", "parallel for collapse(2)"),
+    cached = bool(weight_bufs(k))
+    out = [f"    std::vector<{bt}> akg_own;", f"    {bt}* akg_bp = akg_bpc;"] if cached else \
+        [f"    std::vector<{bt}> akg_own((size_t){kp * npad});", f"    {bt}* akg_bp = akg_own.data();"]
+    if cached:  # the module's copy, packed by an earlier call: checked where a write could hide from torch
+        out += pack_check(g, n, nr, bt)
+    out += [*(["    if (akg_fresh || akg_stale) {"] if cached else []),
+            omp(s).replace("parallel for", "parallel for collapse(2)"),
            f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {PACK}) {{",
            f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {PACK}) {{",
            f"    for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {PACK}, {n}); ++akg_col) {{",
@@ -355,6 +360,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     b_val = pp(b_e)
     out += pp.lines + [f"            akg_bp[akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv.name}) * {nr} + "
                        f"akg_col % {nr}] = {b_val};", "        }", "    }", "    }", "    }"]
+    out += ["    }"] if cached else []
     bflat = "0"
     for name, ext in g.batch:
         bflat = f"({bflat} * {ext} + {name})"
@@ -370,11 +376,11 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
             f"            const int64_t akg_kw = std::min<int64_t>({kc}, {kk} - akg_k0);",
             f"            for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"                const int64_t akg_row = akg_rb * {mr} + akg_i;",
-            f"                if (akg_row >= {rows}) {{ akg_b[akg_i] = akg_bp.data(); "
+            f"                if (akg_row >= {rows}) {{ akg_b[akg_i] = akg_bp; "
             f"for (int64_t q = 0; q < akg_kw; ++q) akg_ap[akg_i][q] = 0.0; continue; }}"]
     p = CPrinter(STYLE, {}, indent="                ")
     decode(row_vars, "akg_row", p)
-    p.emit(f"akg_b[akg_i] = akg_bp.data() + {bflat} * {kk * npad};")
+    p.emit(f"akg_b[akg_i] = akg_bp + {bflat} * {kk * npad};")
     out += p.lines
     out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
     pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
@@ -428,7 +434,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     flat = " + ".join(f"{v.name} * {s}" if s != 1 else v.name for v, s in zip(k.coords, strides)) or "0"
     out += [f"                out[{flat}] = {STYLE.store(k.out.dtype, val)};", "            }", "        }",
             "    }", "    }"]
-    return out
+    return out + (["    return akg_stale;"] if cached else [])
 
 
 def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
@@ -445,6 +451,8 @@ def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     args = [f"{ref(b)}.data_ptr()" for b in k.inputs()] + [f"{b.name}.data_ptr()" for b in k.outs()] + [*size_args(k)]
+    if weight_bufs(k):
+        return pack_launch(k, {**GEMM_SCHEDULE, **schedule}["NR"], args)
     return [f"_AKG_LIB.{k.name}({', '.join(args)})"]
 
 
@@ -452,7 +460,7 @@ TEMPLATES = {
     "pointwise": Template(kernel(_elementwise), _launch, stream_default, _threads_space),
     "reduce": Template(kernel(_reduce), _launch, space=_threads_space),
     "rownorm": Template(kernel(_rownorm), _launch, stream_default, _threads_space),
-    "matmul": Template(kernel(_matmul), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
+    "matmul": Template(kernel(_matmul, pack_params), _launch, lambda k, target: gemm_schedule(target), _gemm_space),
     "scan": Template(kernel(render_scan), _launch, space=_threads_space),
 }
 
@@ -467,9 +475,11 @@ class CppBackend(BackendBase):
         src = PRELUDE_CPP + "\n\n".join(sources.values()) + "\n"
         argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + len(k.outs())}"
                              + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
+                             + (" + [_ctypes.c_void_p, _ctypes.c_int64]" if pack_params(k) else "")
                              for k in prog.kernels())
         head = f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"
-        return Frame([], head + BUILD + argtypes + "\n", {})
+        runtime = PACK_RUNTIME if any(pack_params(k) for k in prog.kernels()) else ""
+        return Frame([], head + BUILD + runtime + argtypes + "\n", {})
 
 
 BACKEND = CppBackend()

@@ -97,12 +97,13 @@ class CppStyle(CStyle):
 STYLE = CppStyle()
 
 
-def signature(k: Kernel) -> str:
+def signature(k: Kernel, extra: tuple[str, ...] = ()) -> str:
+    """`extra`: parameters after the sizes; a kernel with any returns an int (what it tells its caller)."""
     ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
     outs = [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [
         f"{STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b, _ in k.also]
-    params = ins + outs + [f"const int64_t {n}" for n in size_args(k)]
-    return f'extern "C" void {k.name}({", ".join(params)})'
+    params = ins + outs + [f"const int64_t {n}" for n in size_args(k)] + list(extra)
+    return f'extern "C" {"int" if extra else "void"} {k.name}({", ".join(params)})'
 
 
 def omp(s: Schedule) -> str:
@@ -110,9 +111,11 @@ def omp(s: Schedule) -> str:
     return f"    #pragma omp parallel for schedule(static){f' num_threads({t})' if t else ''}"
 
 
-def kernel(body: Callable[[Kernel, Schedule], list[str]]) -> Callable[[Kernel, Schedule, HardwareModel], str]:
-    """A template's body inside the kernel's extern "C" signature."""
+def kernel(body: Callable[[Kernel, Schedule], list[str]], extra: Callable[[Kernel], tuple[str, ...]] = lambda k: ()
+           ) -> Callable[[Kernel, Schedule, HardwareModel], str]:
+    """A template's body inside the kernel's extern "C" signature (`extra`: its parameters beyond the
+    kernel's buffers and sizes)."""
     def render(k: Kernel, s: Schedule, target: HardwareModel) -> str:
         with c_syntax():  # run-time sizes (--dynamic) in C
-            return "\n".join([signature(k) + " {", *body(k, s), "}"])
+            return "\n".join([signature(k, extra(k)) + " {", *body(k, s), "}"])
     return render

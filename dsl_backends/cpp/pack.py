@@ -1,0 +1,102 @@
+"""The blocked GEMM's packed weights kept with the module (batch 1-8 inference calls the same layer over
+and over with the same weights: packing them on every call costs a pass over the whole weight matrix).
+
+A GEMM whose B operand reads parameters only is packed into a buffer the module keeps, and packed again
+only where a weight is another tensor, has moved, or was written since (torch's version counter, which
+every in-place write through the tensor or its views bumps, `load_state_dict` included). A write that
+bypasses the counter (through `.data`, or a NumPy view) is caught by the kernel itself: before using its
+copy it recomputes B at `PACK_SAMPLES` places spread over the matrix and compares them bit for bit; on a
+difference it packs into a buffer of its own for this call and tells the module to drop its copy."""
+
+from __future__ import annotations
+
+import math
+
+from ir.kernel.analysis import GemmParts, split_gemm
+from ir.kernel.ir import Kernel, Load, size_args, walk
+
+from ..cstyle import CPrinter, decode
+from .style import STYLE
+
+SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take the streaming template: no packing
+PACK_SAMPLES = 64
+_DTYPES = {"float": "torch.float32", "double": "torch.float64"}
+
+
+def weight_bufs(k: Kernel) -> list:
+    """The parameters the blocked GEMM's B operand reads, where it reads nothing else and is packed
+    (more than SMALL_M rows, or a batch); else []."""
+    if k.kind != "matmul" or size_args(k):
+        return []
+    g = split_gemm(k)
+    if not g.batch and math.prod(e for _, e in g.rows) <= SMALL_M:
+        return []
+    if STYLE.ctype_compute(g.b.dtype) not in _DTYPES:
+        return []
+    bufs = {e.buf.name: e.buf for e in walk(g.b) if isinstance(e, Load)}
+    return list(bufs.values()) if bufs and all(b.role == "param" for b in bufs.values()) else []
+
+
+def pack_params(k: Kernel) -> tuple[str, ...]:
+    """The kernel's extra parameters: the module's packed copy and whether to pack into it."""
+    if not weight_bufs(k):
+        return ()
+    return (f"{STYLE.ctype_compute(split_gemm(k).b.dtype)}* akg_bpc", "const int64_t akg_fresh")
+
+
+def pack_check(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
+    """Lines that set `akg_stale` where the kept copy (strips of `nr` columns) differs from B at the
+    sampled places, and then point `akg_bp` at a buffer of this call's own."""
+    kk, kv, npad = g.k.extent, g.k.name, -(-n // nr) * nr
+    kp = kk * math.prod(e for _, e in g.batch)
+    out = ["    int akg_stale = 0;", "    if (!akg_fresh) {",
+           f"        for (int64_t akg_s = 0; akg_s < {PACK_SAMPLES} && !akg_stale; ++akg_s) {{",
+           # spread over rows and columns of B; the first and last element among them
+           f"            const int64_t akg_p = akg_s == {PACK_SAMPLES - 1} ? {kp - 1} : (akg_s * 2654435761LL) % {kp};",
+           f"            const int64_t akg_col = akg_s == {PACK_SAMPLES - 1} ? {n - 1} : (akg_s * 40503LL) % {n};",
+           f"            const int64_t akg_batch = akg_p / {kk}, {kv} = akg_p % {kk};"]
+    pp = CPrinter(STYLE, {kv: kv}, prefix="q", indent="            ")
+    decode(g.batch, "akg_batch", pp)
+    decode(g.cols, "akg_col", pp)
+    val = pp(g.b)
+    place = f"akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv}) * {nr} + akg_col % {nr}"
+    return out + pp.lines + [
+        f"            const {bt} akg_v = ({bt})({val});",
+        f"            akg_stale = std::memcmp(&akg_v, akg_bp + {place}, sizeof(akg_v)) != 0;",
+        "        }", "    }",
+        f"    if (akg_stale) {{ akg_own.resize((size_t){kp * npad}); akg_bp = akg_own.data(); }}"]
+
+
+def pack_launch(k: Kernel, nr: int, args: list[str]) -> list[str]:
+    """forward's lines that call the kernel with `args` and the module's packed copy (strips of `nr`)."""
+    g = split_gemm(k)
+    n = math.prod(e for _, e in g.cols)
+    numel = g.k.extent * math.prod(e for _, e in g.batch) * (-(-n // nr) * nr)
+    srcs = "".join(f"_akg_get(self, {b.key!r}), " for b in weight_bufs(k))
+    return [f"_akg_pk = _akg_pack_take(self, {k.name!r}, ({srcs}), {numel}, {_DTYPES[STYLE.ctype_compute(g.b.dtype)]})",
+            f"_akg_pack_keep(self, {k.name!r}, _akg_pk, _AKG_LIB.{k.name}({', '.join(args)}, "
+            "_akg_pk[0].data_ptr(), _akg_pk[1]))"]
+
+
+PACK_RUNTIME = '''
+
+def _akg_pack_take(mod, name, srcs, numel, dtype):
+    """The packed copy of GEMM `name`'s weights the module keeps, and 1 where the kernel must pack it:
+    the weights are other tensors, moved, or written since (version counter). A new copy is published
+    only after its kernel has filled it, so a concurrent call keeps reading the old one."""
+    ent = mod.__dict__.get("_akg_packs", {}).get(name)
+    if ent is not None and len(ent[0]) == len(srcs) and all(
+            t is t0 and t.data_ptr() == p0 and t._version == v0 for t, (t0, _, p0, v0) in zip(srcs, ent[0])):
+        return ent[1], 0, None
+    # the storages are held so that a freed weight's memory cannot come back at the same address
+    key = tuple((t, t.untyped_storage(), t.data_ptr(), t._version) for t in srcs)
+    return torch.empty(numel, dtype=dtype), 1, key
+
+
+def _akg_pack_keep(mod, name, pk, stale):
+    packs = mod.__dict__.setdefault("_akg_packs", {})
+    if stale:  # the kernel found the kept copy out of date (a write the version counter missed)
+        packs.pop(name, None)
+    elif pk[2] is not None:
+        packs[name] = (pk[2], pk[0])
+'''
