@@ -89,8 +89,9 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
             if parallel and self.steps(ext):
                 self.opening = (self.fresh(), len(self.lines))
                 return self.unrolled(j, ext, self.opening[0])
-            if parallel:
-                return f"for (int64_t {j} = {d.thread}.x; {j} < {ext}; {j} += {d.block_dim}.x) {{"
+            if parallel:  # unrolled by 4: each thread has four loads in flight, not one (long rows)
+                return (f"#pragma unroll 4\n{self.indent}"
+                        f"for (int64_t {j} = {d.thread}.x; {j} < {ext}; {j} += {d.block_dim}.x) {{")
             return super().loop_header(j, ext, parallel)
 
         def open_sweep(self, inner: CPrinter, axes: tuple[Var, ...]) -> None:
@@ -130,7 +131,8 @@ def group_printer(d: Dialect, threads: int = 0) -> type[CPrinter]:
         def column_loop(self, cols: list[tuple[str, int]], header: str, indent: str) -> tuple[str, CPrinter]:
             n = math.prod(e for _, e in cols)
             if not self.kept or not self.steps(n):
-                return super().column_loop(cols, header, indent)
+                header, body = super().column_loop(cols, header, indent)
+                return f"#pragma unroll 4\n{self.indent}{header}", body
             k = self.fresh()
             body = GroupPrinter(self.s, self.env, prefix="u", indent=indent)
             body.parallel = False

@@ -8,6 +8,7 @@ arch), or with nvcc alone into a shared library called through ctypes (AKG_CUDA_
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -24,7 +25,8 @@ from ir.sym import c_syntax
 
 from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
 from ..cstyle import CStyle
-from ..simt import Dialect, body_lines, launch_dims
+from ..exprs import row_coords
+from ..simt import KEEP_PER_SWEEP, Dialect, body_lines, launch_dims
 from . import vector, wmma
 from .templates import BUILD, PRELUDE_CU
 from .vector import vector_lines
@@ -125,7 +127,12 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 def _groups(k: Kernel, target: HardwareModel) -> Schedule:
-    return Schedule(THREADS=256)
+    """256 threads a group; 1024 where fewer rows than SMs are each too long to keep in registers (a
+    layer norm over 16 rows of 4M): the rows' groups are all the GPU runs, each must keep its SM busy."""
+    rows = math.prod(v.extent for v in (k.coords if k.kind == "reduce" else row_coords(k)[0]))
+    n = max((math.prod(v.extent for v in r.axes) for r in k.reductions()), default=0)
+    long = isinstance(rows, int) and isinstance(n, int) and rows < target.units and n > KEEP_PER_SWEEP * 1024
+    return Schedule(THREADS=1024 if long else 256)
 
 
 def _groups_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
