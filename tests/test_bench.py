@@ -164,6 +164,11 @@ def test_timing_waits_for_runs_that_hold_the_gpu(tmp_path):
     assert waited > 0.8
     noted, since = map(float, (tmp_path / "lock_wait").read_text().split())  # what the sandbox credits
     assert since == 0 and noted == pytest.approx(waited, abs=0.2)
+    timing.WAIT_PATH = str(tmp_path / "lock_wait")
+    try:  # what a verification reports beside its timing phase
+        assert timing.waited_s() == noted
+    finally:
+        timing.WAIT_PATH = None
 
 
 

@@ -378,3 +378,10 @@ def test_the_speed_of_light_is_the_timing_cards(monkeypatch):
     assert vf.timed_on("h200", "cuda") == "h100"
     p = load_problem(problem_path("softmax_logsoftmax"))
     assert vf.sol_bound(p, "h200") < vf.sol_bound(p, "h100")
+
+
+def test_the_timing_phase_says_how_long_it_waited_for_the_lock(tmp_path):
+    v = verify(SCALE, CASES / "genuine_cpp_scale.py", seeds=(0,), timing=True, baselines=("eager",), trials=3,
+               timing_lock=str(tmp_path / "lock"))
+    phases = v.details["phase_s"]
+    assert v.accepted and 0 <= phases["timing_lock_wait"] <= phases["timing"]

@@ -59,6 +59,13 @@ def host_lock(target: str = "cpu") -> str:
 _local = threading.local()
 
 
+def waited_s() -> float:
+    """Seconds this run has waited for the timing lock so far, where it notes them (WAIT_PATH)."""
+    if WAIT_PATH is None or not Path(WAIT_PATH).is_file():
+        return 0.0
+    return float(Path(WAIT_PATH).read_text().split()[0])
+
+
 def _flock(f: Any, op: int) -> None:
     """flock, noting in WAIT_PATH how long it blocks."""
     if WAIT_PATH is None:

@@ -311,8 +311,11 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                       f"{', '.join(bad_ops[:6])}" + (" ..." if len(bad_ops) > 6 else ""))
     details["torch_ops_used"] = sorted(guard_ops)
     if job.get("timing"):
+        before = timing.waited_s()
         with phase("timing"):
             details["timing"] = _time(job, problem, ref, cand, device, dynamic)
+        # part of "timing": waiting while another run timed or compiled (max-autotune) on the device
+        phase.seconds["timing_lock_wait"] = round(timing.waited_s() - before, 3)
         if dynamic:
             details["timed_at"] = {k: v["traced"] for k, v in dynamic.items()}
         guard = getattr(mod, "_akg_guard", None)
