@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ir.kernel.analysis import GemmParts, split_gemm
-from ir.kernel.ir import Kernel, Load, size_args, walk
+from ir.kernel.ir import Buf, Kernel, Load, size_args, walk
 
 from ..cstyle import CPrinter, decode
 from .style import STYLE
@@ -23,7 +23,7 @@ PACK_SAMPLES = 64
 _DTYPES = {"float": "torch.float32", "double": "torch.float64"}
 
 
-def weight_bufs(k: Kernel) -> list:
+def weight_bufs(k: Kernel) -> list[Buf]:
     """The parameters the blocked GEMM's B operand reads, where it reads nothing else and is packed
     (more than SMALL_M rows, or a batch); else []."""
     if k.kind != "matmul" or size_args(k):
@@ -90,7 +90,7 @@ def _akg_pack_take(mod, name, srcs, numel, dtype):
         return ent[1], 0, None
     # the storages are held so that a freed weight's memory cannot come back at the same address
     key = tuple((t, t.untyped_storage(), t.data_ptr(), t._version) for t in srcs)
-    return torch.empty(numel, dtype=dtype), 1, key
+    return torch.zeros(numel, dtype=dtype), 1, key  # the strips' padding is never read: zeros all the same
 
 
 def _akg_pack_keep(mod, name, pk, stale):
