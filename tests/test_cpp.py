@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -54,7 +56,9 @@ def get_init_inputs():
 
 
 @pytest.mark.parametrize("src", [LINEAR, BMM], ids=["linear", "bmm"])
-@pytest.mark.parametrize("tile", [None, {"MR": 4, "NR": 8, "NB": 16, "KC": 32}], ids=["default", "small"])
+@pytest.mark.parametrize("tile", [None, {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 0},
+                                  {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 1}],
+                         ids=["default", "small-rows-outer", "small-cols-outer"])
 def test_blocked_gemm_edges(src, tile, tmp_path):
     path = tmp_path / "p.py"
     path.write_text(src)
@@ -65,6 +69,8 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
         t.schedules[k.name] = t.schedules[k.name].replace(**tile)
     s = t.schedules[k.name]
     text = render(t)
+    outer = "akg_cb" if s["COLS_OUTER"] else "akg_rb"  # the block loop right after the parallel pragma
+    assert re.search(rf"parallel for collapse\(2\)[^\n]*\n\s*for \(int64_t {outer} = 0", text)
     if src is LINEAR:  # one B: the register tile as vector variables, two vectors a row (NR 8: SSE-wide)
         vec = s["NR"] // 2
         assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_1 +=" in text, text
