@@ -274,8 +274,8 @@ def gemm_schedule(target: HardwareModel) -> Schedule:
 
 
 def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
-    """`gemm_schedule`, with column blocks outside where the GEMM has few rows (batch-sized): measured on an
-    AVX2 host, a 64-256-row linear ran 1.2-1.65x faster that way, a 1024-row one 1.25x slower."""
+    """`gemm_schedule`, with column blocks outside where the GEMM has few rows (batch-sized): faster there,
+    slower for a square one (benchmarks/results/cpu-cpp-gemm-block-order-*.json)."""
     g = split_gemm(k)
     rows = math.prod(e for _, e in g.rows) * math.prod(e for _, e in g.batch)
     return gemm_schedule(target).replace(COLS_OUTER=int(rows <= COLS_OUTER_ROWS))
