@@ -132,10 +132,17 @@ def has_long_recurrence(g: Graph) -> bool:
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
 
 
+def generated_gemm_efficiency(backend: Backend, target: HardwareModel) -> float | None:
+    """The backend's GEMM as a fraction of the target's compute peak: measured on this host by `akg hw
+    calibrate` (library.generated_gemm_<dsl>) where it was, else the manifest's figure."""
+    measured = target.fig("library", f"generated_gemm_{backend.manifest.name}")
+    return measured.value if measured is not None else backend.manifest.gemm_efficiency.get(target.kind)
+
+
 def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
     """Where the target and the backend both state their GEMMs' efficiency: the cost model's reason to
     leave the program's GEMMs to the library ("" where generating them is estimated no slower)."""
-    eff = backend.manifest.gemm_efficiency.get(target.kind)
+    eff = generated_gemm_efficiency(backend, target)
     choices = [c for grp in plan.groups if eff and (c := gemm_library_choice(grp, target, eff)) is not None]
     gen, lib = sum(c.generated_s for c in choices), sum(c.library_s for c in choices)
     if not choices or lib >= gen:

@@ -95,7 +95,10 @@ def measure(device: str, quick: bool = False) -> dict[str, float]:
     return out
 
 
-def calibrate(target: str, force: bool = False, quick: bool = False, path: Path | None = None) -> dict[str, Any]:
+def calibrate(target: str, force: bool = False, quick: bool = False, path: Path | None = None,
+              more: Callable[[Any, bool], dict[str, float]] | None = None) -> dict[str, Any]:
+    """`more(model, quick)`: figures measured by a caller that knows more than the hardware (the
+    backends' own GEMMs), stored beside the measured ones."""
     model = load_target(target, calibrated=False)
     if model.kind == "cpu":
         device, name = "cpu", model.description
@@ -115,6 +118,8 @@ def calibrate(target: str, force: bool = False, quick: bool = False, path: Path 
     if peak:  # torch's GEMM rate is the library's, not the cores' peak: the cost
         # model weighs it against a generated GEMM's (manifest gemm_efficiency), both fractions of the peak
         figures["library.gemm_f32"] = figures.pop("compute.vector.f32") / peak
+    if more is not None:
+        figures.update(more(model, quick))
     doc = {"target": target, "device": name, "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
            "torch": torch.__version__, "figures": figures}
     out = path or calibrated_path(target)

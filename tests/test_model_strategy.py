@@ -85,6 +85,19 @@ def test_no_figure_no_choice(tmp_path):
     assert model_gemm_library(t.plan, be, bare) == ""
 
 
+def test_a_generated_gemm_rate_measured_on_this_host_wins_over_the_manifests(tmp_path):
+    """`akg hw calibrate` stores library.generated_gemm_<dsl>: where this host's generated GEMM is measured
+    as fast as its library's, the model keeps it generated (no extra pass for the epilogue)."""
+    t = build(_problem(tmp_path, 256), "cpp", "cpu", tuned=False)
+    be = get_backend("cpp")
+    assert model_gemm_library(t.plan, be, t.target)  # the manifest's 0.45 against the library's 0.8
+    lib = t.target.fig("library", "gemm_f32").value
+    for measured, to_library in ((lib, False), (0.5 * lib, True)):
+        figs = dict(t.target.figures["library"], generated_gemm_cpp=Figure(measured, "calibrated"))
+        host = dataclasses.replace(t.target, figures=dict(t.target.figures, library=figs))
+        assert bool(model_gemm_library(t.plan, be, host)) == to_library
+
+
 def test_an_untuned_translate_takes_the_models_strategy_and_verifies(tmp_path):
     big = _problem(tmp_path, 256)
     t = translate(big, "cpp", "cpu", timing=False, seeds=(0, 1))

@@ -87,7 +87,9 @@ def cmd_sol(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    doc = calibrate(args.target, force=args.force, quick=args.quick)
+    from ..gemm_rate import generated_gemm_figures
+
+    doc = calibrate(args.target, force=args.force, quick=args.quick, more=generated_gemm_figures)
     print(f"calibrated {args.target} on {doc['device']} -> {doc['path']}")
     for k, v in doc["figures"].items():
         print(f"  {k:<28} {v:.6g}")
