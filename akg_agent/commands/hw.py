@@ -19,6 +19,7 @@ from ir.passes import run_passes
 from ir.problem import load_problem
 
 from ..bench.rank import rank_schedules
+from ..gemm_rate import generated_gemm_figures
 
 
 def _fmt(v: float, unit: str = "") -> str:
@@ -87,8 +88,6 @@ def cmd_sol(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..gemm_rate import generated_gemm_figures
-
     doc = calibrate(args.target, force=args.force, quick=args.quick, more=generated_gemm_figures)
     print(f"calibrated {args.target} on {doc['device']} -> {doc['path']}")
     for k, v in doc["figures"].items():
