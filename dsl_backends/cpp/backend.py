@@ -17,7 +17,7 @@ from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .columns import column_values, precompute
-from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, weight_bufs
+from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, packed_place, weight_bufs
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
@@ -367,8 +367,8 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     decode(g.batch, "akg_batch", pp)
     decode(n_vars, "akg_col", pp)
     b_val = pp(b_e)
-    out += pp.lines + [f"            akg_bp[akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv.name}) * {nr} + "
-                       f"akg_col % {nr}] = {b_val};", "        }", "    }", "    }", "    }"]
+    out += pp.lines + [f"            akg_bp[{packed_place(kk, npad, nr, kv.name)}] = {b_val};",
+                       "        }", "    }", "    }", "    }"]
     out += ["    }"] if cached else []
     bflat = "0"
     for name, ext in g.batch:

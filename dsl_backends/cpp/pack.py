@@ -44,6 +44,12 @@ def pack_params(k: Kernel) -> tuple[str, ...]:
     return (f"{STYLE.ctype_compute(split_gemm(k).b.dtype)}* akg_bpc", "const int64_t akg_fresh")
 
 
+def packed_place(kk: int, npad: int, nr: int, kv: str) -> str:
+    """Where B's element (akg_batch, kv, akg_col) lies in the packed copy: strips of `nr` columns, each
+    strip's K rows one after another."""
+    return f"akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv}) * {nr} + akg_col % {nr}"
+
+
 def pack_check(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
     """Lines that set `akg_stale` where the kept copy (strips of `nr` columns) differs from B at the
     sampled places, and then point `akg_bp` at a buffer of this call's own."""
@@ -59,7 +65,7 @@ def pack_check(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
     decode(g.batch, "akg_batch", pp)
     decode(g.cols, "akg_col", pp)
     val = pp(g.b)
-    place = f"akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv}) * {nr} + akg_col % {nr}"
+    place = packed_place(kk, npad, nr, kv)
     return out + pp.lines + [
         f"            const {bt} akg_v = ({bt})({val});",
         f"            akg_stale = std::memcmp(&akg_v, akg_bp + {place}, sizeof(akg_v)) != 0;",
