@@ -50,10 +50,16 @@ def _interleave(ranked: list[Schedule]) -> list[Schedule]:
     return out
 
 
+TIE = 0.05  # tensor-core estimates this close apart are the model's noise (a wave's tail), not a ranking
+
+
 def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:
-    """By estimated time; among tensor-core tiles the model cannot tell apart, the deeper K step and
-    three stages first (H100, bf16 4096^3: 128x256x64 with 3 stages 0.195 ms, with BK=32 and 2 stages
-    0.418 ms, both estimated tensor-bound at 0.146). FMA tiles keep their order: BK=64 spills there."""
+    """By estimated time; among tensor-core tiles the model cannot tell apart, the deeper K step, three
+    stages and the larger tile first (H100, bf16 4096^3: 128x256x64 with 3 stages 0.195 ms, with BK=32
+    and 2 stages 0.418 ms, both estimated tensor-bound at 0.146; 3xTF32 4096^3: 128x128x64 3.47 ms,
+    64x64x64 4.03, 64x128x64 6.18, all estimated at 0.863). FMA tiles keep their order: BK=64 spills
+    there."""
     if not e.bound.startswith("tensor"):
-        return (e.time_s, 0, 0)
-    return (e.time_s, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3))
+        return (e.time_s, 0, 0, 0, 0)
+    near = math.floor(math.log(max(e.time_s, 1e-12)) / math.log(1 + TIE))  # estimates within TIE: a tie
+    return (near, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3), -s.get("BM", 0) * s.get("BN", 0), e.time_s)

@@ -101,18 +101,20 @@ class Strategy:
 
 
 def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
-                 library: tuple[str, ...] = ()) -> str:
+                 library: tuple[str, ...] = (), units: int = 0) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
-    the ops of the `library` families. It starts with simplify (translate reads the library families
-    between it and decomposition)."""
+    the ops of the `library` families; reductions over fewer rows than `units` (the target's parallel
+    units) split over chunks. It starts with simplify (translate reads the library families between
+    it and decomposition)."""
     keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
     marked = marked_primitives(library)
     # with no primitive to mark, the pass still passes the views that feed kept composites (attention)
     mark = (",library" + (f"{{ops={':'.join(marked)}}}" if marked else "")) if library else ""
     rows = rows and "rownorm" in backend.manifest.kinds
-    return f"simplify,{dec},simplify{mark},fuse" + (",rows" if rows else "") + \
+    split = f",splitreduce{{units={units}}}" if units > 0 else ""
+    return f"simplify,{dec},simplify{mark}{split},fuse" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 
@@ -279,7 +281,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     lifted = {n.op for n in g.nodes}
     first, rest = pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (),
                                how.rows and backend.fuses_rows(target),
-                               how.library).split(",", 1)
+                               how.library, target.units).split(",", 1)
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})

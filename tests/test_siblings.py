@@ -50,13 +50,19 @@ def test_a_value_computed_inside_another_kernel_is_stored_by_it(lifted):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
 
 
-def test_a_reader_between_the_two_kernels_keeps_them_apart(lifted):
+def test_a_reader_between_the_two_kernels_moves_the_larger_up_unless_it_reads_a_value_written_between(lifted):
     _, _, prog = _program(lifted)
     var = next(k for k in prog.kernels() if k.out.name == "var_mean")
     mean = next(k for k in prog.kernels() if k.out.name == "var_mean_1")
     reader = Kernel("reader", "pointwise", var.out.__class__("r", mean.out.shape, "f32"), mean.coords,
                     Load(mean.out, mean.coords))
-    assert [s.name for s in merge_siblings([mean, reader, var])] == [mean.name, "reader", var.name]
+    # the variance reads only the input: it moves to the mean's place, ahead of the mean's reader
+    (one, after) = merge_siblings([mean, reader, var])
+    assert after.name == "reader" and [b.name for b in one.outs()] == ["var_mean", "var_mean_1"]
+    # a step between them writes what the variance reads: the two stay apart, in their order
+    (x,) = var.inputs()
+    writer = Kernel("writer", "pointwise", x, mean.coords, Load(mean.out, mean.coords))
+    assert [s.name for s in merge_siblings([mean, reader, writer, var])] == [mean.name, "reader", "writer", var.name]
     (one,) = merge_siblings([var, mean])  # after it: the mean is stored where the variance computes it
     assert [b.name for b in one.outs()] == ["var_mean", "var_mean_1"]
     (one,) = merge_siblings([mean, var])

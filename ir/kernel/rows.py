@@ -30,6 +30,8 @@ MERGE_GATE = 4  # a merge may do at most this many times the work of the kernels
 
 
 def _row_op(n: Node) -> bool:
+    if n.meta.get("split"):  # a reduction split over chunks (ir.passes.split) stays off one-kernel-per-row
+        return False
     d = opdef(n.op)
     if d.group in ("unary", "binary", "ternary") or d.group == "movement" and n.op in ("reshape", "expand"):
         return True

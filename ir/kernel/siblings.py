@@ -77,10 +77,15 @@ def _reads(step: Kernel | LibraryCall, name: str) -> bool:
     return any(a is not None and a.name == name for a in step.args)
 
 
+def _writes(step: Kernel | LibraryCall) -> list[str]:
+    return [step.out.name] + ([buf.name for buf, _ in step.also] if isinstance(step, Kernel) else [])
+
+
 def merge_siblings(steps: Sequence[Kernel | LibraryCall]) -> list[Kernel | LibraryCall]:
     """`steps` with every reduce kernel whose value another kernel computes on the way (for each of
     its elements, or each of its rows) folded into that kernel as one more output, at the larger
-    kernel's place (a step between them that reads the smaller one's output keeps the two apart)."""
+    kernel's place (where a step between them reads the smaller one's output: at the smaller one's
+    place, if the larger reads nothing written in between; else the two stay apart)."""
     out = list(steps)
     i = 0
     while i < len(out):
@@ -89,7 +94,11 @@ def merge_siblings(steps: Sequence[Kernel | LibraryCall]) -> list[Kernel | Libra
             for j, b in enumerate(out):
                 if j == i or not isinstance(b, Kernel) or b.kind != "reduce" or b.also or not b.reductions():
                     continue
-                if j < i and any(_reads(s, b.out.name) for s in out[j + 1:i]):
+                # a step between them reads the smaller one's output: the larger moves up to the
+                # smaller's place where it reads nothing written in between (a partial variance
+                # computed before the mean of the partial means, ir.passes.split)
+                early = j < i and any(_reads(s, b.out.name) for s in out[j + 1:i])
+                if early and any(_reads(a, w) for s in out[j:i] for w in _writes(s)):
                     continue
                 node = _inside(a, b)
                 if node is None:
@@ -100,10 +109,16 @@ def merge_siblings(steps: Sequence[Kernel | LibraryCall]) -> list[Kernel | Libra
                     expr = reuse(a.expr)
                     if reuse.stray:
                         continue
-                a = out[i] = replace(a, expr=expr, also=a.also + ((b.out, node),))
-                del out[j]
-                if j < i:
-                    i -= 1
+                a = replace(a, expr=expr, also=a.also + ((b.out, node),))
+                if early:
+                    del out[i]
+                    out[j] = a
+                    i = j
+                else:
+                    out[i] = a
+                    del out[j]
+                    if j < i:
+                        i -= 1
                 break
             else:
                 i += 1

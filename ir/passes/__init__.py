@@ -17,6 +17,7 @@ from .composites import Decompose
 from .fusion import FuseKernels
 from .library import MarkLibrary
 from .simplify import Simplify
+from .split import SplitReductions
 
 
 @register
@@ -76,4 +77,4 @@ def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, 
 
 __all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "MarkLibrary",
-           "Simplify", "SimplifyAll", "parse_pipeline", "register", "run_passes"]
+           "Simplify", "SimplifyAll", "SplitReductions", "parse_pipeline", "register", "run_passes"]

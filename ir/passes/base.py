@@ -137,8 +137,12 @@ class RewritePass:
     max_sweeps: int = 20
 
     def run(self, g: Graph, trace: Trace) -> bool:
+        return self.apply(self.rules, g, trace)
+
+    def apply(self, rules: tuple[Rule, ...], g: Graph, trace: Trace) -> bool:
+        """`rules` to a fixed point (a pass whose rules take its options builds them in `run`)."""
         by_op: dict[str | None, list[Rule]] = {}
-        for r in self.rules:
+        for r in rules:
             for op in r.pattern.ops() or (None,):
                 by_op.setdefault(op, []).append(r)
         changed_any = False

@@ -1,0 +1,110 @@
+"""Split reductions: a reduction over few long rows (fewer rows than the target has parallel units,
+e.g. a layer norm over 16 rows of 4M elements, or a sum to a scalar) becomes partial reductions
+over equal chunks of each row, then a reduction of the partials. Written one kernel per row, such a
+reduction keeps 16 of 132 SMs busy; split, the partials give every unit work and the second stage is
+tiny.
+
+Exact in real arithmetic: sums, means (equal chunks), maxima, minima, products and p-norms (p != 0)
+compose over chunks; a variance is the chunks' mean population variance plus the population
+variance of their means (Chan's parallel formula for equal chunks), then the correction. Only
+fp32/fp64 values are split (a partial stored in bf16 would lose what the accumulator kept). The
+reductions it writes carry `meta["split"]`, so row fusion does not merge them back into one kernel
+per row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..graph import Graph, Node
+from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
+
+SPLITTABLE = ("sum", "mean", "amax", "amin", "prod", "norm", "var", "std")
+WAVES = 4  # partial rows per parallel unit: enough groups that the last wave's tail is small
+MIN_CHUNK = 4096  # elements a partial reduces at least: below that the second stage costs more than it saves
+
+
+def _trailing(n: Node) -> int | None:
+    """How many trailing axes `n` reduces, None where its axes are not the trailing ones."""
+    x = n.args[0]
+    assert x is not None
+    rank = x.type.rank
+    dims = n.attrs["dims"]
+    axes = list(range(rank)) if dims is None else sorted({d % max(rank, 1) for d in dims})
+    if not axes or axes != list(range(rank - len(axes), rank)):
+        return None
+    return len(axes)
+
+
+def chunks(rows: int, length: int, units: int, min_length: int) -> int:
+    """How many chunks each row is split into (1: not split): the fewest, a power of two dividing the
+    row, that give every unit WAVES partial rows, each chunk at least MIN_CHUNK long."""
+    if units <= 0 or rows >= units or length < min_length:
+        return 1
+    s = 2
+    while rows * s < WAVES * units and length % (2 * s) == 0 and length // (2 * s) >= MIN_CHUNK:
+        s *= 2
+    return s if length % s == 0 and length // s >= MIN_CHUNK else 1
+
+
+def _split(units: int, min_length: int):
+    # partials and their reductions shared between reductions of the same value (a layer norm's mean
+    # and variance both take the chunks' means), each partial reading through its own reshape: a view
+    # used by two kernels would be materialised by fusion, a copy of the whole input
+    memo: dict[tuple[object, ...], Node] = {}
+
+    def rewrite(r: Rewriter, b: dict[str, Node]) -> Node | None:
+        red, x = r.root, b["x"]
+        if red.meta.get("split") or x.type.dtype not in ("f32", "f64") or red.attrs.get("ord") == 0:
+            return None
+        k = _trailing(red)
+        if k is None:
+            return None
+        lead = list(x.type.shape[:x.type.rank - k])
+        length = math.prod(x.type.shape[x.type.rank - k:])
+        s = chunks(math.prod(lead), length, units, min_length)
+        if s == 1:
+            return None
+
+        def stage(op: str, v: Node, **attrs: object) -> Node:
+            key = (op, id(v), s, tuple(sorted(attrs.items())))
+            if key not in memo:
+                src = r.op("reshape", [v], shape=[*lead, s, length // s]) if v is x else v
+                memo[key] = out = r.op(op, [src], dims=[-1], keepdim=False, **attrs)
+                out.meta["split"] = True
+            return memo[key]
+
+        if red.op in ("var", "std"):
+            # the chunks' mean variance plus the variance of their means (equal chunks); the partial
+            # mean is the one the partial variance computes inside, so one kernel stores both
+            means = stage("mean", x)
+            v = r.op("add", [stage("mean", stage("var", x, correction=0.0)), stage("var", means, correction=0.0)])
+            c = float(red.attrs["correction"])
+            if c:  # the population variance scaled to the asked correction (length - c divisor)
+                v = r.op("mul", [v, r.scalar(length / (length - c), x.type.dtype)])
+            out = r.op("sqrt", [v]) if red.op == "std" else v
+        else:
+            extra = {"ord": red.attrs["ord"]} if red.op == "norm" else {}
+            out = stage(red.op, stage(red.op, x, **extra), **extra)
+        return out if list(out.type.shape) == list(red.type.shape) else \
+            r.op("reshape", [out], shape=list(red.type.shape))
+    return rewrite
+
+
+@register
+@dataclass(frozen=True)
+class SplitReductions(RewritePass):
+    """Reductions over fewer rows than `units` (the target's SMs or cores; 0: off) and at least
+    `min_length` elements a row, as partial reductions over chunks and a reduction of the partials."""
+
+    name: ClassVar[str] = "splitreduce"
+    units: int = 0
+    min_length: int = 1 << 16
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        if self.units <= 0:
+            return False
+        rule = Rule("split-long-rows", P(SPLITTABLE, X("x")), _split(self.units, self.min_length))
+        return self.apply((rule,), g, trace)
