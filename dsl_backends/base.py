@@ -59,6 +59,9 @@ class Manifest:
     # target kind -> its generated GEMM's fraction of the compute peak (measured); where the target states
     # its library's too, an untuned plan leaves GEMMs to whichever the cost model finds faster
     gemm_efficiency: dict[str, float] = field(default_factory=dict)
+    # its split-precision (3xTF32) GEMM reads B fastest K-major: an fp32 matmul's row-major B is
+    # transposed once first where the target has TF32 tensor cores (ir.passes.layout)
+    gemm_b_k_major: bool = False
 
     @staticmethod
     def load(path: Path) -> Manifest:
@@ -68,7 +71,8 @@ class Manifest:
                         tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
                         dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))),
                         int(d.get("preference", 50)), bool(d.get("dynamic", False)), dict(d.get("checked_on", {})),
-                        tuple(d.get("preload_cpu", ())), {k: float(v) for k, v in d.get("gemm_efficiency", {}).items()})
+                        tuple(d.get("preload_cpu", ())), {k: float(v) for k, v in d.get("gemm_efficiency", {}).items()},
+                        bool(d.get("gemm_b_k_major", False)))
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""

@@ -15,6 +15,7 @@ from .base import REGISTRY, Firing, P, Pass, Pat, Pipeline, RewritePass, Rewrite
 from .cleanup import Canonicalize, CommonSubexpr, ConstantFold, DeadCode
 from .composites import Decompose
 from .fusion import FuseKernels
+from .layout import KMajorOperands
 from .library import MarkLibrary
 from .simplify import Simplify
 from .split import SplitReductions
@@ -76,5 +77,5 @@ def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, 
 
 
 __all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
-           "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "MarkLibrary",
-           "Simplify", "SimplifyAll", "SplitReductions", "parse_pipeline", "register", "run_passes"]
+           "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
+           "MarkLibrary", "Simplify", "SimplifyAll", "SplitReductions", "parse_pipeline", "register", "run_passes"]

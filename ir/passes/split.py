@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from ..graph import Graph, Node
 from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
+from .library import LIBRARY_MARK
 
 SPLITTABLE = ("sum", "mean", "amax", "amin", "prod", "norm", "var", "std")
 WAVES = 4  # partial rows per parallel unit: enough groups that the last wave's tail is small
@@ -57,7 +58,8 @@ def _split(units: int, min_length: int):
 
     def rewrite(r: Rewriter, b: dict[str, Node]) -> Node | None:
         red, x = r.root, b["x"]
-        if red.meta.get("split") or x.type.dtype not in ("f32", "f64") or red.attrs.get("ord") == 0:
+        if red.meta.get("split") or red.meta.get(LIBRARY_MARK) or x.type.dtype not in ("f32", "f64") \
+                or red.attrs.get("ord") == 0:
             return None
         k = _trailing(red)
         if k is None:

@@ -1,0 +1,85 @@
+"""K-major B for split-precision GEMMs (ir.passes.layout): an fp32 matmul becomes a linear over B
+transposed once, a B that is already a transpose is read through, and only backends that ask for it
+on targets with TF32 tensor cores get the rewrite; the translated module verifies."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from akg_agent.translate import build, pipeline_for, translate
+from dsl_backends import get_backend
+from hardware_models.spec import load_target
+from ir import run
+from ir.graph import Graph
+from ir.passes import run_passes
+from ir.types import TensorType
+
+
+def _mm(m: int, k: int, n: int, dtype: str = "f32", transposed: bool = False) -> Graph:
+    g = Graph("g")
+    a = g.input("a", TensorType((m, k), dtype))
+    b = g.input("b", TensorType((n, k) if transposed else (k, n), dtype))
+    if transposed:
+        b = g.add("permute", [b], {"dims": [1, 0]})
+    g.outputs = [g.add("matmul", [a, b])]
+    return g
+
+
+def _ops(g: Graph) -> list[str]:
+    return [n.op for n in g.nodes if n.op != "input"]
+
+
+def test_a_matmul_reads_its_b_transposed_once_and_keeps_its_value():
+    g = _mm(256, 48, 40)
+    a, b = torch.randn(256, 48, dtype=torch.float32), torch.randn(48, 40, dtype=torch.float32)
+    want = run(g, [a, b])[0]
+    run_passes(g, "kmajor")
+    assert _ops(g) == ["permute", "linear"]
+    torch.testing.assert_close(run(g, [a, b])[0], want)
+
+
+def test_a_transposed_b_is_read_through_without_a_copy():
+    g = _mm(512, 32, 64, transposed=True)
+    run_passes(g, "kmajor")
+    assert _ops(g) == ["linear"] and g.outputs[0].args[1].op == "input"
+
+
+@pytest.mark.parametrize("why,g", [("few rows", _mm(64, 512, 512)), ("bf16", _mm(512, 64, 64, "bf16"))])
+def test_what_keeps_its_layout(why, g):
+    run_passes(g, "kmajor")
+    assert _ops(g) == ["matmul"], why
+
+
+def test_only_backends_that_ask_on_targets_with_tf32_tensor_cores():
+    assert get_backend("triton").manifest.gemm_b_k_major and not get_backend("cuda-c").manifest.gemm_b_k_major
+    assert load_target("h100").peak("tensor", "tf32") and not load_target("cpu").peak("tensor", "tf32")
+    assert ",kmajor," in pipeline_for(get_backend("triton"), kmajor=True)
+    assert "kmajor" not in pipeline_for(get_backend("triton"), kmajor=True, library=("gemm",))  # cuBLAS takes either
+
+
+MM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a @ b)
+
+
+def get_inputs():
+    return [torch.randn(256, 96), torch.randn(96, 80)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_translated_gemm_reads_k_major_b_and_verifies(tmp_path):
+    p = tmp_path / "mm.py"
+    p.write_text(MM)
+    assert not any(n.op == "linear" for n in build(p, "cuda-c", "h100").graph.nodes)  # not asked for
+    t = translate(p, "triton", "h100", tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert any(n.op == "linear" for n in t.graph.nodes)
+    assert t.verdict.accepted, t.verdict.line()
