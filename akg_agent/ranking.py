@@ -59,7 +59,9 @@ def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:
     and 2 stages 0.418 ms, both estimated tensor-bound at 0.146; 3xTF32 4096^3: 128x128x64 3.47 ms,
     64x64x64 4.03, 64x128x64 6.18, all estimated at 0.863). FMA tiles keep their order: BK=64 spills
     there."""
-    if not e.bound.startswith("tensor"):
-        return (e.time_s, 0, 0, 0, 0)
+    if not math.isfinite(e.time_s):  # infeasible (pruned after sorting)
+        return (math.inf, 0, 0, 0, math.inf)
     near = math.floor(math.log(max(e.time_s, 1e-12)) / math.log(1 + TIE))  # estimates within TIE: a tie
+    if not e.bound.startswith("tensor"):
+        return (near, 0, 0, 0, e.time_s)
     return (near, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3), -s.get("BM", 0) * s.get("BN", 0), e.time_s)
