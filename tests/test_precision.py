@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import akg_agent.translate as tr
-from akg_agent.ranking import ranked_space
+from akg_agent.ranking import estimated, ranked_space
 from akg_agent.verifier import Verdict
 from dsl_backends import get_backend
 from hardware_models.cost import Tiling, estimate_group
@@ -109,3 +109,17 @@ def test_pallas_asks_the_gpu_for_the_contraction_precision_its_schedule_names():
         [presets.TF32_TF32_F32_X3, presets.F32_F32_F32, presets.TF32_TF32_F32]
     ns["_AKG_INTERPRET"][0] = True
     assert ns["_akg_dot_precision"]("tf32x3") == jax.lax.Precision.HIGHEST
+
+
+def test_tensor_core_tiles_the_model_cannot_tell_apart_rank_the_larger_first():
+    """4096^3 in 3xTF32: every tile is estimated tensor-bound at the same time; the larger tile with
+    the deeper K step comes first. An FMA tile and a tensor-core one compare by their estimates."""
+    t, k, grp = _gemm(GEMM_FP32)
+    ranked = ranked_space(get_backend("triton"), k, grp, t.target)
+    split = [s for s in ranked if s.get("input_precision") == "tf32x3"]
+    assert (split[0]["BM"], split[0]["BN"], split[0]["BK"]) == (128, 128, 64)
+    tiles = [(s["BM"], s["BN"]) for s in split]
+    assert tiles.index((128, 128)) < tiles.index((64, 128)) < tiles.index((64, 64))
+    est = {str(s): e.time_s for e, s in estimated(grp, t.target, ranked)}
+    fma = [s for s in ranked if s.get("input_precision") != "tf32x3"]
+    assert est[str(split[0])] < est[str(fma[0])] and ranked[0] == split[0]
