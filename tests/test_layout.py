@@ -31,8 +31,8 @@ def _ops(g: Graph) -> list[str]:
 
 
 def test_a_matmul_reads_its_b_transposed_once_and_keeps_its_value():
-    g = _mm(256, 48, 40)
-    a, b = torch.randn(256, 48, dtype=torch.float32), torch.randn(48, 40, dtype=torch.float32)
+    g = _mm(256, 160, 136)
+    a, b = torch.randn(256, 160, dtype=torch.float32), torch.randn(160, 136, dtype=torch.float32)
     want = run(g, [a, b])[0]
     run_passes(g, "kmajor")
     assert _ops(g) == ["permute", "linear"]
@@ -40,12 +40,13 @@ def test_a_matmul_reads_its_b_transposed_once_and_keeps_its_value():
 
 
 def test_a_transposed_b_is_read_through_without_a_copy():
-    g = _mm(512, 32, 64, transposed=True)
+    g = _mm(512, 128, 128, transposed=True)
     run_passes(g, "kmajor")
     assert _ops(g) == ["linear"] and g.outputs[0].args[1].op == "input"
 
 
-@pytest.mark.parametrize("why,g", [("few rows", _mm(64, 512, 512)), ("bf16", _mm(512, 64, 64, "bf16"))])
+@pytest.mark.parametrize("why,g", [("few rows", _mm(64, 512, 512)), ("bf16", _mm(512, 256, 256, "bf16")),
+                                   ("shallow K", _mm(4096, 32, 4096)), ("narrow N", _mm(4096, 4096, 64))])
 def test_what_keeps_its_layout(why, g):
     run_passes(g, "kmajor")
     assert _ops(g) == ["matmul"], why
@@ -68,7 +69,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(256, 96), torch.randn(96, 80)]
+    return [torch.randn(256, 128), torch.randn(128, 160)]
 
 
 def get_init_inputs():
