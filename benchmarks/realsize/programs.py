@@ -224,6 +224,20 @@ PROGRAMS: list[Program] = [
         "[torch.randn({A}, {C})]",
         {"gpu": {"A": 262144, "C": 4096}, "cpu": {"A": 8192, "C": 2048}},
     ),
+    P(
+        "mse_loss",
+        "Mean squared error of two tensors: a reduction to one value.",
+        _fwd("F.mse_loss(a, b)", "a, b"),
+        "[torch.randn({A}, {C}), torch.randn({A}, {C})]",
+        {"gpu": {"A": 16384, "C": 32768}, "cpu": {"A": 2048, "C": 4096}},
+    ),
+    P(
+        "layernorm_few_rows",
+        "Layer norm over each sample's (C, H, W): few rows, each millions long.",
+        _layer("        self.ln = nn.LayerNorm([{C}, {H}, {H}])", "self.ln(x)"),
+        "[torch.randn({B}, {C}, {H}, {H})]",
+        {"gpu": {"B": 16, "C": 64, "H": 256}, "cpu": {"B": 1, "C": 64, "H": 192}},
+    ),
     # --- pooling
     P(
         "maxpool2d",
