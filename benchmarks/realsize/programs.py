@@ -229,14 +229,14 @@ PROGRAMS: list[Program] = [
         "Mean squared error of two tensors: a reduction to one value.",
         _fwd("F.mse_loss(a, b)", "a, b"),
         "[torch.randn({A}, {C}), torch.randn({A}, {C})]",
-        {"gpu": {"A": 16384, "C": 32768}, "cpu": {"A": 2048, "C": 4096}},
+        {"gpu": {"A": 16384, "C": 32768}, "cpu": {"A": 4096, "C": 8192}},
     ),
     P(
         "layernorm_few_rows",
         "Layer norm over each sample's (C, H, W): few rows, each millions long.",
         _layer("        self.ln = nn.LayerNorm([{C}, {H}, {H}])", "self.ln(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 16, "C": 64, "H": 256}, "cpu": {"B": 1, "C": 64, "H": 192}},
+        {"gpu": {"B": 16, "C": 64, "H": 256}, "cpu": {"B": 1, "C": 64, "H": 384}},
     ),
     # --- pooling
     P(

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(2048, 4096), torch.randn(2048, 4096)]
+    return [torch.randn(4096, 8192), torch.randn(4096, 8192)]
 
 
 def get_init_inputs():
