@@ -115,7 +115,7 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     rows = rows and "rownorm" in backend.manifest.kinds
     split = f",splitreduce{{units={units}}}" if units > 0 else ""
     layout = ",kmajor" if kmajor and "gemm" not in library else ""
-    return f"simplify,{dec},simplify{layout}{mark}{split},fuse" + (",rows" if rows else "") + \
+    return f"simplify,{dec},simplify{layout}{mark}{split},views,fuse" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 

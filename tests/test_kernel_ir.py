@@ -71,6 +71,15 @@ def test_a_reshapes_re_split_index_simplifies_to_the_plain_one_and_stays_exact()
     digits = iop("+", iop("+", iop("*", iop("//", c, ic(4096)), ic(4096)),
                           iop("*", iop("%", iop("//", c, ic(64)), ic(64)), ic(64))), iop("%", c, ic(64)))
     assert simplify_index(digits) == iop("+", ic(0), iop("*", c, ic(1)))
+    # a group's channel: (c*4096 + h*64 + w) // 32768 is c // 8 (h*64 + w never carries past 4096), and the
+    # remainder keeps h*64 + w beside (c % 8) * 4096
+    ch, h, w = Var("ch", 64), Var("h", 64), Var("w", 64)
+    pix = iop("+", iop("+", iop("*", ch, ic(4096)), iop("*", h, ic(64))), w)
+    q, r = simplify_index(iop("//", pix, ic(32768))), simplify_index(iop("%", pix, ic(32768)))
+    assert "32768" not in str(q) and "ch" in str(q) and "h" not in str(q).replace("ch", "")
+    for v in itertools.product(range(0, 64, 7), range(0, 64, 9), (0, 1, 63)):
+        env = dict(zip(("ch", "h", "w"), v))
+        assert _ieval(q, env) == _ieval(pix, env) // 32768 and _ieval(r, env) == _ieval(pix, env) % 32768
     shifted = iop("//", iop("-", c2, ic(1)), ic(64))  # may be negative: C and Python disagree, left alone
     assert simplify_index(shifted) == shifted
 

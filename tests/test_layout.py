@@ -84,3 +84,43 @@ def test_the_translated_gemm_reads_k_major_b_and_verifies(tmp_path):
     t = translate(p, "triton", "h100", tmp_path / "m.py", timing=False, seeds=(0, 1))
     assert any(n.op == "linear" for n in t.graph.nodes)
     assert t.verdict.accepted, t.verdict.line()
+
+
+GN = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        return self.gn(x)
+
+
+def get_inputs():
+    return [torch.randn(3, 16, 8, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_view_of_an_input_read_by_several_kernels_is_not_stored(tmp_path):
+    """The group norm's [N, G, C/G*H*W] view of x feeds its mean, variance and output kernels: each reads
+    x through its own index (no kernel copies the view), and the module verifies."""
+    p = tmp_path / "gn.py"
+    p.write_text(GN)
+    t = build(p, "cpp", "cpu")
+    assert all(not (len(grp.nodes) == 1 and grp.nodes[0].op == "reshape") for grp in t.plan.groups), str(t.plan)
+    assert "used 3 times" not in str(t.plan)
+    g = _mm(512, 256, 256)
+    x = g.inputs[0]
+    v = g.add("reshape", [x], {"shape": [256, 512]})
+    g.outputs = [g.outputs[0], g.add("sum", [v], {"dims": [1]}), g.add("amax", [v], {"dims": [0]})]
+    run_passes(g, "views")
+    assert [n.op for n in g.nodes].count("reshape") == 2  # one each for the two reductions
+    t = translate(p, "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.line()

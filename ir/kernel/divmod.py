@@ -85,9 +85,26 @@ def _divmod(op: str, x: Expr, d: int) -> Expr:
     part = {a: c for a, c in terms.items() if c % d}
     rest = _build(part, const % d)
     small = index_bounds(rest)[1] < d
+    if not small and (digit := _digits(part, const % d, d)) is not None:
+        high, low, t = digit  # rest = t * high + low, t | d, 0 <= low < t: low never carries
+        if op == "//":
+            return iop("+", _build(whole, const // d), _divmod("//", high, d // t))
+        return iop("+", iop("*", _divmod("%", high, d // t), ic(t)), low)
     if op == "//":
         return iop("+", _build(whole, const // d), ic(0) if small else iop("//", rest, ic(d)))
     return rest if small else iop("%", rest, ic(d))
+
+
+def _digits(terms: dict[Expr, int], const: int, d: int) -> tuple[Expr, Expr, int] | None:
+    """`terms + const` as t * high + low with t dividing d and low in [0, t), the largest such t among
+    the coefficients: the channel of a group norm's `(c*4096 + h*64 + w) // 32768` is `c // 8` (h*64 + w
+    stays below 4096, and 4096 divides 32768). None where no coefficient splits the sum so."""
+    for t in sorted({c for c in terms.values() if d % c == 0 and c > 1}, reverse=True):
+        high = {a: c // t for a, c in terms.items() if c % t == 0}
+        low = _build({a: c for a, c in terms.items() if c % t}, const)
+        if index_bounds(low)[1] < t:
+            return _build(high, 0), low, t
+    return None
 
 
 def simplify_index(e: Expr, memo: dict[int, tuple[Expr, Expr]] | None = None) -> Expr:

@@ -15,7 +15,7 @@ from .base import REGISTRY, Firing, P, Pass, Pat, Pipeline, RewritePass, Rewrite
 from .cleanup import Canonicalize, CommonSubexpr, ConstantFold, DeadCode
 from .composites import Decompose
 from .fusion import FuseKernels
-from .layout import KMajorOperands
+from .layout import KMajorOperands, ViewsPerUse
 from .library import MarkLibrary
 from .simplify import Simplify
 from .split import SplitReductions
@@ -78,4 +78,5 @@ def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, 
 
 __all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
-           "MarkLibrary", "Simplify", "SimplifyAll", "SplitReductions", "parse_pipeline", "register", "run_passes"]
+           "MarkLibrary", "Simplify", "SimplifyAll", "SplitReductions", "ViewsPerUse", "parse_pipeline", "register",
+           "run_passes"]

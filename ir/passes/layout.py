@@ -1,18 +1,23 @@
-"""Operand layout for split-precision GEMMs: an fp32 `matmul(a, b)` whose B is row-major [K, N] becomes
-`linear(a, bT)` with B transposed once into a K-major copy ([N, K]). Tensor cores take 32-bit
+"""Operand layouts and views.
+
+K-major B for split-precision GEMMs (`kmajor`): an fp32 `matmul(a, b)` whose B is row-major [K, N]
+becomes `linear(a, bT)` with B transposed once into a K-major copy ([N, K]). Tensor cores take 32-bit
 operands K-major only (there is no transposing shared-memory load for them as there is for 16-bit
 ones), so a 3xTF32 GEMM over an N-major B is held back by its B tiles; the copy costs one pass over
 B. A B that is itself a transpose (`x.T`) is read through, with no copy. GEMMs with few rows are
 left alone (they stream B once, and a copy would triple that traffic), as are shallow ones (K or N
-small: bound by writing the output, where the ranking picks an FMA tile that wants B row-major)."""
+small: bound by writing the output, where the ranking picks an FMA tile that wants B row-major).
+
+Views per use (`views`): see `ViewsPerUse`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..graph import Node
-from .base import P, RewritePass, Rewriter, Rule, X, register
+from ..graph import Graph, Node
+from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
+from .fusion import fusion_kind
 from .library import LIBRARY_MARK
 
 MIN_ROWS = 256  # below this a GEMM is bound by reading B, which the copy would read twice more
@@ -40,3 +45,42 @@ class KMajorOperands(RewritePass):
 
     name: ClassVar[str] = "kmajor"
     rules: ClassVar[tuple[Rule, ...]] = (Rule("matmul-as-linear", P("matmul", X("a"), X("b")), _kmajor),)
+
+
+VIEWS = ("reshape", "expand", "permute")
+PER_USE = ("pointwise", "movement", "reduction")  # kernels that read a view through their own index
+
+
+@register
+@dataclass(frozen=True)
+class ViewsPerUse:
+    """A view (reshape, expand, permute) of an input or parameter read by several kernels: a copy of the
+    view node for each pointwise or reduction consumer, so each kernel reads the source through its own
+    index and nothing is stored (fusion materialises a value used twice: a group norm's reshaped input
+    was copied whole, then read three times). Other consumers (a GEMM, whose operands are copied anyway,
+    a library call) share the original."""
+
+    name: ClassVar[str] = "views"
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        users = g.users()
+        outputs = {id(o) for o in g.outputs}
+        changed = False
+        for v in list(g.nodes):
+            src = v.args[0] if v.args else None
+            if v.op not in VIEWS or src is None or src.op not in ("input", "param") or id(v) in outputs:
+                continue
+            readers = list({id(u): u for u in users[v]}.values())
+            own = [u for u in readers if fusion_kind(u) in PER_USE]
+            if len(readers) < 2 or not own:
+                continue
+            for u in own[1:] if len(own) == len(readers) else own:  # the original serves one, or the rest
+                c = g.add(v.op, list(v.args), dict(v.attrs), type=v.type, name=v.name)
+                c.meta.update(v.meta)
+                u.args = tuple(c if a is v else a for a in u.args)
+                trace.record(Firing(self.name, "view-per-use", v.name, f"read by {len(readers)} kernels",
+                                    f"%{c.name} for %{u.name}"))
+                changed = True
+        if changed:
+            g.cleanup()  # the copies were appended: back into topological order
+        return changed
