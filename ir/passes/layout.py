@@ -82,5 +82,6 @@ class ViewsPerUse:
                                     f"%{c.name} for %{u.name}"))
                 changed = True
         if changed:
+            g.plan = None  # a plan of the graph before this pass no longer describes it
             g.cleanup()  # the copies were appended: back into topological order
         return changed

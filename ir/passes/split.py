@@ -52,8 +52,7 @@ def chunks(rows: int, length: int, units: int, min_length: int) -> int:
 
 def _split(units: int, min_length: int):
     # partials and their reductions shared between reductions of the same value (a layer norm's mean
-    # and variance both take the chunks' means), each partial reading through its own reshape: a view
-    # used by two kernels would be materialised by fusion, a copy of the whole input
+    # and variance both take the chunks' means); the `views` pass gives each partial its own reshape
     memo: dict[tuple[object, ...], Node] = {}
 
     def rewrite(r: Rewriter, b: dict[str, Node]) -> Node | None:
@@ -73,7 +72,9 @@ def _split(units: int, min_length: int):
         def stage(op: str, v: Node, **attrs: object) -> Node:
             key = (op, id(v), s, tuple(sorted(attrs.items())))
             if key not in memo:
-                src = r.op("reshape", [v], shape=[*lead, s, length // s]) if v is x else v
+                if v is x and (id(x), s) not in memo:
+                    memo[(id(x), s)] = r.op("reshape", [x], shape=[*lead, s, length // s])
+                src = memo[(id(x), s)] if v is x else v
                 memo[key] = out = r.op(op, [src], dims=[-1], keepdim=False, **attrs)
                 out.meta["split"] = True
             return memo[key]
