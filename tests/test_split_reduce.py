@@ -10,7 +10,7 @@ import shutil
 import pytest
 import torch
 
-from akg_agent.translate import build, pipeline_for, render, translate
+from akg_agent.translate import build, pipeline_for, translate
 from dsl_backends import get_backend
 from ir import run
 from ir.graph import Graph
@@ -142,4 +142,4 @@ def test_split_reductions_compile_in_cuda_c(tmp_path):
         assert t.verdict.accepted, t.verdict.line()
     else:
         assert t.compiled.startswith("compiled with") and t.compiled.endswith("not run"), t.compiled
-    assert "split" in render(t) or any(n.meta.get("split") for n in t.graph.nodes)
+    assert any(n.meta.get("split") for n in t.graph.nodes)
