@@ -54,11 +54,9 @@ TIE = 0.05  # tensor-core estimates this close apart are the model's noise (a wa
 
 
 def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:
-    """By estimated time; among tensor-core tiles the model cannot tell apart, the deeper K step, three
-    stages and the larger tile first (H100, bf16 4096^3: 128x256x64 with 3 stages 0.195 ms, with BK=32
-    and 2 stages 0.418 ms, both estimated tensor-bound at 0.146; 3xTF32 4096^3: 128x128x64 3.47 ms,
-    64x64x64 4.03, 64x128x64 6.18, all estimated at 0.863). FMA tiles keep their order: BK=64 spills
-    there."""
+    """By estimated time; among tensor-core tiles the model cannot tell apart (estimates within TIE), the
+    deeper K step, three stages and the larger tile first: measured so on the H100 in bf16 and in 3xTF32
+    (the README's Measured, "tile order and K-major B"). FMA tiles keep their order: BK=64 spills there."""
     if not math.isfinite(e.time_s):  # infeasible (pruned after sorting)
         return (math.inf, 0, 0, 0, math.inf)
     near = math.floor(math.log(max(e.time_s, 1e-12)) / math.log(1 + TIE))  # estimates within TIE: a tie

@@ -114,8 +114,8 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     mark = (",library" + (f"{{ops={':'.join(marked)}}}" if marked else "")) if library else ""
     rows = rows and "rownorm" in backend.manifest.kinds
     split = f",splitreduce{{units={units}}}" if units > 0 else ""
-    layout = ",kmajor" if kmajor and "gemm" not in library else ""
-    return f"simplify,{dec},simplify{layout}{mark}{split},views,fuse" + (",rows" if rows else "") + \
+    layout = ",kmajor" if kmajor else ""  # after the marks: a GEMM left to the library keeps its layout
+    return f"simplify,{dec},simplify{mark}{layout}{split},views,fuse" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 

@@ -56,7 +56,12 @@ def test_only_backends_that_ask_on_targets_with_tf32_tensor_cores():
     assert get_backend("triton").manifest.gemm_b_k_major and not get_backend("cuda-c").manifest.gemm_b_k_major
     assert load_target("h100").peak("tensor", "tf32") and not load_target("cpu").peak("tensor", "tf32")
     assert ",kmajor," in pipeline_for(get_backend("triton"), kmajor=True)
-    assert "kmajor" not in pipeline_for(get_backend("triton"), kmajor=True, library=("gemm",))  # cuBLAS takes either
+    # after the library marks: a GEMM left to cuBLAS (which takes either layout) keeps its B
+    spec = pipeline_for(get_backend("triton"), kmajor=True, library=("gemm",))
+    assert spec.index(",library") < spec.index(",kmajor,")
+    g = _mm(512, 256, 256)
+    run_passes(g, spec.split(",fuse")[0])
+    assert _ops(g) == ["matmul"] and g.nodes[-1].meta.get("library")
 
 
 MM = """import torch

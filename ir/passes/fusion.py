@@ -99,8 +99,11 @@ def fuse(g: Graph) -> FusionPlan:
         dag.add_node(grp.id)
         return grp
 
-    def single_use(v: Node) -> bool:  # one consumer node, however many of its operands (x * x)
-        return len({id(u) for u in users[v]}) == 1 and id(v) not in outputs
+    def consumers(v: Node) -> int:  # nodes reading v, however many of their operands it is (x * x)
+        return len({id(u) for u in users[v]})
+
+    def single_use(v: Node) -> bool:
+        return consumers(v) == 1 and id(v) not in outputs
 
     def creates_cycle(target: Group, others: list[Group]) -> bool:
         # joining `target` means target must also run after every other producer group
@@ -111,7 +114,7 @@ def fuse(g: Graph) -> FusionPlan:
         if grp.kind == "opaque" or kind == "opaque":
             return "opaque ops stay in torch"
         if not single_use(v):
-            n_users = len({id(u) for u in users[v]}) + (id(v) in outputs)
+            n_users = consumers(v) + (id(v) in outputs)
             return f"%{v.name} is used {n_users} times (materialised once, not recomputed)"
         if kind in ("pointwise", "movement"):
             if n.op == "concat" and v.op == "concat":  # each element would choose among every operand of both

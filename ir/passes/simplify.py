@@ -14,7 +14,8 @@ def _users(n: Node) -> int:
     return n.meta.get("_users", 2)
 
 
-def _reduced_axes(n: Node) -> list[int]:
+def reduced_axes(n: Node) -> list[int]:
+    """The axes a reduction node reduces, sorted and non-negative (all of them where `dims` is None)."""
     rank = n.args[0].type.rank  # type: ignore[union-attr]
     dims = n.attrs["dims"]
     return list(range(rank)) if dims is None else sorted(d % max(rank, 1) for d in dims)
@@ -29,7 +30,7 @@ def _finish(r: Rewriter, y: Node) -> Node:
 def _sum_of_linear(r: Rewriter, b: dict[str, Node]) -> Node | None:
     red, lin = r.root, b["lin"]
     x, w = lin.args[0], lin.args[1]
-    if _reduced_axes(red) != [lin.type.rank - 1] or w is None or x is None or w.type.rank != 2:
+    if reduced_axes(red) != [lin.type.rank - 1] or w is None or x is None or w.type.rank != 2:
         return None
     op = red.op  # sum or mean: both are linear, so they commute with x @ W.T + b
     ws = r.op(op, [w], dims=[0], keepdim=True)
@@ -44,14 +45,14 @@ def _sum_of_matmul(r: Rewriter, b: dict[str, Node]) -> Node | None:
     x, w = mm.args
     if w is None or x is None or w.type.rank != 2 or x.type.rank < 2:
         return None
-    if _reduced_axes(red) != [mm.type.rank - 1]:
+    if reduced_axes(red) != [mm.type.rank - 1]:
         return None
     return _finish(r, r.op("matmul", [x, r.op(red.op, [w], dims=[1], keepdim=True)]))
 
 
 def _sum_of_conv(r: Rewriter, b: dict[str, Node]) -> Node | None:
     red, conv = r.root, b["conv"]
-    if _reduced_axes(red) != [1] or conv.attrs["groups"] != 1:
+    if reduced_axes(red) != [1] or conv.attrs["groups"] != 1:
         return None
     x, w = conv.args[0], conv.args[1]
     args = [x, r.op(red.op, [w], dims=[0], keepdim=True)]
@@ -70,7 +71,7 @@ def _size1(n: Node, axes: list[int]) -> bool:
 
 def _trivial_reduction(r: Rewriter, b: dict[str, Node]) -> Node | None:
     n = r.root
-    if n.op in ("var", "std", "norm") or not _size1(n, _reduced_axes(n)):
+    if n.op in ("var", "std", "norm") or not _size1(n, reduced_axes(n)):
         return None
     return _finish(r, b["x"])
 
@@ -113,7 +114,7 @@ def _reduce_reduce(r: Rewriter, b: dict[str, Node]) -> Node | None:
     outer, inner = r.root, b["inner"]
     if outer.op != inner.op or not inner.attrs["keepdim"]:
         return None
-    axes = sorted(set(_reduced_axes(inner)) | set(_reduced_axes(outer)))
+    axes = sorted(set(reduced_axes(inner)) | set(reduced_axes(outer)))
     # a mean of means is the overall mean only because every inner group has the same size
     return _finish(r, r.op(outer.op, [b["x"]], dims=axes, keepdim=True))
 
@@ -263,7 +264,7 @@ def _keepdim_reduction(r: Rewriter, b: dict[str, Node]) -> Node | None:
     x = red.args[0]
     if red.attrs.get("keepdim") or x is None:
         return None
-    axes = _reduced_axes(red)
+    axes = reduced_axes(red)
     if list(r.root.shape) != [1 if i in axes else d for i, d in enumerate(x.shape)]:
         return None
     return r.op(red.op, list(red.args), **dict(red.attrs, keepdim=True))

@@ -21,6 +21,7 @@ from typing import ClassVar
 from ..graph import Graph, Node
 from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
 from .library import LIBRARY_MARK
+from .simplify import reduced_axes
 
 SPLITTABLE = ("sum", "mean", "amax", "amin", "prod", "norm", "var", "std")
 WAVES = 4  # partial rows per parallel unit: enough groups that the last wave's tail is small
@@ -31,10 +32,8 @@ def _trailing(n: Node) -> int | None:
     """How many trailing axes `n` reduces, None where its axes are not the trailing ones."""
     x = n.args[0]
     assert x is not None
-    rank = x.type.rank
-    dims = n.attrs["dims"]
-    axes = list(range(rank)) if dims is None else sorted({d % max(rank, 1) for d in dims})
-    if not axes or axes != list(range(rank - len(axes), rank)):
+    axes = reduced_axes(n)
+    if not axes or axes != list(range(x.type.rank - len(axes), x.type.rank)):
         return None
     return len(axes)
 
