@@ -101,12 +101,13 @@ class Strategy:
 
 
 def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
-                 library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False) -> str:
+                 library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
     the ops of the `library` families; reductions over fewer rows than `units` (the target's parallel
-    units) split over chunks; with `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`). It
-    starts with simplify (translate reads the library families between it and decomposition)."""
+    units) split over chunks, as do GEMMs with few output tiles for `splitk` units (their K); with
+    `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`). It starts with simplify (translate
+    reads the library families between it and decomposition)."""
     keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
     marked = marked_primitives(library)
@@ -115,6 +116,8 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     rows = rows and "rownorm" in backend.manifest.kinds
     split = f",splitreduce{{units={units}}}" if units > 0 else ""
     layout = ",kmajor" if kmajor else ""  # after the marks: a GEMM left to the library keeps its layout
+    # before K-major: a split GEMM is batched, its B chunks read in place rather than copied
+    layout = (f",splitk{{units={splitk}}}" if splitk > 0 else "") + layout
     return f"simplify,{dec},simplify{mark}{layout}{split},views,fuse" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
@@ -283,7 +286,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     first, rest = pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (),
                                how.rows and backend.fuses_rows(target),
                                how.library, target.units,
-                               backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32"))).split(",", 1)
+                               backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32")),
+                               target.units if target.kind == "gpu" else 0).split(",", 1)
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})

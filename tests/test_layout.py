@@ -39,6 +39,17 @@ def test_a_matmul_reads_its_b_transposed_once_and_keeps_its_value():
     torch.testing.assert_close(run(g, [a, b])[0], want)
 
 
+def test_an_unaligned_k_is_padded_with_zeros_in_both_operands():
+    g = _mm(260, 147, 136)  # K = 147: rows of 588 bytes, off 16-byte boundaries
+    a, b = torch.randn(260, 147, dtype=torch.float32), torch.randn(147, 136, dtype=torch.float32)
+    want = run(g, [a, b])[0]
+    run_passes(g, "kmajor")
+    lin = g.outputs[0]
+    assert lin.op == "linear" and [x.op for x in lin.args] == ["pad", "pad"]
+    assert [x.type.shape for x in lin.args] == [(260, 160), (136, 160)]
+    torch.testing.assert_close(run(g, [a, b])[0], want)
+
+
 def test_a_transposed_b_is_read_through_without_a_copy():
     g = _mm(512, 128, 128, transposed=True)
     run_passes(g, "kmajor")

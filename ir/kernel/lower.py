@@ -155,6 +155,9 @@ class _Lowerer:
         at = n.attrs
         sub = lambda idx, m=mask: self.expr(x, idx, m, inline)  # noqa: E731
         if n.op == "reshape":
+            split = _reshape_chunks(x.shape, n.shape)
+            if split is not None:
+                return sub(_chunked_index(x.shape, n.shape, split, c))
             flat = ic(0)
             for ci, st in zip(c, row_major_strides(n.shape)):
                 flat = iop("+", flat, iop("*", ci, ic(st)))
@@ -353,6 +356,52 @@ class _Lowerer:
         b_idx = _broadcast(b.shape[:-2], tuple(d for d in n.shape[:len(batch)]), batch) + [k] + nn_ if rb > 1 else [k]
         prod = op("mul", [self.expr(a, a_idx, mask, inline), self.expr(b, b_idx, mask, inline)], n.dtype)
         return Reduce("dot", prod, (k,), n.dtype)
+
+
+def _reshape_chunks(old: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
+    """A reshape as chunks (old dims, new dims) with equal products, each the smallest such run: a dim
+    split in several needs no division, only a dim merged from several does. None for run-time sizes or
+    empty tensors (the flat re-split then)."""
+    if any(type(d) is not int or d == 0 for d in (*old, *new)):
+        return None
+    out, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        oi: list[int] = []
+        nj: list[int] = []
+        po = pn = 1
+        if i < len(old):
+            oi.append(i)
+            po, i = po * old[i], i + 1
+        if j < len(new):
+            nj.append(j)
+            pn, j = pn * new[j], j + 1
+        while po != pn:
+            if po < pn and i < len(old):
+                oi.append(i)
+                po, i = po * old[i], i + 1
+            elif pn < po and j < len(new):
+                nj.append(j)
+                pn, j = pn * new[j], j + 1
+            else:
+                return None
+        out.append((oi, nj))
+    return out
+
+
+def _chunked_index(old: Sequence[int], new: Sequence[int], chunks: list[tuple[list[int], list[int]]],
+                   c: Sequence[Expr]) -> list[Expr]:
+    idx: list[Expr] = [ic(0)] * len(old)
+    for oi, nj in chunks:
+        if len(oi) == 1 and len(nj) == 1:
+            idx[oi[0]] = c[nj[0]]
+            continue
+        flat: Expr = ic(0)
+        for j, st in zip(nj, row_major_strides([new[j] for j in nj])):
+            flat = iop("+", flat, iop("*", c[j], ic(st)))
+        for i, st in zip(oi, row_major_strides([old[i] for i in oi])):
+            idx[i] = ic(0) if old[i] == 1 else iop("%", iop("//", flat, ic(st)), ic(old[i])) if st != 1 \
+                else iop("%", flat, ic(old[i]))
+    return idx
 
 
 def _iabs(e: Expr) -> Expr:

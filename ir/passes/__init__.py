@@ -18,7 +18,7 @@ from .fusion import FuseKernels
 from .layout import KMajorOperands, ViewsPerUse
 from .library import MarkLibrary
 from .simplify import Simplify
-from .split import SplitReductions
+from .split import SplitK, SplitReductions
 
 
 @register
@@ -78,5 +78,5 @@ def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, 
 
 __all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
-           "MarkLibrary", "Simplify", "SimplifyAll", "SplitReductions", "ViewsPerUse", "parse_pipeline", "register",
-           "run_passes"]
+           "MarkLibrary", "Simplify", "SimplifyAll", "SplitK", "SplitReductions", "ViewsPerUse", "parse_pipeline",
+           "register", "run_passes"]

@@ -16,10 +16,23 @@ import networkx as nx
 from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, Trace, register
+from .strides import VIEW_OPS, view_strides
 
 SOURCES = ("input", "param", "scalar", "full", "arange")
 ANCHORS = ("reduction", "contraction", "window", "scan", "composite", "opaque")
 PROLOGUE_OK = ("reduction", "window", "scan", "composite")  # contractions take raw operands
+
+
+def in_place_view(v: Node, grp: Group) -> bool:
+    """`v` is a view of an input or parameter (its group nothing but that chain) whose innermost axis is
+    the source's: a GEMM reads it through its own index, as coalesced as the source, instead of a copy
+    (split-K's reshaped operands, a batch axis moved). A view that moves the innermost axis (a
+    transpose) stays a copy: the GEMM tiles want their K or N axis contiguous."""
+    got = view_strides(v, ("input", "param"))
+    if got is None or any(m.op not in VIEW_OPS for m in grp.nodes):
+        return False
+    strides = got[1]
+    return not strides or strides[-1] == 1 or v.type.shape[-1] == 1
 
 
 def fusion_kind(n: Node) -> str:
@@ -130,7 +143,7 @@ def fuse(g: Graph) -> FusionPlan:
         if grp.anchor is not None:
             return f"one anchor per kernel (%{grp.anchor.name} is {grp.kind})"
         if kind == "contraction":
-            return "contraction operands are not fused as prologues"
+            return None if in_place_view(v, grp) else "contraction operands are not fused as prologues"
         if kind not in PROLOGUE_OK:
             return f"{kind} takes no prologue"
         return None

@@ -4,9 +4,11 @@ K-major B for split-precision GEMMs (`kmajor`): an fp32 `matmul(a, b)` whose B i
 becomes `linear(a, bT)` with B transposed once into a K-major copy ([N, K]). Tensor cores take 32-bit
 operands K-major only (there is no transposing shared-memory load for them as there is for 16-bit
 ones), so a 3xTF32 GEMM over an N-major B is held back by its B tiles; the copy costs one pass over
-B. A B that is itself a transpose (`x.T`) is read through, with no copy. GEMMs with few rows are
-left alone (they stream B once, and a copy would triple that traffic), as are shallow ones (K or N
-small: bound by writing the output, where the ranking picks an FMA tile that wants B row-major).
+B. A B that is itself a transpose (`x.T`) is read through, with no copy. A K that leaves rows
+unaligned (K = 2949) is padded with zeros in both operands (A copied once too): the tiles then load
+whole vectors. GEMMs with few rows are left alone (they stream B once, and a copy would triple that
+traffic), as are shallow ones (K or N small: bound by writing the output, where the ranking picks an
+FMA tile that wants B row-major).
 
 Views per use (`views`): see `ViewsPerUse`."""
 
@@ -23,6 +25,7 @@ from .library import LIBRARY_MARK
 MIN_ROWS = 256  # below this a GEMM is bound by reading B, which the copy would read twice more
 MIN_DEPTH = 128  # K and N at least this: shallower GEMMs are bound by their output, and an FMA tile
 # (what the ranking picks there) reads a K-major B across its rows
+K_ALIGN = 16  # K padded (zeros) to a multiple of this in both operands' copies: every row 64-byte aligned
 
 
 def _kmajor(r: Rewriter, b: dict[str, Node]) -> Node | None:
@@ -34,6 +37,10 @@ def _kmajor(r: Rewriter, b: dict[str, Node]) -> Node | None:
         wt = w.args[0]  # already K-major underneath: read it as the linear's weight, no copy
     else:
         wt = r.op("permute", [w], dims=[1, 0])
+    k = a.type.shape[1]
+    if k % K_ALIGN:  # rows of K elements that start off 16-byte boundaries load a word at a time
+        pads = [0, -k % K_ALIGN]
+        a, wt = r.op("pad", [a], pads=pads), r.op("pad", [wt], pads=pads)
     return r.op("linear", [a, wt])
 
 

@@ -10,6 +10,11 @@ variance of their means (Chan's parallel formula for equal chunks), then the cor
 fp32/fp64 values are split (a partial stored in bf16 would lose what the accumulator kept). The
 reductions it writes carry `meta["split"]`, so row fusion does not merge them back into one kernel
 per row.
+
+Split-K (`splitk`) is the same idea for a GEMM with few output tiles and a long K (a 256 x 256 output
+over K = 524288 is four 128 x 128 tiles for 132 SMs): the K axis cut into S equal chunks, a batched
+GEMM of S partial products (operands read in place through their views), then a sum over the S
+partials. fp32/fp64 only, like the reductions (the partials keep the accumulator's precision).
 """
 
 from __future__ import annotations
@@ -93,6 +98,53 @@ def _split(units: int, min_length: int):
         return out if list(out.type.shape) == list(red.type.shape) else \
             r.op("reshape", [out], shape=list(red.type.shape))
     return rewrite
+
+
+GEMM_TILE = 128  # the output tile a GPU GEMM template takes at its largest
+MIN_K_CHUNK = 2048  # K a partial product spans at least: shorter, its tile's loads are not amortised
+
+
+def k_splits(m: int, n: int, k: int, units: int) -> int:
+    """How many K chunks a [m, k] x [k, n] GEMM is split into (1: not split): the most, a power of two
+    dividing K, that keep output tiles x chunks within two waves of `units` and each chunk at least
+    MIN_K_CHUNK deep."""
+    tiles = -(-m // GEMM_TILE) * -(-n // GEMM_TILE)
+    s = 1
+    while tiles * 2 * s <= 2 * units and k % (2 * s) == 0 and k // (2 * s) >= MIN_K_CHUNK:
+        s *= 2
+    return s
+
+
+def _split_k(units: int):
+    def rewrite(r: Rewriter, b: dict[str, Node]) -> Node | None:
+        mm, a, w = r.root, b["a"], b["b"]
+        if mm.meta.get(LIBRARY_MARK) or a.type.rank != 2 or w.type.rank != 2 or mm.type.dtype not in ("f32", "f64"):
+            return None
+        (m, k), n = a.type.shape, w.type.shape[1]
+        s = k_splits(m, n, k, units)
+        if s == 1:
+            return None
+        a3 = r.op("permute", [r.op("reshape", [a], shape=[m, s, k // s])], dims=[1, 0, 2])
+        parts = r.op("matmul", [a3, r.op("reshape", [w], shape=[s, k // s, n])])
+        out = r.op("sum", [parts], dims=[0], keepdim=False)
+        out.meta["split"] = True
+        return out
+    return rewrite
+
+
+@register
+@dataclass(frozen=True)
+class SplitK(RewritePass):
+    """2-D fp32/fp64 GEMMs with few output tiles for `units` (a GPU's SMs; 0: off) and a long K, as a
+    batched GEMM over K chunks and a sum of the partials (see the module text)."""
+
+    name: ClassVar[str] = "splitk"
+    units: int = 0
+
+    def run(self, g: Graph, trace: Trace) -> bool:
+        if self.units <= 0:
+            return False
+        return self.apply((Rule("split-k", P("matmul", X("a"), X("b")), _split_k(self.units)),), g, trace)
 
 
 @register
