@@ -344,3 +344,27 @@ def test_a_waiting_timer_goes_before_runs_that_arrive_after_it(tmp_path):
         p.stdin.close()
         p.wait()
     assert timed and got_in >= timed[1] - 0.05  # the late run waited for the whole timed loop
+
+
+def test_peers_share_one_float64_reference(monkeypatch):
+    """Side-by-side solutions are checked on the timing inputs against one float64 evaluation of the
+    reference, not one each (at real sizes each takes seconds to a minute); a wrong peer is still caught."""
+    import torch
+
+    from akg_agent.verifier import worker
+    from ir.problem import load_problem
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # what the sandbox sets on a machine without a GPU
+    calls: list[int] = []
+    real = worker._float64_outputs
+    monkeypatch.setattr(worker, "_float64_outputs", lambda ref, xs: calls.append(1) or real(ref, xs))
+    problem = load_problem(problem_path("mm_scalar_mul"))
+    ref = problem.module.Model(*problem.get_init_inputs())
+    sets = [problem.make_inputs(1000, device=torch.device("cpu"))]
+    want: list = []
+    want64: list = []
+    results = [worker._peer(i, CASES / name, problem, ref, sets, torch.device("cpu"), want, want64)
+               for i, name in enumerate(["genuine_cpp_scale.py", "genuine_triton_scale.py", "cheat_wrong_values.py"])]
+    assert len(calls) == 1 and len(want64) == 1
+    assert results[0][0] is not None and results[1][0] is not None
+    assert results[2][0] is None and "wrong values" in results[2][1]["error"]

@@ -365,7 +365,11 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
     with torch.no_grad():
         # everything built and checked first; then every contender timed in turns (exclusively, under a lock)
         base = {name: _baseline(name, ref, sets, device) for name in t.get("baselines", [])}
-        peers = {label: _peer(i, Path(path), problem, ref, sets, device)
+        # the reference's answer on the timing inputs (float64 too) is computed once for every peer: at
+        # real sizes a float64 evaluation takes seconds to a minute
+        want: list[Any] = []
+        want64: list[list[Any] | None] = []
+        peers = {label: _peer(i, Path(path), problem, ref, sets, device, want, want64)
                  for i, (label, path) in enumerate(t.get("peers", {}).items())}
         contenders = {"candidate": cand, **{n: fn for n, (fn, _) in base.items() if fn is not None},
                       **{f"peer:{lb}": fn for lb, (fn, _) in peers.items() if fn is not None}}
@@ -400,11 +404,12 @@ def _timed(t: Timing | Exception | None, res: dict[str, Any], peer: bool) -> dic
     return dict(t.to_json(), **res, **({"correct": True} if peer else {}))
 
 
-def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device
-          ) -> tuple[Any, dict[str, Any]]:
+def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device, want: list[Any],
+          want64: list[list[Any] | None]) -> tuple[Any, dict[str, Any]]:
     """Another solution (another DSL's, say), timed later in this process on the same inputs so that a
     table of them shares one run; here it is loaded and checked against the reference on the first
-    input set. (callable or None, what to report if it is not timed)."""
+    input set. `want` / `want64`: the reference's outputs and float64 outputs there, filled by the first
+    peer that gets that far and shared by the rest. (callable or None, what to report if it is not timed)."""
     try:
         mod = _load_candidate(path, f"akg_peer_{i}")
         torch.manual_seed(0)
@@ -416,13 +421,15 @@ def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.
     try:
         cand.load_state_dict(ref.state_dict(), strict=True)
         cand = cand.to(device).train(ref.training)
-        want = _outputs(ref(*sets[0]))
+        if not want:
+            want.extend(_outputs(ref(*sets[0])))
+            want64.append(_float64_outputs(ref, sets[0]))  # judged as the main candidate is: against float64
         got = _outputs(cand(*sets[0]))
-        want64 = _float64_outputs(ref, sets[0])  # judged as the main candidate is: against float64
         policy = TolerancePolicy()
+        w64 = want64[0]
         bad = [j for j, (g, w) in enumerate(zip(got, want))
                if not _compare(g.detach(), w.detach(), policy,
-                               want64[j] if want64 is not None and want64[j].shape == w.shape else None).ok]
+                               w64[j] if w64 is not None and w64[j].shape == w.shape else None).ok]
         if len(got) != len(want) or bad:
             return None, {"error": f"wrong values on the timing inputs (outputs {bad})", "correct": False}
     except Exception as e:  # noqa: BLE001
