@@ -56,6 +56,40 @@ def test_a_transposed_b_is_read_through_without_a_copy():
     assert _ops(g) == ["linear"] and g.outputs[0].args[1].op == "input"
 
 
+def _bmm(a_input: bool) -> Graph:
+    g = Graph("b")
+    a = g.input("a", TensorType((2, 256, 160), "f32"))
+    b = g.input("b", TensorType((2, 160, 136), "f32"))
+    if not a_input:  # A computed (attention's probabilities): V keeps its layout
+        a = g.add("exp", [a])
+    g.outputs = [g.add("matmul", [a, b])]
+    return g
+
+
+def test_a_batched_b_under_an_input_a_is_made_k_major_per_batch():
+    g = _bmm(True)
+    a, b = torch.randn(2, 256, 160), torch.randn(2, 160, 136)
+    want = run(g, [a, b])[0]
+    run_passes(g, "kmajor")
+    lin = g.outputs[0]
+    assert lin.op == "linear" and lin.args[1].op == "permute" and lin.args[1].type.shape == (2, 136, 160)
+    torch.testing.assert_close(run(g, [a, b])[0], want)
+    g = _bmm(False)
+    run_passes(g, "kmajor")
+    assert g.outputs[0].op == "matmul"
+
+
+def test_a_3d_a_over_a_2d_b_reads_b_k_major():
+    g = Graph("t")
+    a, b = g.input("a", TensorType((4, 64, 160), "f32")), g.input("b", TensorType((160, 136), "f32"))
+    g.outputs = [g.add("matmul", [a, b])]
+    x, w = torch.randn(4, 64, 160), torch.randn(160, 136)
+    want = run(g, [x, w])[0]
+    run_passes(g, "kmajor")
+    assert _ops(g) == ["permute", "linear"]
+    torch.testing.assert_close(run(g, [x, w])[0], want)
+
+
 @pytest.mark.parametrize("why,g", [("few rows", _mm(64, 512, 512)), ("bf16", _mm(512, 256, 256, "bf16")),
                                    ("shallow K", _mm(4096, 32, 4096)), ("narrow N", _mm(4096, 4096, 64))])
 def test_what_keeps_its_layout(why, g):
@@ -93,9 +127,14 @@ def get_init_inputs():
 """
 
 
-def test_the_translated_gemm_reads_k_major_b_and_verifies(tmp_path):
+BMM = MM.replace("torch.relu(a @ b)", "torch.bmm(a, b) * 2").replace(
+    "[torch.randn(256, 128), torch.randn(128, 160)]", "[torch.randn(2, 256, 132), torch.randn(2, 132, 144)]")
+
+
+@pytest.mark.parametrize("src", [MM, BMM], ids=["2d", "batched-unaligned-k"])
+def test_the_translated_gemm_reads_k_major_b_and_verifies(src, tmp_path):
     p = tmp_path / "mm.py"
-    p.write_text(MM)
+    p.write_text(src)
     assert not any(n.op == "linear" for n in build(p, "cuda-c", "h100").graph.nodes)  # not asked for
     t = translate(p, "triton", "h100", tmp_path / "m.py", timing=False, seeds=(0, 1))
     assert any(n.op == "linear" for n in t.graph.nodes)

@@ -1,19 +1,19 @@
 """Operand layouts and views.
 
-K-major B for split-precision GEMMs (`kmajor`): an fp32 `matmul(a, b)` whose B is row-major [K, N]
-becomes `linear(a, bT)` with B transposed once into a K-major copy ([N, K]). Tensor cores take 32-bit
-operands K-major only (there is no transposing shared-memory load for them as there is for 16-bit
-ones), so a 3xTF32 GEMM over an N-major B is held back by its B tiles; the copy costs one pass over
-B. A B that is itself a transpose (`x.T`) is read through, with no copy. A K that leaves rows
-unaligned (K = 2949) is padded with zeros in both operands (A copied once too): the tiles then load
-whole vectors. GEMMs with few rows are left alone (they stream B once, and a copy would triple that
-traffic), as are shallow ones (K or N small: bound by writing the output, where the ranking picks an
-FMA tile that wants B row-major).
+K-major B for split-precision GEMMs (`kmajor`): an fp32 `matmul(a, b)` whose B is row-major [K, N] becomes
+`linear(a, bT)` with B transposed once into a K-major copy ([N, K]; batched, [batch, N, K]). Tensor cores take
+32-bit operands K-major only (there is no transposing shared-memory load for them as there is for 16-bit
+ones), so a 3xTF32 GEMM over an N-major B is held back by its B tiles; the copy costs one pass over B. A B
+that is itself a transpose (`x.T`) is read through, with no copy. A K that leaves rows unaligned (K = 2949) is
+padded with zeros in both operands (A copied once too): the tiles then load whole vectors. GEMMs with few rows
+are left alone (they stream B once, and a copy would triple that traffic), as are shallow ones (K or N small:
+bound by writing the output, where the ranking picks an FMA tile that wants B row-major).
 
 Views per use (`views`): see `ViewsPerUse`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -21,6 +21,7 @@ from ..graph import Graph, Node
 from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
 from .fusion import fusion_kind
 from .library import LIBRARY_MARK
+from .strides import view_strides
 
 MIN_ROWS = 256  # below this a GEMM is bound by reading B, which the copy would read twice more
 MIN_DEPTH = 128  # K and N at least this: shallower GEMMs are bound by their output, and an FMA tile
@@ -30,25 +31,39 @@ K_ALIGN = 16  # K padded (zeros) to a multiple of this in both operands' copies:
 
 def _kmajor(r: Rewriter, b: dict[str, Node]) -> Node | None:
     mm, a, w = r.root, b["a"], b["b"]
-    if mm.meta.get(LIBRARY_MARK) or a.type.rank != 2 or w.type.rank != 2 or mm.type.dtype != "f32" \
-            or a.type.shape[0] < MIN_ROWS or min(w.type.shape) < MIN_DEPTH:
+    if mm.meta.get(LIBRARY_MARK) or mm.type.dtype != "f32" or a.type.rank < 2 or min(w.type.shape[-2:]) < MIN_DEPTH:
         return None
-    if w.op == "permute" and w.args[0] is not None and list(w.attrs["dims"]) == [1, 0]:
+    if w.type.rank == 2:
+        rows = math.prod(a.type.shape[:-1])
+    elif w.type.rank == 3 and a.type.rank == 3 and a.type.shape[0] == w.type.shape[0] and _read_in_place(a):
+        # batched: a weight per batch. Only where A is an input read in place (a bmm, split-K's chunks),
+        # so attention's probabilities @ V keeps V as it is
+        rows = a.type.shape[1]
+    else:
+        return None
+    if rows < MIN_ROWS:
+        return None
+    swap = [1, 0] if w.type.rank == 2 else [0, 2, 1]
+    if w.op == "permute" and w.args[0] is not None and list(w.attrs["dims"]) == swap:
         wt = w.args[0]  # already K-major underneath: read it as the linear's weight, no copy
     else:
-        wt = r.op("permute", [w], dims=[1, 0])
-    k = a.type.shape[1]
+        wt = r.op("permute", [w], dims=swap)
+    k = a.type.shape[-1]
     if k % K_ALIGN:  # rows of K elements that start off 16-byte boundaries load a word at a time
         pads = [0, -k % K_ALIGN]
         a, wt = r.op("pad", [a], pads=pads), r.op("pad", [wt], pads=pads)
     return r.op("linear", [a, wt])
 
 
+def _read_in_place(a: Node) -> bool:
+    return a.op in ("input", "param") or view_strides(a, ("input", "param")) is not None
+
+
 @register
 @dataclass(frozen=True)
 class KMajorOperands(RewritePass):
-    """fp32 2-D GEMMs with at least MIN_ROWS rows, K and N at least MIN_DEPTH, as `linear` over a K-major B
-    (see the module text)."""
+    """fp32 GEMMs with a 2-D B (or a batched B under an A read in place) with at least MIN_ROWS rows, K
+    and N at least MIN_DEPTH, as `linear` over a K-major B (see the module text)."""
 
     name: ClassVar[str] = "kmajor"
     rules: ClassVar[tuple[Rule, ...]] = (Rule("matmul-as-linear", P("matmul", X("a"), X("b")), _kmajor),)
