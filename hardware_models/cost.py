@@ -129,7 +129,7 @@ def _gemm_dims(anchor: Node) -> tuple[int, int, int]:
     if anchor.op == "matmul":
         return max(1, anchor.type.numel // max(out[-1], 1)), out[-1], a.shape[-1]
     if anchor.op == "linear":
-        return max(1, anchor.type.numel // max(out[-1], 1)), w.shape[-2], w.shape[-1]  # [N, K] or [batch, N, K]
+        return max(1, anchor.type.numel // max(out[-1], 1)), w.shape[0], w.shape[1]
     groups = anchor.attrs.get("groups", 1)
     kvol = math.prod(w.shape[2:])
     if anchor.op == "conv":  # implicit GEMM: (N * output pixels) x Cout x (Cin/groups * kernel)

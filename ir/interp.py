@@ -147,15 +147,7 @@ impl("argmin")(lambda a, at, ctx: torch.argmin(a[0], at["dim"], at["keepdim"]))
 
 # --- contractions
 impl("matmul")(lambda a, at, ctx: torch.matmul(a[0], a[1]))
-@impl("linear")
-def _linear(a: Sequence[Tensor | None], at: dict[str, Any], ctx: EvalCtx) -> Tensor:
-    x, w = a[0], a[1]
-    assert x is not None and w is not None
-    bias = a[2] if len(a) > 2 else None
-    if w.dim() == 2:
-        return F.linear(x, w, bias)
-    out = torch.matmul(x, w.transpose(-1, -2))  # a weight [N, K] per batch (ir.passes.layout: K-major B)
-    return out if bias is None else out + bias
+impl("linear")(lambda a, at, ctx: F.linear(a[0], a[1], a[2] if len(a) > 2 else None))
 
 
 @impl("conv")

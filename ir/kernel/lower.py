@@ -339,9 +339,8 @@ class _Lowerer:
         assert a is not None and b is not None
         if n.op == "linear":
             k = self.fresh(b.shape[1], "k")
-            w_idx = _broadcast(b.shape[:-2], n.shape[:-2], c[:-2]) + [c[-1], k]  # [N, K] or [batch, N, K]
             prod = op("mul", [self.expr(a, list(c[:-1]) + [k], mask, inline),
-                              self.expr(b, w_idx, mask, inline)], n.dtype)
+                              self.expr(b, [c[-1], k], mask, inline)], n.dtype)
             out: Expr = Reduce("dot", prod, (k,), n.dtype)
             bias = n.args[2] if len(n.args) > 2 else None
             if bias is not None:

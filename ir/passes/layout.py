@@ -1,7 +1,7 @@
 """Operand layouts and views.
 
 K-major B for split-precision GEMMs (`kmajor`): an fp32 `matmul(a, b)` whose B is row-major [K, N] becomes
-`linear(a, bT)` with B transposed once into a K-major copy ([N, K]; batched, [batch, N, K]). Tensor cores take
+`linear(a, bT)` with B transposed once into a K-major copy ([N, K]). Tensor cores take
 32-bit operands K-major only (there is no transposing shared-memory load for them as there is for 16-bit
 ones), so a 3xTF32 GEMM over an N-major B is held back by its B tiles; the copy costs one pass over B. A B
 that is itself a transpose (`x.T`) is read through, with no copy. A K that leaves rows unaligned (K = 2949) is
@@ -21,7 +21,6 @@ from ..graph import Graph, Node
 from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
 from .fusion import fusion_kind
 from .library import LIBRARY_MARK
-from .strides import view_strides
 
 MIN_ROWS = 256  # below this a GEMM is bound by reading B, which the copy would read twice more
 MIN_DEPTH = 128  # K and N at least this: shallower GEMMs are bound by their output, and an FMA tile
@@ -31,23 +30,15 @@ K_ALIGN = 16  # K padded (zeros) to a multiple of this in both operands' copies:
 
 def _kmajor(r: Rewriter, b: dict[str, Node]) -> Node | None:
     mm, a, w = r.root, b["a"], b["b"]
-    if mm.meta.get(LIBRARY_MARK) or mm.type.dtype != "f32" or a.type.rank < 2 or min(w.type.shape[-2:]) < MIN_DEPTH:
+    # a batched B stays N-major (its K-major form measured slower on a bmm); a 3-D A over a 2-D B is one
+    # GEMM over all its rows
+    if mm.meta.get(LIBRARY_MARK) or mm.type.dtype != "f32" or a.type.rank < 2 or w.type.rank != 2 \
+            or math.prod(a.type.shape[:-1]) < MIN_ROWS or min(w.type.shape) < MIN_DEPTH:
         return None
-    if w.type.rank == 2:
-        rows = math.prod(a.type.shape[:-1])
-    elif w.type.rank == 3 and a.type.rank == 3 and a.type.shape[0] == w.type.shape[0] and _read_in_place(a):
-        # batched: a weight per batch. Only where A is an input read in place (a bmm, split-K's chunks),
-        # so attention's probabilities @ V keeps V as it is
-        rows = a.type.shape[1]
-    else:
-        return None
-    if rows < MIN_ROWS:
-        return None
-    swap = [1, 0] if w.type.rank == 2 else [0, 2, 1]
-    if w.op == "permute" and w.args[0] is not None and list(w.attrs["dims"]) == swap:
+    if w.op == "permute" and w.args[0] is not None and list(w.attrs["dims"]) == [1, 0]:
         wt = w.args[0]  # already K-major underneath: read it as the linear's weight, no copy
     else:
-        wt = r.op("permute", [w], dims=swap)
+        wt = r.op("permute", [w], dims=[1, 0])
     k = a.type.shape[-1]
     if k % K_ALIGN:  # rows of K elements that start off 16-byte boundaries load a word at a time
         pads = [0, -k % K_ALIGN]
@@ -55,15 +46,11 @@ def _kmajor(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return r.op("linear", [a, wt])
 
 
-def _read_in_place(a: Node) -> bool:
-    return a.op in ("input", "param") or view_strides(a, ("input", "param")) is not None
-
-
 @register
 @dataclass(frozen=True)
 class KMajorOperands(RewritePass):
-    """fp32 GEMMs with a 2-D B (or a batched B under an A read in place) with at least MIN_ROWS rows, K
-    and N at least MIN_DEPTH, as `linear` over a K-major B (see the module text)."""
+    """fp32 GEMMs over a 2-D B with at least MIN_ROWS rows (of A, however many axes it has), K and N at
+    least MIN_DEPTH, as `linear` over a K-major B (see the module text)."""
 
     name: ClassVar[str] = "kmajor"
     rules: ClassVar[tuple[Rule, ...]] = (Rule("matmul-as-linear", P("matmul", X("a"), X("b")), _kmajor),)
