@@ -385,3 +385,36 @@ def test_the_timing_phase_says_how_long_it_waited_for_the_lock(tmp_path):
                timing_lock=str(tmp_path / "lock"))
     phases = v.details["phase_s"]
     assert v.accepted and 0 <= phases["timing_lock_wait"] <= phases["timing"]
+
+
+def _direct_bad_count(cand: torch.Tensor, ref: torch.Tensor, r64: torch.Tensor, atol: float, rtol: float) -> int:
+    """The tolerance rule written out over the whole output: a value is off when its error against float64
+    exceeds atol + rtol * |ref64| plus the reference's own largest error (finite places only)."""
+    fin = torch.isfinite(ref)
+    c, w = cand[fin].double(), r64[fin].double()
+    own = float((ref[fin].double() - w).abs().max()) if fin.any() else 0.0
+    return int(((c - w).abs() > atol + rtol * w.abs() + own).sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_one_sweep_comparison_counts_what_the_rule_says(seed):
+    """compare() sweeps once and counts exactly only near the floor: over random outputs with a few values
+    pushed past the tolerance (some exactly to it), Infs and NaNs in the reference, its verdict and count
+    are the rule's, chunked or whole."""
+    g = torch.Generator().manual_seed(seed)
+    n = 5000
+    r64 = torch.randn(n, generator=g, dtype=torch.float64) * 10
+    ref = r64.float()
+    cand = ref.clone()
+    atol, rtol = TolerancePolicy().for_dtype(torch.float32)
+    idx = torch.randint(0, n, (seed,), generator=g)
+    cand[idx] += (atol + rtol * ref[idx].abs()) * (3.0 if seed % 2 else 1.0)
+    if seed >= 4:  # non-finite places, where the candidate agrees
+        ref[:3] = torch.tensor([math.inf, -math.inf, math.nan])
+        cand[:3] = ref[:3]
+    want = _direct_bad_count(cand, ref, r64, atol, rtol)
+    for chunk in (n, 700):
+        res = compare(cand, ref, TolerancePolicy(), r64, chunk=chunk)
+        assert res.ok == (want == 0), (res.reason, want)
+        if want:
+            assert res.reason.startswith(f"{want} of {n}"), res.reason
