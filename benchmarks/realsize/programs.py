@@ -238,6 +238,14 @@ PROGRAMS: list[Program] = [
         "[torch.randn({B}, {C}, {H}, {H})]",
         {"gpu": {"B": 16, "C": 64, "H": 256}, "cpu": {"B": 1, "C": 64, "H": 384}},
     ),
+    P(
+        "softmax_heads_reshape",
+        "Softmax over each head's slice of a row, scaled per column, returned in the input's shape.",
+        _layer("        self.w = nn.Parameter(torch.rand({H} * {T}) + 0.5)",
+               "(torch.softmax(x.reshape({B}, {H}, {T}), -1) * 2.0).reshape({B}, {H} * {T}) * self.w"),
+        "[torch.randn({B}, {H} * {T})]",
+        {"gpu": {"B": 2048, "H": 16, "T": 4096}, "cpu": {"B": 256, "H": 8, "T": 4096}},
+    ),
     # --- pooling
     P(
         "maxpool2d",

@@ -16,6 +16,7 @@ import networkx as nx
 from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, Trace, register
+from .library import LIBRARY_MARK
 from .strides import VIEW_OPS, view_strides
 
 SOURCES = ("input", "param", "scalar", "full", "arange")
@@ -130,6 +131,8 @@ def fuse(g: Graph) -> FusionPlan:
             n_users = consumers(v) + (id(v) in outputs)
             return f"%{v.name} is used {n_users} times (materialised once, not recomputed)"
         if kind in ("pointwise", "movement"):
+            if n.meta.get(LIBRARY_MARK):  # a view torch gives of the stored value (ir.passes.reshapes)
+                return "a torch view of the stored value"
             if n.op == "concat" and v.op == "concat":  # each element would choose among every operand of both
                 return "a concat of concats stays a kernel per level"
             if (kind == "movement" and grp.kind == "contraction" and n.type.shape and v.type.shape

@@ -66,8 +66,8 @@ class ViewsPerUse:
     """A view (reshape, expand, permute) of an input or parameter read by several kernels: a copy of the
     view node for each pointwise or reduction consumer, so each kernel reads the source through its own
     index and nothing is stored (fusion materialises a value used twice: a group norm's reshaped input
-    was copied whole, then read three times). Other consumers (a GEMM, whose operands are copied anyway,
-    a library call) share the original."""
+    was copied whole, then read three times). Other consumers (a GEMM, which reads a view in place or
+    copies it once; a library call) share the original."""
 
     name: ClassVar[str] = "views"
 
