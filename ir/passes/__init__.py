@@ -80,5 +80,4 @@ def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, 
 __all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
            "MarkLibrary", "Simplify", "SimplifyAll", "SinkReshapes", "SplitK", "SplitReductions", "ViewsPerUse",
-           "parse_pipeline",
-           "register", "run_passes"]
+           "parse_pipeline", "register", "run_passes"]

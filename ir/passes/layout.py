@@ -40,7 +40,7 @@ def _kmajor(r: Rewriter, b: dict[str, Node]) -> Node | None:
     else:
         wt = r.op("permute", [w], dims=[1, 0])
     k = a.type.shape[-1]
-    if k % K_ALIGN:  # rows of K elements that start off 16-byte boundaries load a word at a time
+    if type(k) is int and k % K_ALIGN:  # rows of K elements off 16-byte boundaries load a word at a time
         pads = [0, -k % K_ALIGN]
         a, wt = r.op("pad", [a], pads=pads), r.op("pad", [wt], pads=pads)
     return r.op("linear", [a, wt])

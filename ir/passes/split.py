@@ -121,6 +121,8 @@ def _split_k(units: int):
         if mm.meta.get(LIBRARY_MARK) or a.type.rank != 2 or w.type.rank != 2 or mm.type.dtype not in ("f32", "f64"):
             return None
         (m, k), n = a.type.shape, w.type.shape[1]
+        if any(type(d) is not int for d in (m, k, n)):  # a run-time size: the chunks would be the traced one's
+            return None
         s = k_splits(m, n, k, units)
         if s == 1:
             return None

@@ -24,6 +24,8 @@ def reshape_strides(shape: Sequence[int], strides: Sequence[int], new: Sequence[
     """Strides of `new` over the same memory as (shape, strides), or None if no strides express it. Runs
     of source dimensions that are contiguous with each other form chunks; each chunk must split exactly
     into consecutive dimensions of `new`."""
+    if any(type(d) is not int for d in (*shape, *new)):
+        return None
     if math.prod(shape) == 0 or not shape:
         return contiguous(new) if math.prod(shape) == math.prod(new) else None
     out = [0] * len(new)
@@ -53,8 +55,8 @@ def view_strides(v: Node, stop: tuple[str, ...]) -> tuple[Node, list[int]] | Non
         if not n.args or n.args[0] is None:
             return None
         n = n.args[0]
-    if n.op not in stop:
-        return None
+    if n.op not in stop or any(type(d) is not int for m in (n, *chain) for d in m.type.shape):
+        return None  # a run-time size: no strides fixed at translation
     shape, strides = list(n.type.shape), contiguous(n.type.shape)
     for step in reversed(chain):
         if step.op == "permute":
