@@ -214,7 +214,8 @@ def test_heads_split_from_one_projection_reach_the_library_attention_as_views(tm
     t = translate(prob, "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1), library=("attention",))
     assert t.verdict.accepted, t.verdict.line()
     calls = [s.op for s in t.program.library_calls()]
-    assert calls[:10] == ["slice", "reshape", "permute"] * 3 + ["attention"], calls
+    # each view a step of its own (in some topological order), all before the attention
+    assert sorted(calls[:9]) == sorted(["slice", "reshape", "permute"] * 3) and calls[9] == "attention", calls
     assert [k.kind for k in t.program.kernels()][0] == "matmul"  # the projection: generated
     src = (tmp_path / "m.py").read_text()
     assert sum(".reshape([2, 12, 4, 8])" in ln and "contiguous" not in ln for ln in src.splitlines()) == 3

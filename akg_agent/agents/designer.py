@@ -56,8 +56,8 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
             f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
             f"the {chosen[libs[grp.id]]} family left to torch ({how}), prologue and epilogue generated"
-            if libs[grp.id] in chosen else "a view (transposed, or a slice) passed to the library call that reads it"
-            if libs[grp.id] in VIEW_OPS else
+            if libs[grp.id] in chosen else "a view: torch returns it without computing (of an output, or passed to "
+            "the library call that reads it)" if libs[grp.id] in VIEW_OPS else
             "no generated kernel for this op yet: torch library call + fused epilogue"))
         groups.append(GroupPlan(grp.id, grp.kind, [n.op for n in grp.nodes], strat, kernels.get(grp.id, {}),
                                 round(est, 6) if math.isfinite(est) else None, why))

@@ -131,7 +131,7 @@ def fuse(g: Graph) -> FusionPlan:
             n_users = consumers(v) + (id(v) in outputs)
             return f"%{v.name} is used {n_users} times (materialised once, not recomputed)"
         if kind in ("pointwise", "movement"):
-            if n.meta.get(LIBRARY_MARK):  # a view torch gives of the stored value (ir.passes.reshapes)
+            if kind == "movement" and n.meta.get(LIBRARY_MARK):  # a torch view of the stored value
                 return "a torch view of the stored value"
             if n.op == "concat" and v.op == "concat":  # each element would choose among every operand of both
                 return "a concat of concats stays a kernel per level"
