@@ -1,6 +1,9 @@
-"""Shared checks: a graph against its source module, through the interpreter."""
+"""Shared checks: a graph against its source module, through the interpreter; a CUDA-C translation
+verified where a GPU is, compiled for it where none is."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -44,3 +47,12 @@ def assert_same_values(before: Graph, after: Graph, inputs: list, atol=1e-5, rto
     for i, (x, y) in enumerate(zip(a, b)):
         assert x.shape == y.shape and x.dtype == y.dtype, f"output {i} changed type"
         torch.testing.assert_close(y, x, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def assert_verified_or_compiled(t: Any) -> None:
+    """A CUDA-C translation (`akg_agent.translate.Translation`): verified where a GPU is here; compiled
+    for it by nvcc, and not run, where none is."""
+    if torch.cuda.is_available():
+        assert t.verdict is not None and t.verdict.accepted, t.verdict.line() if t.verdict else "not run"
+    else:
+        assert t.compiled.startswith("compiled with") and t.compiled.endswith("not run"), t.compiled

@@ -361,10 +361,9 @@ def test_peers_share_one_float64_reference(monkeypatch):
     problem = load_problem(problem_path("mm_scalar_mul"))
     ref = problem.module.Model(*problem.get_init_inputs())
     sets = [problem.make_inputs(1000, device=torch.device("cpu"))]
-    want: list = []
-    want64: list = []
-    results = [worker._peer(i, CASES / name, problem, ref, sets, torch.device("cpu"), want, want64)
+    expected = worker._expected(ref, sets)  # what _time hands every peer
+    results = [worker._peer(i, CASES / name, problem, ref, sets, torch.device("cpu"), expected)
                for i, name in enumerate(["genuine_cpp_scale.py", "genuine_triton_scale.py", "cheat_wrong_values.py"])]
-    assert len(calls) == 1 and len(want64) == 1
+    assert len(calls) == 1
     assert results[0][0] is not None and results[1][0] is not None
     assert results[2][0] is None and "wrong values" in results[2][1]["error"]

@@ -413,6 +413,7 @@ def test_the_one_sweep_comparison_counts_what_the_rule_says(seed):
         ref[:3] = torch.tensor([math.inf, -math.inf, math.nan])
         cand[:3] = ref[:3]
     want = _direct_bad_count(cand, ref, r64, atol, rtol)
+    assert want >= 1 or seed % 2 == 0  # values pushed three tolerances out are counted
     for chunk in (n, 700):
         res = compare(cand, ref, TolerancePolicy(), r64, chunk=chunk)
         assert res.ok == (want == 0), (res.reason, want)

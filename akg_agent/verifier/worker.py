@@ -365,11 +365,8 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
     with torch.no_grad():
         # everything built and checked first; then every contender timed in turns (exclusively, under a lock)
         base = {name: _baseline(name, ref, sets, device) for name in t.get("baselines", [])}
-        # the reference's answer on the timing inputs (float64 too) is computed once for every peer: at
-        # real sizes a float64 evaluation takes seconds to a minute
-        want: list[Any] = []
-        want64: list[list[Any] | None] = []
-        peers = {label: _peer(i, Path(path), problem, ref, sets, device, want, want64)
+        expected = _expected(ref, sets)
+        peers = {label: _peer(i, Path(path), problem, ref, sets, device, expected)
                  for i, (label, path) in enumerate(t.get("peers", {}).items())}
         contenders = {"candidate": cand, **{n: fn for n, (fn, _) in base.items() if fn is not None},
                       **{f"peer:{lb}": fn for lb, (fn, _) in peers.items() if fn is not None}}
@@ -404,12 +401,19 @@ def _timed(t: Timing | Exception | None, res: dict[str, Any], peer: bool) -> dic
     return dict(t.to_json(), **res, **({"correct": True} if peer else {}))
 
 
-def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device, want: list[Any],
-          want64: list[list[Any] | None]) -> tuple[Any, dict[str, Any]]:
+def _expected(ref: Any, sets: list) -> Callable[[], tuple[list[Any], list[Any] | None]]:
+    """The reference's outputs and float64 outputs on the first timing input set, computed on the first
+    call only: every peer is judged against them, and at real sizes a float64 evaluation takes seconds to
+    a minute (a raise is not cached: the next peer tries again)."""
+    return functools.cache(lambda: (_outputs(ref(*sets[0])), _float64_outputs(ref, sets[0])))
+
+
+def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device,
+          expected: Callable[[], tuple[list[Any], list[Any] | None]]) -> tuple[Any, dict[str, Any]]:
     """Another solution (another DSL's, say), timed later in this process on the same inputs so that a
     table of them shares one run; here it is loaded and checked against the reference on the first
-    input set. `want` / `want64`: the reference's outputs and float64 outputs there, filled by the first
-    peer that gets that far and shared by the rest. (callable or None, what to report if it is not timed)."""
+    input set, whose outputs and float64 outputs `expected` gives (computed once for all peers).
+    (callable or None, what to report if it is not timed)."""
     try:
         mod = _load_candidate(path, f"akg_peer_{i}")
         torch.manual_seed(0)
@@ -421,12 +425,9 @@ def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.
     try:
         cand.load_state_dict(ref.state_dict(), strict=True)
         cand = cand.to(device).train(ref.training)
-        if not want:
-            want.extend(_outputs(ref(*sets[0])))
-            want64.append(_float64_outputs(ref, sets[0]))  # judged as the main candidate is: against float64
+        want, w64 = expected()  # judged as the main candidate is: against float64
         got = _outputs(cand(*sets[0]))
         policy = TolerancePolicy()
-        w64 = want64[0]
         bad = [j for j, (g, w) in enumerate(zip(got, want))
                if not _compare(g.detach(), w.detach(), policy,
                                w64[j] if w64 is not None and w64[j].shape == w.shape else None).ok]

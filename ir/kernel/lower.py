@@ -399,8 +399,8 @@ def _chunked_index(old: Sequence[int], new: Sequence[int], chunks: list[tuple[li
         for j, st in zip(nj, row_major_strides([new[j] for j in nj])):
             flat = iop("+", flat, iop("*", c[j], ic(st)))
         for i, st in zip(oi, row_major_strides([old[i] for i in oi])):
-            idx[i] = ic(0) if old[i] == 1 else iop("%", iop("//", flat, ic(st)), ic(old[i])) if st != 1 \
-                else iop("%", flat, ic(old[i]))
+            if old[i] != 1:  # a size-1 axis stays at 0
+                idx[i] = iop("%", flat if st == 1 else iop("//", flat, ic(st)), ic(old[i]))
     return idx
 
 

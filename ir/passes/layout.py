@@ -21,6 +21,7 @@ from ..graph import Graph, Node
 from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
 from .fusion import fusion_kind
 from .library import LIBRARY_MARK
+from .strides import VIEW_OPS
 
 MIN_ROWS = 256  # below this a GEMM is bound by reading B, which the copy would read twice more
 MIN_DEPTH = 128  # K and N at least this: shallower GEMMs are bound by their output, and an FMA tile
@@ -56,7 +57,6 @@ class KMajorOperands(RewritePass):
     rules: ClassVar[tuple[Rule, ...]] = (Rule("matmul-as-linear", P("matmul", X("a"), X("b")), _kmajor),)
 
 
-VIEWS = ("reshape", "expand", "permute")
 PER_USE = ("pointwise", "movement", "reduction")  # kernels that read a view through their own index
 
 
@@ -77,7 +77,7 @@ class ViewsPerUse:
         changed = False
         for v in list(g.nodes):
             src = v.args[0] if v.args else None
-            if v.op not in VIEWS or src is None or src.op not in ("input", "param") or id(v) in outputs:
+            if v.op not in VIEW_OPS or src is None or src.op not in ("input", "param") or id(v) in outputs:
                 continue
             readers = list({id(u): u for u in users[v]}.values())
             own = [u for u in readers if fusion_kind(u) in PER_USE]

@@ -19,7 +19,7 @@ from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, register
 from .library import LIBRARY_MARK, is_view
-from .strides import contiguous, reshape_strides, view_strides
+from .strides import contiguous, expand_strides, reshape_strides, view_strides
 
 SOURCES = ("input", "param")
 
@@ -35,21 +35,17 @@ def _strided_at(a: Node, full: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     read per element in a row loop it is a gather, measured twice as slow on the CPU as the plan it
     would replace, so the reshape stays."""
     got = (a, contiguous(a.type.shape)) if a.op in SOURCES else view_strides(a, SOURCES)
-    if got is None:
-        return False
-    off = len(full) - a.type.rank
-    strides = [0] * off + [0 if d == 1 and f != 1 else st for d, f, st in zip(a.type.shape, full[off:], got[1])]
-    return reshape_strides(full, strides, shape) is not None
+    return got is not None and reshape_strides(full, expand_strides(a.type.shape, got[1], full), shape) is not None
 
 
 def _sink(r: Rewriter, b: dict[str, Node]) -> Node | None:
     n = r.root
     if opdef(n.op).group not in ("unary", "binary"):
         return None
-    users = r.g.users()
     rs = next((a for a in n.args if a is not None and a.op == "reshape" and a.type.shape == n.type.shape
-               and _computed(a.args[0]) and len(users[a]) == 1 and not a.meta.get(LIBRARY_MARK)), None)
-    if rs is None or rs.args[0] is None:
+               and _computed(a.args[0]) and not a.meta.get(LIBRARY_MARK)), None)
+    # the users only where a candidate is found: this rule looks at every pointwise node of the graph
+    if rs is None or rs.args[0] is None or sum(any(x is rs for x in u.args) for u in r.g.nodes) != 1:
         return None
     y = rs.args[0]
     args: list[Node | None] = []

@@ -110,7 +110,7 @@ def k_splits(m: int, n: int, k: int, units: int) -> int:
     MIN_K_CHUNK deep."""
     tiles = -(-m // GEMM_TILE) * -(-n // GEMM_TILE)
     s = 1
-    while tiles * 2 * s <= 2 * units and k % (2 * s) == 0 and k // (2 * s) >= MIN_K_CHUNK:
+    while tiles * s <= units and k % (2 * s) == 0 and k // (2 * s) >= MIN_K_CHUNK:  # doubled: <= 2 waves
         s *= 2
     return s
 

@@ -8,16 +8,19 @@ import math
 from collections.abc import Sequence
 
 from ..graph import Node
+from ..kernel.ir import row_major_strides
 
 VIEW_OPS = ("reshape", "permute", "expand")
 
 
 def contiguous(shape: Sequence[int]) -> list[int]:
-    out, acc = [0] * len(shape), 1
-    for i in range(len(shape) - 1, -1, -1):
-        out[i] = acc
-        acc *= shape[i]
-    return out
+    return list(row_major_strides(shape))
+
+
+def expand_strides(shape: Sequence[int], strides: Sequence[int], new: Sequence[int]) -> list[int]:
+    """Strides of (shape, strides) broadcast to `new` (right-aligned): 0 along every broadcast axis."""
+    off = len(new) - len(shape)
+    return [0] * off + [0 if s == 1 and t != 1 else st for s, t, st in zip(shape, new[off:], strides)]
 
 
 def reshape_strides(shape: Sequence[int], strides: Sequence[int], new: Sequence[int]) -> list[int] | None:
@@ -63,9 +66,7 @@ def view_strides(v: Node, stop: tuple[str, ...]) -> tuple[Node, list[int]] | Non
             dims = list(step.attrs["dims"])
             strides = [strides[d] for d in dims]
         elif step.op == "expand":
-            off = len(step.type.shape) - len(shape)
-            strides = [0] * off + [0 if s == 1 and t != 1 else st
-                                   for s, t, st in zip(shape, step.type.shape[off:], strides)]
+            strides = expand_strides(shape, strides, step.type.shape)
         else:
             got = reshape_strides(shape, strides, step.type.shape)
             if got is None:
