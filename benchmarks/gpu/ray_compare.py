@@ -26,14 +26,17 @@ def _report(path: Path) -> dict[str, Any]:
 
 
 def _walls(folder: Path) -> dict[str, float]:
+    """Wall seconds of each program whose tune finished (rc=0; one cut by the run's limit is left out)."""
     rows = (line.split() for line in (folder / "wall.txt").read_text().splitlines())
-    return {r[0]: int(r[r.index("ms") - 1]) / 1e3 for r in rows if "ms" in r}
+    return {r[0]: int(r[r.index("ms") - 1]) / 1e3 for r in rows if "ms" in r and (r[0] == "all" or r[1] == "rc=0")}
 
 
 def _run(folder: Path) -> dict[str, dict[str, Any]]:
     walls = _walls(folder)
     out = {}
     for f in sorted(folder.glob("*.json")):
+        if f.stem not in walls:
+            continue
         rep = _report(f)
         out[f.stem] = {"wall_s": walls.get(f.stem), "elapsed_s": round(rep["elapsed_s"], 2),
                        "measured": rep["measured"], "lost": len(rep["lost"]),
@@ -47,14 +50,15 @@ def _run(folder: Path) -> dict[str, dict[str, Any]]:
 
 def compare(one: Path, many: Path) -> dict[str, Any]:
     a, b = _run(one), _run(many)
-    rows = {}
-    for name in a.keys() & b.keys() - {"all"}:
+    rows, common = {}, sorted(a.keys() & b.keys() - {"all"})
+    for name in common:
         rows[name] = {"speedup_wall": round(a[name]["wall_s"] / b[name]["wall_s"], 2),
                       "speedup_elapsed": round(a[name]["elapsed_s"] / b[name]["elapsed_s"], 2),
                       "same_choice": a[name]["best"] == b[name]["best"]}
-    return {"one_gpu": a, "gpus": b, "compare": rows,
-            "speedup_wall_all": round(a["all"]["wall_s"] / b["all"]["wall_s"], 2)
-            if a["all"]["wall_s"] and b["all"]["wall_s"] else None}
+    # over the programs both runs finished: a run cut by its time limit has more or fewer of them
+    walls = [sum(run[n]["wall_s"] for n in common) for run in (a, b)]
+    return {"one_gpu": a, "gpus": b, "compare": rows, "wall_s_common": [round(w, 1) for w in walls],
+            "speedup_wall_all": round(walls[0] / walls[1], 2) if common else None}
 
 
 if __name__ == "__main__":
