@@ -451,11 +451,14 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
         f"{inner.indent}{store_to or f'out[{flat}]'} = {style.store(k.out.dtype, val)};", p.indent + "}"]
 
 
-def decode(names: list[tuple[str, int]], flat: str, p: CPrinter) -> None:
-    """Flat index -> named coordinates (row-major), as const locals of the printer's scope."""
+def decode(names: list[tuple[str, int]], flat: str, p: CPrinter, bounded: bool = False) -> None:
+    """Flat index -> named coordinates (row-major), as const locals of the printer's scope. `bounded`: the
+    flat index is below the extents' product, so the outermost coordinate needs no modulo (a loop with
+    an integer modulo in it stays scalar)."""
     stride = 1
-    for name, ext in reversed(names):
+    for i, (name, ext) in enumerate(reversed(names)):
         p.env[name] = name
-        p.emit(f"const int64_t {name} = ({flat} / {stride}) % {ext};" if stride > 1 else
-               f"const int64_t {name} = {flat} % {ext};")
+        q = f"({flat} / {stride})" if stride > 1 else flat
+        p.emit(f"const int64_t {name} = {q};" if bounded and i == len(names) - 1 else
+               f"const int64_t {name} = {q} % {ext};")
         stride *= ext

@@ -356,8 +356,8 @@ def test_peers_share_one_float64_reference(monkeypatch):
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # what the sandbox sets on a machine without a GPU
     calls: list[int] = []
-    real = worker._float64_outputs
-    monkeypatch.setattr(worker, "_float64_outputs", lambda ref, xs: calls.append(1) or real(ref, xs))
+    real = worker.float64_outputs
+    monkeypatch.setattr(worker, "float64_outputs", lambda ref, xs: calls.append(1) or real(ref, xs))
     problem = load_problem(problem_path("mm_scalar_mul"))
     ref = problem.module.Model(*problem.get_init_inputs())
     sets = [problem.make_inputs(1000, device=torch.device("cpu"))]

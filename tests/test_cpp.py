@@ -1,4 +1,4 @@
-"""C++ specifics: the blocked GEMM's edges (row, column and K tails; blocks spanning batches)."""
+"""C++ specifics: the blocked GEMM's edges (row, column and K tails; blocks spanning batches or inside them)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,10 @@ def get_init_inputs():
 '''
 
 
-@pytest.mark.parametrize("src", [LINEAR, BMM], ids=["linear", "bmm"])
+BMM_WHOLE_BLOCKS = BMM.replace("(3, 5, 70)", "(3, 24, 70)")  # a batch's 24 rows: whole blocks of MR 4, 6 or 8
+
+
+@pytest.mark.parametrize("src", [LINEAR, BMM, BMM_WHOLE_BLOCKS], ids=["linear", "bmm", "bmm-whole-blocks"])
 @pytest.mark.parametrize("tile", [None, {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 0},
                                   {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 1}],
                          ids=["default", "small-rows-outer", "small-cols-outer"])
@@ -71,7 +74,9 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
     text = render(t)
     outer = "akg_cb" if s["COLS_OUTER"] else "akg_rb"  # the block loop right after the parallel pragma
     assert re.search(rf"parallel for collapse\(2\)[^\n]*\n\s*for \(int64_t {outer} = 0", text)
-    if src is LINEAR:  # one B: the register tile as vector variables, two vectors a row (NR 8: SSE-wide)
+    per_batch = 5 if src is BMM else 24
+    assert tile or src is LINEAR or per_batch % s["MR"] == 0  # a batched GEMM's default MR divides a batch's rows
+    if src is LINEAR or per_batch % s["MR"] == 0:  # one B a block: the vector register tile, two vectors a row
         vec = s["NR"] // 2
         assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_1 +=" in text, text
     else:  # rows of a block may lie in different batches (each its own B): the array tile
@@ -107,16 +112,25 @@ def test_pointwise_loops_vectorise_with_vector_math(tmp_path, monkeypatch):
     a loop that calls a vector function) and expf/tanhf are libmvec's vector versions, so the library
     calls their SIMD variants; loads at the output's own index read at the flat index (row x 96 + column:
     rows in parallel, a SIMD loop along each row)."""
-    import importlib.util
-    import shutil
-    import subprocess
-
     path = tmp_path / "p.py"
     path.write_text(SELECT_EXP)
     t = build(path, "cpp", "cpu")
     text = render(t)
     body = text.split("extern \"C\" void")[1]
     assert "akg_select<float>(" in text and "expf(" in text and "x[(akg_o * 96 + akg_c)]" in text and " ? " not in body
+    mod, syms = _load_with_symbols(text, tmp_path, monkeypatch)
+    assert "_expf" in syms and "_ZGV" in syms, syms
+    x = torch.randn(64, 96)
+    torch.testing.assert_close(mod.ModelNew()(x), F.leaky_relu(x, 0.2) + (-x.abs()).exp() * x.tanh())
+
+
+def _load_with_symbols(text: str, tmp_path, monkeypatch) -> tuple:
+    """A written module loaded here, and the dynamic symbols of its compiled kernels (skips where the host
+    has no libmvec of every x86 width: there the same calls stay scalar)."""
+    import importlib.util
+    import shutil
+    import subprocess
+
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "m.py").write_text(text)
     spec = importlib.util.spec_from_file_location("m", tmp_path / "m.py")
@@ -125,10 +139,20 @@ def test_pointwise_loops_vectorise_with_vector_math(tmp_path, monkeypatch):
     if not mod._akg_mvec() or shutil.which("nm") is None:
         pytest.skip("no libmvec with every x86 width here: the same calls stay scalar")
     [so] = (tmp_path / "cache").rglob("kernels.so")
-    syms = subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
-    assert "_expf" in syms and "_ZGV" in syms, syms
-    x = torch.randn(64, 96)
-    torch.testing.assert_close(mod.ModelNew()(x), F.leaky_relu(x, 0.2) + (-x.abs()).exp() * x.tanh())
+    return mod, subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
+
+
+def test_a_blocked_gemms_epilogue_vectorises_with_vector_math(tmp_path, monkeypatch):
+    """The epilogue over a block's columns is a SIMD loop: tanh after a linear calls libmvec's vector tanh."""
+    path = tmp_path / "p.py"
+    path.write_text(LINEAR.replace("(13, 300)", "(40, 300)"))  # past the few-rows template
+    text = render(build(path, "cpp", "cpu"))
+    assert re.search(r"#pragma omp simd\n\s*for \(int64_t akg_j = 0; akg_j < akg_nw", text), text
+    mod, syms = _load_with_symbols(text, tmp_path, monkeypatch)
+    assert re.search(r"_ZGV\w*tanhf", syms), syms
+    m = mod.ModelNew()
+    x = torch.randn(40, 300)
+    torch.testing.assert_close(m(x), torch.tanh(F.linear(x * 0.5, m.fc.weight, m.fc.bias)), rtol=1e-5, atol=1e-5)
 
 
 SMALL_BATCH = '''

@@ -96,8 +96,10 @@ def test_a_computed_operand_stops_the_move():
     assert g.outputs[0].op == "add"
 
 
-def test_one_row_kernel_and_a_view(tmp_path):
-    t = build(_problem(tmp_path, SOFTMAX, "softmax"), "cpp", "cpu")
+@pytest.mark.parametrize("pure", [False, True], ids=["hybrid", "pure"])
+def test_one_row_kernel_and_a_view(pure, tmp_path):
+    """The view is no library computation: --pure keeps it (it refused the program before)."""
+    t = build(_problem(tmp_path, SOFTMAX, "softmax"), "cpp", "cpu", pure=pure)
     assert [k.kind for k in t.program.kernels()] == ["rownorm"]
     assert [s.op for s in t.program.library_calls()] == ["reshape"]
 

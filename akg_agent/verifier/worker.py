@@ -30,6 +30,7 @@ from . import timing
 from .guard import AtenGuard, undeclared
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare
+from .reference import float64_home, float64_outputs, float64_trial, nbytes, outputs, to_device
 from .sizes import dynamic_sizes, sized_inputs
 from .timing import Timing, side_stream_suspected, time_interleaved
 
@@ -72,17 +73,6 @@ def _load_candidate(path: Path, name: str = "akg_candidate", modelnew: bool = Tr
     if modelnew and not hasattr(mod, "ModelNew"):
         raise Reject("no_modelnew", "the candidate defines no ModelNew")
     return mod
-
-
-def _outputs(x: Any) -> list[torch.Tensor]:
-    return list(x) if isinstance(x, (tuple, list)) else [x]
-
-
-def _to(x: Any, device: torch.device, double: bool = False) -> Any:
-    if isinstance(x, torch.Tensor):
-        x = x.to(device)
-        return x.double() if double and x.is_floating_point() else x
-    return x
 
 
 def _poison_allocator(sizes: list[int], device: torch.device, value: float = math.nan) -> None:
@@ -133,10 +123,6 @@ def _compare(c: torch.Tensor, r: torch.Tensor, policy: TolerancePolicy, r64: tor
     return compare(c, r, policy, r64, chunk=CHUNK)
 
 
-def _nbytes(x: Any) -> int:
-    return x.numel() * x.element_size() if isinstance(x, torch.Tensor) else 0
-
-
 def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
@@ -144,7 +130,7 @@ def _peak_rss() -> int:
 def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, label: str) -> list[Any]:
     try:
         with torch.no_grad(), guard:
-            out = _outputs(cand(*inputs))
+            out = outputs(cand(*inputs))
         if device.type == "cuda":
             torch.cuda.synchronize()
     except MemoryError:
@@ -226,30 +212,25 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         rng = 10007 + trial
         with phase("inputs"):
             raw = make()
-            inputs = [_to(x, device) for x in raw]
+            inputs = [to_device(x, device) for x in raw]
         with torch.no_grad(), phase("reference"):
             torch.manual_seed(rng)
-            ref_out = _outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+            ref_out = outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
         with torch.no_grad(), phase("float64_reference"):
             r64 = None
             if ref64 is not None and device.type == "cuda" and not details.get("float64_reference_on"):
-                big = sum(_nbytes(x) for x in raw) + sum(_nbytes(o) for o in ref_out)
-                if _float64_home(device, big).type == "cpu":
+                big = sum(nbytes(x) for x in raw) + sum(nbytes(o) for o in ref_out)
+                if float64_home(device, big).type == "cpu":
                     ref64 = ref64.cpu()
                     details["float64_reference_on"] = "cpu"
             if ref64 is not None:
-                dev64 = torch.device("cpu") if details.get("float64_reference_on") == "cpu" else device
-                try:
-                    torch.manual_seed(rng)
-                    r64 = _outputs(ref64(*[_to(x, dev64, double=True) for x in raw]))
-                except Exception:  # noqa: BLE001
-                    r64 = None
+                ref64, r64 = float64_trial(ref64, raw, rng, device, details)
         if label == "signed inputs" and any(o.is_floating_point() and not bool(torch.isfinite(o).all())
                                             for o in ref_out):
             continue  # the reference itself is not defined on this distribution
         keep = [o.detach().clone() for o in ref_out]
         sizes = [o.numel() * o.element_size() for o in ref_out]
-        footprint = max(footprint, sum(sizes) + sum(_nbytes(x) for x in inputs))
+        footprint = max(footprint, sum(sizes) + sum(nbytes(x) for x in inputs))
         for o in ref_out:  # the reference's own buffers now hold NaN: reading them is caught
             if o.is_floating_point():
                 o.fill_(math.nan)
@@ -284,7 +265,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                              f"(cached or replayed; {label})")
             # run again on the same inputs over differently poisoned memory: an output that changes
             # was never (fully) written by the candidate
-            args = [_to(x, device) for x in raw]
+            args = [to_device(x, device) for x in raw]
             torch.manual_seed(rng)
             _poison_allocator(sizes, device, value=-7.7e30)  # last: the candidate gets these blocks
             again = _run(cand, args, AtenGuard(poison=-7.7e30), device, label)
@@ -359,7 +340,7 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
     top = max((v["traced"] for v in (dynamic or {}).values()), default=0)
     draw = functools.partial(problem.make_inputs, device=device)
     make = (lambda sd: sized_inputs(draw, sd, dynamic, top)) if dynamic else draw
-    sets = [[_to(x, device) for x in make(1000 + i)] for i in range(t.get("input_sets", 3))]
+    sets = [[to_device(x, device) for x in make(1000 + i)] for i in range(t.get("input_sets", 3))]
     trials = t.get("trials")
     out: dict[str, Any] = {}
     with torch.no_grad():
@@ -405,7 +386,7 @@ def _expected(ref: Any, sets: list) -> Callable[[], tuple[list[Any], list[Any] |
     """The reference's outputs and float64 outputs on the first timing input set, computed on the first
     call only: every peer is judged against them, and at real sizes a float64 evaluation takes seconds to
     a minute (a raise is not cached: the next peer tries again)."""
-    return functools.cache(lambda: (_outputs(ref(*sets[0])), _float64_outputs(ref, sets[0])))
+    return functools.cache(lambda: (outputs(ref(*sets[0])), float64_outputs(ref, sets[0])))
 
 
 def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device,
@@ -426,7 +407,7 @@ def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.
         cand.load_state_dict(ref.state_dict(), strict=True)
         cand = cand.to(device).train(ref.training)
         want, w64 = expected()  # judged as the main candidate is: against float64
-        got = _outputs(cand(*sets[0]))
+        got = outputs(cand(*sets[0]))
         policy = TolerancePolicy()
         bad = [j for j, (g, w) in enumerate(zip(got, want))
                if not _compare(g.detach(), w.detach(), policy,
@@ -436,25 +417,6 @@ def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.
     except Exception as e:  # noqa: BLE001
         return None, {"error": f"running it raised {_first_line(e)}"}
     return cand, {}
-
-
-def _float64_home(device: torch.device, nbytes: int) -> torch.device:
-    """Where a float64 evaluation of a problem of `nbytes` (inputs and outputs) runs: on the device, or on
-    the host when its copy (about 4x the problem) would not fit beside the candidate."""
-    if device.type == "cuda" and 4 * nbytes > torch.cuda.mem_get_info(device)[0]:
-        return torch.device("cpu")
-    return device
-
-
-def _float64_outputs(ref: Any, inputs: list[Any]) -> list[Any] | None:
-    """The reference evaluated in float64 (on the host when its copy would not fit on the device)."""
-    try:
-        dev = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-        dev = _float64_home(dev, sum(_nbytes(x) for x in inputs))
-        ref64 = copy.deepcopy(ref).double().to(dev)
-        return _outputs(ref64(*[_to(x, dev, double=True) for x in inputs]))
-    except Exception:  # noqa: BLE001 - some references cannot run in float64
-        return None
 
 
 def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[Any, dict[str, Any]]:
@@ -489,7 +451,7 @@ def profile_run(job: dict[str, Any]) -> dict[str, Any]:
     cand = mod.ModelNew(*problem.get_init_inputs())
     cand.load_state_dict(ref.state_dict(), strict=True)
     cand = cand.to(device).eval()
-    inputs = [_to(x, device) for x in problem.make_inputs(0, device)]
+    inputs = [to_device(x, device) for x in problem.make_inputs(0, device)]
     with torch.no_grad():
         cand(*inputs)
         torch.cuda.synchronize()

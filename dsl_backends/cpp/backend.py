@@ -275,10 +275,14 @@ def gemm_schedule(target: HardwareModel) -> Schedule:
 
 def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
     """`gemm_schedule`, with column blocks outside where the GEMM has few rows (batch-sized): faster there,
-    slower for a square one (benchmarks/results/cpu-cpp-gemm-block-order-*.json)."""
+    slower for a square one (benchmarks/results/cpu-cpp-gemm-block-order-*.json); a batched GEMM's MR divides
+    a batch's rows, so its blocks share one B and take the vector tile."""
     g = split_gemm(k)
-    rows = math.prod(e for _, e in g.rows) * math.prod(e for _, e in g.batch)
-    return gemm_schedule(target).replace(COLS_OUTER=int(rows <= COLS_OUTER_ROWS))
+    per_batch = math.prod(e for _, e in g.rows)
+    s = gemm_schedule(target).replace(COLS_OUTER=int(per_batch * math.prod(e for _, e in g.batch) <= COLS_OUTER_ROWS))
+    if g.batch and per_batch % s["MR"]:  # blocks across batches take the scalar tile: fewer rows a block instead
+        s = s.replace(MR=next(m for m in range(s["MR"], 0, -1) if per_batch % m == 0))
+    return s
 
 
 PACK = 64  # side of the tiles B is packed in
@@ -403,7 +407,7 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     # the register tile: MR x NR accumulators kept in registers over a panel (fixed trip counts the
     # compiler unrolls), then added into the block's double accumulators; a column tail takes the
     # plain loop. One B pointer for every row unless rows of one block can lie in different batches.
-    shared_b = batches == 1
+    shared_b = batches == 1 or _blocks_inside_batches(row_vars, g.batch, mr)
     brow = "akg_b[0]" if shared_b else "akg_b[akg_i]"
     out += [f"            for (int64_t akg_j0 = 0; akg_j0 < akg_nw; akg_j0 += {nr}) {{",
             f"                if (akg_j0 + {nr} <= akg_nw) {{"]
@@ -435,11 +439,12 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     pr = CPrinter(STYLE, {}, indent="            ")
     decode(row_vars, "akg_row", pr)
     out += pr.lines
-    out += ["            for (int64_t akg_j = 0; akg_j < akg_nw; ++akg_j) {",
+    # the epilogue's columns are independent: `simd` vectorises it, its vector math included
+    out += ["            #pragma omp simd", "            for (int64_t akg_j = 0; akg_j < akg_nw; ++akg_j) {",
             "                const int64_t akg_col = akg_n0 + akg_j;"]
     pe = CPrinter(STYLE, dict(pr.env), prefix="e", indent="                ")
     pe.fixed[id(dot)] = f"(({STYLE.ctype_compute(k.out.dtype)})akg_acc[akg_i][akg_j])"
-    decode(n_vars, "akg_col", pe)
+    decode(n_vars, "akg_col", pe, bounded=True)  # akg_col < n: the loop's bound
     val = pe(k.expr)
     out += pe.lines
     strides = k.out.strides()
@@ -447,6 +452,13 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     out += [f"                out[{flat}] = {STYLE.store(k.out.dtype, val)};", "            }", "        }",
             "    }", "    }"]
     return out + (["    return akg_stale;"] if cached else [])
+
+
+def _blocks_inside_batches(row_vars: list[tuple[str, int]], batch: list[tuple[str, int]], mr: int) -> bool:
+    """Whether every block of MR rows lies inside one batch (the batch axes outermost, a batch's rows a
+    multiple of MR): then the block's rows share one packed B and take the vector tile."""
+    return {n for n, _ in row_vars[:len(batch)]} == {n for n, _ in batch} and \
+        math.prod(e for _, e in row_vars[len(batch):]) % mr == 0
 
 
 def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:

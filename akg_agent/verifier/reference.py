@@ -1,0 +1,66 @@
+"""The reference's side of a check: its outputs as a list, inputs moved (and widened to float64), and
+the float64 evaluation every candidate is judged against, placed on the device or the host by memory."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+
+def outputs(x: Any) -> list[torch.Tensor]:
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def to_device(x: Any, device: torch.device, double: bool = False) -> Any:
+    if isinstance(x, torch.Tensor):
+        x = x.to(device)
+        return x.double() if double and x.is_floating_point() else x
+    return x
+
+
+def nbytes(x: Any) -> int:
+    return x.numel() * x.element_size() if isinstance(x, torch.Tensor) else 0
+
+
+def float64_home(device: torch.device, size: int) -> torch.device:
+    """Where a float64 evaluation of a problem of `size` bytes (inputs and outputs) runs: on the device, or on
+    the host when its copy (about 4x the problem) would not fit beside the candidate. What torch's allocator
+    holds but no tensor uses counts as free: the evaluation allocates from it first."""
+    if device.type != "cuda":
+        return device
+    free = torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return torch.device("cpu") if 4 * size > free else device
+
+
+def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device,
+                   details: dict[str, Any]) -> tuple[Any, list[Any] | None]:
+    """The float64 reference on one input set (the reference module, maybe moved, and its outputs, or None
+    where it cannot run in float64). Out of device memory, it moves to the host for this and later trials."""
+    while True:
+        dev64 = torch.device("cpu") if details.get("float64_reference_on") == "cpu" else device
+        try:
+            torch.manual_seed(rng)
+            return ref64, outputs(ref64(*[to_device(x, dev64, double=True) for x in raw]))
+        except torch.OutOfMemoryError:
+            if dev64.type == "cpu":
+                return ref64, None
+        except Exception:  # noqa: BLE001 - some references cannot run in float64
+            return ref64, None
+        ref64, details["float64_reference_on"] = ref64.cpu(), "cpu"  # outside the handler: its frames freed
+
+
+def float64_outputs(ref: Any, inputs: list[Any]) -> list[Any] | None:
+    """The reference evaluated in float64 (on the host when its copy would not fit on the device, or when
+    the device runs out of memory for it)."""
+    dev = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+    for home in dict.fromkeys([float64_home(dev, sum(nbytes(x) for x in inputs)), torch.device("cpu")]):
+        try:
+            ref64 = copy.deepcopy(ref).double().to(home)
+            return outputs(ref64(*[to_device(x, home, double=True) for x in inputs]))
+        except torch.OutOfMemoryError:
+            continue
+        except Exception:  # noqa: BLE001 - some references cannot run in float64
+            return None
+    return None
