@@ -56,9 +56,12 @@ def get_init_inputs():
 
 
 BMM_WHOLE_BLOCKS = BMM.replace("(3, 5, 70)", "(3, 24, 70)")  # a batch's 24 rows: whole blocks of MR 4, 6 or 8
+BMM_PRIME_ROWS = BMM.replace("(3, 5, 70)", "(3, 11, 70)")  # no MR from the tile down to half of it divides 11
+BATCH_ROWS = {BMM: 5, BMM_WHOLE_BLOCKS: 24, BMM_PRIME_ROWS: 11}
 
 
-@pytest.mark.parametrize("src", [LINEAR, BMM, BMM_WHOLE_BLOCKS], ids=["linear", "bmm", "bmm-whole-blocks"])
+@pytest.mark.parametrize("src", [LINEAR, BMM, BMM_WHOLE_BLOCKS, BMM_PRIME_ROWS],
+                         ids=["linear", "bmm", "bmm-whole-blocks", "bmm-prime-rows"])
 @pytest.mark.parametrize("tile", [None, {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 0},
                                   {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 1}],
                          ids=["default", "small-rows-outer", "small-cols-outer"])
@@ -74,8 +77,9 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
     text = render(t)
     outer = "akg_cb" if s["COLS_OUTER"] else "akg_rb"  # the block loop right after the parallel pragma
     assert re.search(rf"parallel for collapse\(2\)[^\n]*\n\s*for \(int64_t {outer} = 0", text)
-    per_batch = 5 if src is BMM else 24
-    assert tile or src is LINEAR or per_batch % s["MR"] == 0  # a batched GEMM's default MR divides a batch's rows
+    per_batch = BATCH_ROWS.get(src, 0)
+    if not tile and per_batch:  # a batched GEMM's default MR divides a batch's rows, down to half the tile
+        assert (per_batch % s["MR"] == 0) == (src is not BMM_PRIME_ROWS), s
     if src is LINEAR or per_batch % s["MR"] == 0:  # one B a block: the vector register tile, two vectors a row
         vec = s["NR"] // 2
         assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_1 +=" in text, text

@@ -280,8 +280,10 @@ def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
     g = split_gemm(k)
     per_batch = math.prod(e for _, e in g.rows)
     s = gemm_schedule(target).replace(COLS_OUTER=int(per_batch * math.prod(e for _, e in g.batch) <= COLS_OUTER_ROWS))
-    if g.batch and per_batch % s["MR"]:  # blocks across batches take the scalar tile: fewer rows a block instead
-        s = s.replace(MR=next(m for m in range(s["MR"], 0, -1) if per_batch % m == 0))
+    mr = s["MR"]
+    if g.batch and per_batch % mr:  # blocks across batches take the scalar tile: fewer rows a block instead,
+        # down to half the tile (a thinner one reloads B for too few rows; a batch of 7 rows keeps the scalar one)
+        s = s.replace(MR=next((m for m in range(mr - 1, (mr + 1) // 2 - 1, -1) if per_batch % m == 0), mr))
     return s
 
 
