@@ -4,7 +4,8 @@
 # kernel), a fresh tuning database and fresh compiler caches per run, so runs on 1 and 2 GPUs do the
 # same work. Wall time per program and in all goes to OUT/wall.txt, each tune's JSON report beside it;
 # benchmarks/gpu/ray_compare.py reads two such folders. Ray on a machine that lacks it: ray_bundle.sh.
-#   usage: benchmarks/gpu/ray_gpus.sh NGPUS OUT [BUDGET] [SECONDS]   (PROGRAMS="mlp groupnorm" narrows)
+#   usage: benchmarks/gpu/ray_gpus.sh NGPUS OUT [BUDGET] [SECONDS]   (PROGRAMS="mlp groupnorm" narrows;
+#   PACK=1 leaves OUT as one OUT.tgz without the caches: the device tool brings back only a few loose files)
 set -uo pipefail
 n=${1:?number of GPUs}; out=${2:?output folder}; budget=${3:-4}; limit=${4:-600}
 programs=${PROGRAMS:-"gemm_layernorm_relu groupnorm softmax_wide var_mean mlp"}
@@ -29,3 +30,7 @@ done
 echo "all $(( $(ms) - start )) ms on $n GPU(s)" >> "$out/wall.txt"
 $py -m ray.scripts.scripts stop > /dev/null 2>&1
 cat "$out/wall.txt"
+if [ -n "${PACK:-}" ]; then
+    rm -rf "$out/akg-cache" "$out/triton-cache"
+    tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out"
+fi
