@@ -70,3 +70,13 @@ def test_out_of_memory_on_the_host_too_gives_no_float64_outputs(monkeypatch):
     assert reference.float64_outputs(Always(), [torch.randn(2)]) is None
     _, out = reference.float64_trial(Always(), [torch.randn(2)], 1, torch.device("meta"), {})
     assert out is None
+
+
+def test_a_trial_too_big_for_the_device_runs_on_the_host_from_the_start(monkeypatch):
+    gib = 1 << 30
+    _gpu_memory(monkeypatch, free=10 * gib, reserved=10 * gib, allocated=10 * gib)
+    details: dict = {}
+    x = torch.randn(3, 5)
+    _, (out,) = reference.float64_trial(Doubler(), [x], 1, torch.device("cuda"), details, size=4 * gib)
+    assert details["float64_reference_on"] == "cpu" and out.device.type == "cpu"
+    assert torch.equal(out, x.double() * 2)

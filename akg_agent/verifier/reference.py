@@ -34,10 +34,14 @@ def float64_home(device: torch.device, size: int) -> torch.device:
     return torch.device("cpu") if 4 * size > free else device
 
 
-def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device,
-                   details: dict[str, Any]) -> tuple[Any, list[Any] | None]:
-    """The float64 reference on one input set (the reference module, maybe moved, and its outputs, or None
-    where it cannot run in float64). Out of device memory, it moves to the host for this and later trials."""
+def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, details: dict[str, Any],
+                  size: int = 0) -> tuple[Any, list[Any] | None]:
+    """The float64 reference on one input set of `size` bytes (inputs and outputs): the reference module,
+    maybe moved, and its outputs, or None where it cannot run in float64. Where its copy would not fit on
+    the device (`float64_home`), or the device runs out of memory for it, it moves to the host for this
+    and later trials (recorded in `details`)."""
+    if device.type == "cuda" and not details.get("float64_reference_on") and float64_home(device, size).type == "cpu":
+        ref64, details["float64_reference_on"] = ref64.cpu(), "cpu"
     while True:
         dev64 = torch.device("cpu") if details.get("float64_reference_on") == "cpu" else device
         try:

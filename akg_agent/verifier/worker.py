@@ -30,7 +30,7 @@ from . import timing
 from .guard import AtenGuard, undeclared
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare
-from .reference import float64_home, float64_outputs, float64_trial, nbytes, outputs, to_device
+from .reference import float64_outputs, float64_trial, nbytes, outputs, to_device
 from .sizes import dynamic_sizes, sized_inputs
 from .timing import Timing, side_stream_suspected, time_interleaved
 
@@ -216,21 +216,17 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         with torch.no_grad(), phase("reference"):
             torch.manual_seed(rng)
             ref_out = outputs(ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        sizes = [nbytes(o) for o in ref_out]
+        trial_bytes = sum(sizes) + sum(nbytes(x) for x in inputs)
         with torch.no_grad(), phase("float64_reference"):
             r64 = None
-            if ref64 is not None and device.type == "cuda" and not details.get("float64_reference_on"):
-                big = sum(nbytes(x) for x in raw) + sum(nbytes(o) for o in ref_out)
-                if float64_home(device, big).type == "cpu":
-                    ref64 = ref64.cpu()
-                    details["float64_reference_on"] = "cpu"
             if ref64 is not None:
-                ref64, r64 = float64_trial(ref64, raw, rng, device, details)
+                ref64, r64 = float64_trial(ref64, raw, rng, device, details, trial_bytes)
         if label == "signed inputs" and any(o.is_floating_point() and not bool(torch.isfinite(o).all())
                                             for o in ref_out):
             continue  # the reference itself is not defined on this distribution
         keep = [o.detach().clone() for o in ref_out]
-        sizes = [o.numel() * o.element_size() for o in ref_out]
-        footprint = max(footprint, sum(sizes) + sum(nbytes(x) for x in inputs))
+        footprint = max(footprint, trial_bytes)
         for o in ref_out:  # the reference's own buffers now hold NaN: reading them is caught
             if o.is_floating_point():
                 o.fill_(math.nan)
