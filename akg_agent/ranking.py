@@ -5,9 +5,10 @@ schedule), the tuner (the order it measures in), the coder's variants and `akg h
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from dsl_backends import Backend
-from hardware_models.cost import Estimate, Tiling, estimate_group
+from hardware_models.cost import Estimate, Tiling, estimate_group, register_tile_rate
 from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
@@ -26,14 +27,49 @@ def estimated(grp: Group, target: HardwareModel, space: list[Schedule]) -> list[
 
 def ranked_space(backend: Backend, k: Kernel, grp: Group | None, target: HardwareModel) -> list[Schedule]:
     """The backend's tuning space for one kernel; GEMM tiles ordered by the cost model, infeasible
-    ones pruned. Other spaces (a CPU's register blocks, which the model does not rank well) keep the
-    backend's order."""
+    ones pruned. A CPU's register tiles go by the register model, spilling ones pruned; their cache
+    blocks and thread counts keep the backend's order. Other spaces keep the backend's order."""
     space = backend.tuning_space(k, target)
+    if k.kind == "matmul" and space and "MR" in space[0] and target.kind == "cpu":
+        return _by_register_tile(space, target, backend.default_schedule(k, target))
     if k.kind != "matmul" or grp is None or not space or "BM" not in space[0]:
         return space
     scored = estimated(grp, target, space)
     ranked = [s for e, s in sorted(scored, key=lambda x: _rank_key(*x)) if math.isfinite(e.time_s)]
     return _interleave(ranked)
+
+
+def _by_register_tile(space: list[Schedule], target: HardwareModel, default: Schedule) -> list[Schedule]:
+    """Register tiles by their modelled rate, then by FMAs per load (the same rate with fewer loads leaves
+    the load ports to the packing and the epilogue); spilling tiles pruned. The tiles near the best rate
+    take turns, each first with the default's cache blocks and threads, then one change from them, then
+    two...: a small budget measures several tiles before it varies the blocks of one. The backend's own
+    order put 2 x 8 tiles first, which cannot win."""
+    lanes = int(target.chip("simd_width"))
+    rate = {id(s): register_tile_rate(target, s["MR"], s["NR"]) for s in space}
+    live = [s for s in space if rate[id(s)] > 0]
+    if not live:
+        return []
+    best = max(rate[id(s)] for s in live)
+
+    def tile(s: Schedule) -> tuple[float, float]:
+        mr, vecs = s["MR"], math.ceil(s["NR"] / lanes)
+        return (-round(rate[id(s)], 2), -mr * vecs / (mr + vecs))
+
+    def changes(s: Schedule) -> int:
+        return sum(s.get(key) != default.get(key) for key in (set(s) | set(default)) - {"MR", "NR"})
+
+    turn: dict[int, int] = {}  # a schedule's place among its tile's schedules with as many changes
+    seen: Counter[tuple[int, int, int]] = Counter()
+    for s in live:
+        turn[id(s)] = seen[(changes(s), s["MR"], s["NR"])]
+        seen[(changes(s), s["MR"], s["NR"])] += 1
+    top = sorted((s for s in live if rate[id(s)] >= NEAR_BEST * best),
+                 key=lambda s: (changes(s), turn[id(s)], tile(s)))
+    return top + sorted((s for s in live if rate[id(s)] < NEAR_BEST * best), key=lambda s: (tile(s), changes(s)))
+
+
+NEAR_BEST = 0.9  # register tiles whose modelled rates are this close take turns in a tune's budget
 
 
 def _interleave(ranked: list[Schedule]) -> list[Schedule]:

@@ -138,6 +138,21 @@ def _gemm_dims(anchor: Node) -> tuple[int, int, int]:
         1, math.prod(anchor.attrs["stride"]))
 
 
+def register_tile_rate(target: HardwareModel, mr: int, nr: int) -> float:
+    """The fraction of a CPU core's FMA peak an MR x NR fp32 register tile can reach in its inner loop, 0
+    where its accumulators, a row of B vectors and one broadcast A value do not fit the vector registers
+    (it spills). Each k-step issues MR x NR/lanes FMAs and loads NR/lanes B vectors and MR A broadcasts;
+    it takes at least the FMA pipes' time, the load ports' time and one FMA latency (each accumulator's
+    chain). A thin tile (2 x 8 on AVX2: 2 FMAs, 3 loads, 4 cycles) reaches a quarter of what 6 x 16 does."""
+    lanes = int(target.chip("simd_width"))
+    vecs = math.ceil(nr / lanes)
+    if mr * vecs + vecs + 1 > int(target.chip("vector_registers")):
+        return 0.0
+    cycles = max(mr * vecs / target.chip("fma_units"), (mr + vecs) / target.chip("load_units"),
+                 target.chip("fma_latency_cycles"))
+    return mr * nr / lanes / target.chip("fma_units") / cycles
+
+
 def _occupancy(target: HardwareModel, threads: int, local_bytes: int, regs_per_thread: int) -> tuple[int, float]:
     limits = [int(target.chip("max_groups_per_unit")),
               int(target.chip("max_threads_per_unit")) // max(threads, 1)]

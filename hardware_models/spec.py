@@ -204,6 +204,13 @@ def detect_cpu() -> HardwareModel:
             "max_threads_per_unit": Figure(1, src), "max_threads_per_group": Figure(1, src),
             "max_groups_per_unit": Figure(1, src),
             "registers_per_unit": Figure(32 * lanes, src, "32 vector registers"),
+            # the register tile's model (cost.register_tile_rate): x86-64 has 16 vector registers below
+            # AVX-512, 32 with it; AArch64 has 32
+            "vector_registers": Figure(32 if simd_bits == 512 or platform.machine() in ("aarch64", "arm64") else 16,
+                                       src, "architectural vector registers"),
+            "fma_units": Figure(2, "estimate", "FMA pipes per core"),
+            "load_units": Figure(2, "estimate", "vector loads per cycle per core"),
+            "fma_latency_cycles": Figure(4, "estimate", "cycles from one FMA to the next on its accumulator"),
             "local_mem_per_unit_bytes": Figure(caches.get("l1", 32768), src, "L1 data cache"),
             "local_mem_per_group_bytes": Figure(caches.get("l2", 1 << 20), src, "L2 cache"),
             "l2_bytes": Figure(caches.get("l3", caches.get("l2", 1 << 22)), src, "last-level cache"),

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
+from dsl_backends.cpp.tile import vector_width
 
 LINEAR = '''
 import torch
@@ -63,8 +64,9 @@ BATCH_ROWS = {BMM: 5, BMM_WHOLE_BLOCKS: 24, BMM_PRIME_ROWS: 11}
 @pytest.mark.parametrize("src", [LINEAR, BMM, BMM_WHOLE_BLOCKS, BMM_PRIME_ROWS],
                          ids=["linear", "bmm", "bmm-whole-blocks", "bmm-prime-rows"])
 @pytest.mark.parametrize("tile", [None, {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 0},
-                                  {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 1}],
-                         ids=["default", "small-rows-outer", "small-cols-outer"])
+                                  {"MR": 4, "NR": 8, "NB": 16, "KC": 32, "COLS_OUTER": 1},
+                                  {"MR": 2, "NR": 32, "NB": 64, "KC": 32, "COLS_OUTER": 0}],
+                         ids=["default", "small-rows-outer", "small-cols-outer", "wide-tile"])
 def test_blocked_gemm_edges(src, tile, tmp_path):
     path = tmp_path / "p.py"
     path.write_text(src)
@@ -80,9 +82,12 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
     per_batch = BATCH_ROWS.get(src, 0)
     if not tile and per_batch:  # a batched GEMM's default MR divides a batch's rows, down to half the tile
         assert (per_batch % s["MR"] == 0) == (src is not BMM_PRIME_ROWS), s
-    if src is LINEAR or per_batch % s["MR"] == 0:  # one B a block: the vector register tile, two vectors a row
-        vec = s["NR"] // 2
-        assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_1 +=" in text, text
+    if src is LINEAR or per_batch % s["MR"] == 0:  # one B a block: the vector register tile, vectors the host has
+        vec = vector_width(s["NR"], int(t.target.chip("simd_width")))
+        assert vec and vec <= t.target.chip("simd_width")
+        nv = s["NR"] // vec  # vectors a row: the last row's last one is there, no further one
+        assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_{nv - 1} +=" in text, text
+        assert f"akg_c{s['MR'] - 1}_{nv} +=" not in text
     else:  # rows of a block may lie in different batches (each its own B): the array tile
         assert f"akg_c[{s['MR']}][{s['NR']}]" in text
     cand = tmp_path / "cand.py"

@@ -97,7 +97,7 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     return [omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
 
 
-def _elementwise(k: Kernel, s: Schedule) -> list[str]:
+def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Pointwise and reduce kernels: a parallel loop over the outputs, reductions as serial loops."""
     if k.kind == "pointwise" and len(k.coords) >= 2 and k.coords[-1].extent >= ROW_LOOP_MIN and \
             math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k):
@@ -118,7 +118,7 @@ def _elementwise(k: Kernel, s: Schedule) -> list[str]:
             f"        out[akg_i] = {STYLE.store(k.out.dtype, val)};", *also, "    }"]
 
 
-def _rownorm(k: Kernel, s: Schedule) -> list[str]:
+def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Per row (in parallel): its reductions once, innermost first, then a vectorisable sweep over
     the columns writing the output (streamed past the caches in blocks, with `stream`)."""
     row_c, cols = row_coords(k)
@@ -253,8 +253,8 @@ def _strided(k: Kernel, s: Schedule) -> list[str]:
     return out
 
 
-def _reduce(k: Kernel, s: Schedule) -> list[str]:
-    return _strided(k, s) if _strided_ok(k) is not None else _elementwise(k, s)
+def _reduce(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
+    return _strided(k, s) if _strided_ok(k) is not None else _elementwise(k, s, target)
 
 
 GEMM_SCHEDULE = {"MR": 8, "NR": 32, "NB": 256, "KC": 256, "COLS_OUTER": 0}
@@ -266,11 +266,15 @@ def gemm_schedule(target: HardwareModel) -> Schedule:
     registers hold beside the B vectors (AVX-512: 8 x 32 floats in 16 of 32 registers; AVX2: 6 x 16 in
     12 of 16). Measured here (AVX-512, 2 cores, 512x1024x1024 linear+relu): 4 x 16 20.3 ms, 6 x 32
     8.7 ms, 8 x 32 7.0 ms."""
-    try:
-        lanes = int(target.chip("simd_width"))
-    except KeyError:
-        lanes = 8
+    lanes = _lanes(target)
     return Schedule(GEMM_SCHEDULE, MR=8 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
+
+
+def _lanes(target: HardwareModel) -> int:
+    try:
+        return int(target.chip("simd_width"))
+    except KeyError:
+        return 8
 
 
 def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
@@ -334,7 +338,7 @@ def _row_env(row_vars: list[tuple[str, int]], m: int) -> dict[str, str]:
     return env
 
 
-def _matmul(k: Kernel, s: Schedule) -> list[str]:
+def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Few rows: the streaming template above. Otherwise blocked and packed: B packed once per call
     (prologue applied once per element, in strips of NR columns along K);
     then in parallel over blocks of MR rows x NB columns, K swept in KC-deep panels: the panel's A
@@ -413,8 +417,9 @@ def _matmul(k: Kernel, s: Schedule) -> list[str]:
     brow = "akg_b[0]" if shared_b else "akg_b[akg_i]"
     out += [f"            for (int64_t akg_j0 = 0; akg_j0 < akg_nw; akg_j0 += {nr}) {{",
             f"                if (akg_j0 + {nr} <= akg_nw) {{"]
-    if shared_b and ct == bt == "float" and vector_width(nr):
-        out += vector_tile(mr, nr, kk)
+    vec = vector_width(nr, _lanes(target))
+    if shared_b and ct == bt == "float" and vec:
+        out += vector_tile(mr, nr, kk, vec)
     else:
         out += [f"                    {ct} akg_c[{mr}][{nr}] = {{}};",
                 "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
@@ -471,8 +476,12 @@ def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    g = split_gemm(k)
+    per_batch, mrs = math.prod(e for _, e in g.rows), (2, 4, 6)
+    if g.batch and per_batch % gemm_default(k, target)["MR"] == 0:
+        mrs = tuple(m for m in mrs if per_batch % m == 0)  # the others' blocks straddle batches: scalar tile
     return [t.replace(MR=mr, NR=nr, NB=nb, KC=kc, COLS_OUTER=co) for t in _threads_space(k, target)
-            for mr in (2, 4, 6) for nr in (8, 16, 32) for nb in (128, 256, 512) for kc in (128, 256) for co in (0, 1)]
+            for mr in mrs for nr in (8, 16, 32) for nb in (128, 256, 512) for kc in (128, 256) for co in (0, 1)]
 
 
 def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:

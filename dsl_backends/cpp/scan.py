@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel, Var
 from ir.kernel.schedule import Schedule
 
@@ -14,7 +15,7 @@ from ..exprs import FLOATS, scan_rows
 from .style import STYLE, omp
 
 
-def render_scan(k: Kernel, s: Schedule) -> list[str]:
+def render_scan(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     sc, rows = scan_rows(k)
     at = sc.at
     assert isinstance(at, Var)

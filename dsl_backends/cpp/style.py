@@ -111,11 +111,14 @@ def omp(s: Schedule) -> str:
     return f"    #pragma omp parallel for schedule(static){f' num_threads({t})' if t else ''}"
 
 
-def kernel(body: Callable[[Kernel, Schedule], list[str]], extra: Callable[[Kernel], tuple[str, ...]] = lambda k: ()
+Body = Callable[[Kernel, Schedule, HardwareModel], list[str]]
+
+
+def kernel(body: Body, extra: Callable[[Kernel], tuple[str, ...]] = lambda k: ()
            ) -> Callable[[Kernel, Schedule, HardwareModel], str]:
     """A template's body inside the kernel's extern "C" signature (`extra`: its parameters beyond the
     kernel's buffers and sizes)."""
     def render(k: Kernel, s: Schedule, target: HardwareModel) -> str:
         with c_syntax():  # run-time sizes (--dynamic) in C
-            return "\n".join([signature(k, extra(k)) + " {", *body(k, s), "}"])
+            return "\n".join([signature(k, extra(k)) + " {", *body(k, s, target), "}"])
     return render

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 
-def vector_width(nr: int) -> int | None:
-    """Floats per vector of an NR-wide tile: two vectors per row, as the schedule's NR is twice the host's
-    SIMD lanes (AVX2 16 -> 8, AVX-512 32 -> 16; a width the host lacks lowers to several registers)."""
-    return nr // 2 if nr // 2 in (4, 8, 16) else None
+def vector_width(nr: int, lanes: int) -> int | None:
+    """Floats per vector of an NR-wide tile: the widest of 16, 8 and 4 the host has (`lanes`) that
+    divides NR, so an NR of 32 is two vectors a row with AVX-512 and four with AVX2 (GCC lowers a
+    vector wider than the host's through memory: an order of magnitude slower)."""
+    return next((v for v in (16, 8, 4) if v <= lanes and nr % v == 0), None)
 
 
-def vector_tile(mr: int, nr: int, kk: int) -> list[str]:
+def vector_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
     """An fp32 MR x NR register tile as named vector variables, one statement per multiply-add: GCC keeps
     them in registers (a 2-D array tile it may leave in memory, a load and a store around every FMA). B's
-    panel is one stream (packed in strips), loaded two vectors per k; A's value broadcast by the
-    scalar-vector product."""
-    vec = vector_width(nr)
-    assert vec is not None
+    panel is one stream (packed in strips), loaded NR / vec vectors per k; A's value broadcast by the
+    scalar-vector product. `vec`: floats per vector (`vector_width`)."""
     nv = nr // vec
     cs = [[f"akg_c{i}_{v}" for v in range(nv)] for i in range(mr)]
     lines = [f"                    typedef float akg_v __attribute__((vector_size({4 * vec})));",
