@@ -118,7 +118,9 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     layout = ",kmajor" if kmajor else ""  # after the marks: a GEMM left to the library keeps its layout
     # before K-major: a split GEMM is batched, its B chunks read in place rather than copied
     layout = (f",splitk{{units={splitk}}}" if splitk > 0 else "") + layout
-    return f"simplify,{dec},simplify{mark}{layout},sinkreshapes{split},views,fuse" + (",rows" if rows else "") + \
+    # a backend whose GEMM packs both operands reads a transposed input in place (manifest kind "transposed")
+    fuse = "fuse{transposed=1}" if "transposed" in backend.manifest.kinds else "fuse"
+    return f"simplify,{dec},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (",rows" if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 

@@ -166,6 +166,13 @@ def bind_row_axes(axes: tuple[Var, ...], cols: list[tuple[str, int]], env: dict[
     masks.append((frozenset(nm for nm, _ in named), mask))
 
 
+def reads_along(e: Expr, name: str) -> bool:
+    """Whether every load of `e` from a buffer of more than one axis has `name` as its innermost index:
+    then `e` reads neighbouring elements as `name` steps (a GEMM operand stored transposed, or not)."""
+    loads = [x for x in walk(e) if isinstance(x, Load) and len(x.index) > 1]
+    return bool(loads) and all(isinstance(x.index[-1], Var) and x.index[-1].name == name for x in loads)
+
+
 def strided_reduction(k: Kernel) -> bool:
     """True when the kernel's reductions read along a non-contiguous axis: every multi-axis load inside
     a reduction has an output coordinate, not a reduced axis, as its innermost index (a sum over a

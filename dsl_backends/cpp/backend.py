@@ -14,7 +14,7 @@ from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, decode, row_sweep
-from ..exprs import row_coords, strided_reduction
+from ..exprs import reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .columns import column_values, precompute
 from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, packed_place, weight_bufs
@@ -369,10 +369,14 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     out += [*(["    if (akg_fresh || akg_stale) {"] if cached else []),
             omp(s).replace("parallel for", "parallel for collapse(2)"),
            f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {PACK}) {{",
-           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {PACK}) {{",
-           f"    for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {PACK}, {n}); ++akg_col) {{",
-           f"        for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {PACK}, {kp}); ++akg_p) {{",
-           f"            const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};"]
+           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {PACK}) {{"]
+    # inside a tile, the inner loop runs along B's stored rows: a row a power of two long puts a tile's
+    # column of elements in one cache set, which does not hold the tile
+    loops = [f"for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {PACK}, {n}); ++akg_col) {{",
+             f"for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {PACK}, {kp}); ++akg_p) {{"]
+    outer, inner = loops[::-1] if reads_along(b_e, n_vars[-1][0]) else loops
+    out += ["    " + outer, "        " + inner]
+    out.append(f"            const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};")
     pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="            ")
     decode(g.batch, "akg_batch", pp)
     decode(n_vars, "akg_col", pp)
@@ -404,12 +408,15 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     decode(row_vars, "akg_row", p)
     p.emit(f"akg_b[akg_i] = akg_bp + {bflat} * {kk * npad};")
     out += p.lines
-    out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
-    pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
-    pa.emit(f"const int64_t {kv.name} = akg_k0 + akg_q;")
-    a_val = pa(a_e)
-    out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = (double)({a_val});", "                }",
-                       "            }"]
+    if reads_along(a_e, row_vars[-1][0]):  # A stored transposed: its panel packed along its stored rows
+        out += _pack_a_by_k(a_e, kv.name, row_vars, mr, rows)
+    else:
+        out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
+        pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
+        pa.emit(f"const int64_t {kv.name} = akg_k0 + akg_q;")
+        a_val = pa(a_e)
+        out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = (double)({a_val});", "                }",
+                           "            }"]
     # the register tile: MR x NR accumulators kept in registers over a panel (fixed trip counts the
     # compiler unrolls), then added into the block's double accumulators; a column tail takes the
     # plain loop. One B pointer for every row unless rows of one block can lie in different batches.
@@ -459,6 +466,22 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     out += [f"                out[{flat}] = {STYLE.store(k.out.dtype, val)};", "            }", "        }",
             "    }", "    }"]
     return out + (["    return akg_stale;"] if cached else [])
+
+
+def _pack_a_by_k(a_e: Expr, k: str, row_vars: list[tuple[str, int]], block: int, rows: int) -> list[str]:
+    """A block's A panel packed with K outside and the block's rows inside: an A read along its rows
+    (stored transposed) then takes the block's neighbouring rows from each cache line, where K inside
+    would walk KC lines a stored row apart (a power of two apart: one cache set) for each row."""
+    out = ["            }", "            for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
+           f"                const int64_t {k} = akg_k0 + akg_q;",
+           f"                for (int akg_i = 0; akg_i < {block}; ++akg_i) {{",
+           f"                    const int64_t akg_row = akg_rb * {block} + akg_i;",
+           f"                    if (akg_row >= {rows}) continue;"]
+    p = CPrinter(STYLE, {k: k}, prefix="a", indent="                    ")
+    decode(row_vars, "akg_row", p)
+    a_val = p(a_e)
+    return out + p.lines + [f"                    akg_ap[akg_i][akg_q] = (double)({a_val});", "                }",
+                            "            }"]
 
 
 def _blocks_inside_batches(row_vars: list[tuple[str, int]], batch: list[tuple[str, int]], mr: int) -> bool:

@@ -24,16 +24,17 @@ ANCHORS = ("reduction", "contraction", "window", "scan", "composite", "opaque")
 PROLOGUE_OK = ("reduction", "window", "scan", "composite")  # contractions take raw operands
 
 
-def in_place_view(v: Node, grp: Group) -> bool:
+def in_place_view(v: Node, grp: Group, transposed: bool = False) -> bool:
     """`v` is a view of an input or parameter (its group nothing but that chain) whose innermost axis is
     the source's: a GEMM reads it through its own index, as coalesced as the source, instead of a copy
     (split-K's reshaped operands, a batch axis moved). A view that moves the innermost axis (a
-    transpose) stays a copy: the GEMM tiles want their K or N axis contiguous."""
+    transpose) stays a copy: GPU GEMM tiles want their K or N axis contiguous; with `transposed` (a
+    backend whose GEMM packs both operands itself) it too is read in place, by the packing."""
     got = view_strides(v, ("input", "param"))
     if got is None or any(m.op not in VIEW_OPS for m in grp.nodes):
         return False
     strides = got[1]
-    return not strides or strides[-1] == 1 or v.type.shape[-1] == 1
+    return transposed or not strides or strides[-1] == 1 or v.type.shape[-1] == 1
 
 
 def fusion_kind(n: Node) -> str:
@@ -97,7 +98,8 @@ class FusionPlan:
         }
 
 
-def fuse(g: Graph) -> FusionPlan:
+def fuse(g: Graph, transposed: bool = False) -> FusionPlan:
+    """Kernel groups over `g` (`transposed`: GEMMs read transposed views of inputs in place)."""
     users = g.users()
     outputs = {id(o) for o in g.outputs}
     groups: list[Group] = []
@@ -146,7 +148,7 @@ def fuse(g: Graph) -> FusionPlan:
         if grp.anchor is not None:
             return f"one anchor per kernel (%{grp.anchor.name} is {grp.kind})"
         if kind == "contraction":
-            return None if in_place_view(v, grp) else "contraction operands are not fused as prologues"
+            return None if in_place_view(v, grp, transposed) else "contraction operands are not fused as prologues"
         if kind not in PROLOGUE_OK:
             return f"{kind} takes no prologue"
         return None
@@ -259,12 +261,14 @@ def to_dot(g: Graph, plan: FusionPlan | None = None) -> str:
 @register
 @dataclass(frozen=True)
 class FuseKernels:
-    """Plans kernel groups: sets `g.plan` (a graph rewrite after it drops the plan again)."""
+    """Plans kernel groups: sets `g.plan` (a graph rewrite after it drops the plan again). `transposed`:
+    the backend's GEMM packs its operands, so a transposed view of an input is read in place."""
 
     name: ClassVar[str] = "fuse"
+    transposed: int = 0
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        g.plan = fuse(g)
+        g.plan = fuse(g, bool(self.transposed))
         trace.record(Firing(self.name, "plan", g.outputs[0].name if g.outputs else g.name, f"{len(g.nodes)} values",
                             f"{len(g.plan.groups)} kernel groups"))
         return False  # the graph itself is unchanged
