@@ -41,6 +41,10 @@ CASES = {  # expression, operand shapes, whether A is read along its rows and B 
     "weight-transposed": ("a @ self.w.T + b", (37, 70), (37, 45), False, False),
     "batched-keys": ("torch.bmm(a, b.transpose(1, 2))", (3, 29, 70), (3, 45, 70), False, False),
 }
+FEW_ROWS = {  # batch-sized: the streaming template (no packing) reads the transposed views in place too
+    "few-rows-a-transposed": ("a.T @ b.T", (70, 3), (45, 70)),
+    "few-rows-b-rows": ("a.T @ b", (70, 2), (70, 45)),
+}
 
 
 def source(expr: str, a: tuple[int, ...], b: tuple[int, ...]) -> str:
@@ -72,3 +76,18 @@ def test_gpu_backends_keep_the_copy(tmp_path):
     path.write_text(source("a.T @ b.T", (70, 37), (45, 70)))
     kinds = [k.kind for k in build(path, "triton", "h100").program.kernels()]
     assert kinds.count("matmul") == 1 and len(kinds) > 1, kinds
+
+
+@pytest.mark.parametrize("case", sorted(FEW_ROWS))
+def test_few_rows_read_transposed_inputs_in_place(case, tmp_path):
+    expr, a, b = FEW_ROWS[case]
+    path = tmp_path / "p.py"
+    path.write_text(source(expr, a, b))
+    t = build(path, "cpp", "cpu", pure=True)
+    assert [k.kind for k in t.program.kernels()] == ["matmul"], t.program.kernels()
+    text = render(t)
+    assert "akg_p0" not in text  # no packing: the streaming template
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()
