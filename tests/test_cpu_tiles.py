@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 
 from akg_agent.ranking import ranked_space
-from akg_agent.translate import build
+from akg_agent.translate import Translation, build
 from dsl_backends import get_backend
 from hardware_models import spec
 from hardware_models.cost import register_tile_rate
+from ir.kernel.ir import Kernel
 
 AVX2 = {"simd_width": 8, "vector_registers": 16}
 AVX512 = {"simd_width": 16, "vector_registers": 32}
@@ -70,6 +71,18 @@ def host(monkeypatch, figures: dict[str, int]) -> spec.HardwareModel:
     return fixed()
 
 
+def gemm_kernel(src: str, figures: dict[str, int], monkeypatch,
+                tmp_path) -> tuple[spec.HardwareModel, Translation, Kernel]:
+    """The pure C++ translation of `src` on a host with these figures, and its GEMM kernel."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    target = host(monkeypatch, figures)
+    path = tmp_path / "p.py"
+    path.write_text(src)
+    t = build(path, "cpp", "cpu", pure=True)
+    [k] = [k for k in t.program.kernels() if k.kind == "matmul"]
+    return target, t, k
+
+
 def test_register_tile_rate_counts_ports_latency_and_spills(monkeypatch):
     avx2 = host(monkeypatch, AVX2)
     assert register_tile_rate(avx2, 6, 16) == 1.0  # 12 FMAs over 2 pipes, 8 loads over 2 ports: FMA-bound
@@ -84,12 +97,7 @@ def test_register_tile_rate_counts_ports_latency_and_spills(monkeypatch):
 
 @pytest.mark.parametrize("figures", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_the_tuners_order_puts_the_best_register_tiles_first(figures, monkeypatch, tmp_path):
-    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
-    target = host(monkeypatch, figures)
-    path = tmp_path / "p.py"
-    path.write_text(LINEAR)
-    t = build(path, "cpp", "cpu", pure=True)
-    [k] = [k for k in t.program.kernels() if k.kind == "matmul"]
+    target, t, k = gemm_kernel(LINEAR, figures, monkeypatch, tmp_path)
     backend = get_backend("cpp")
     space, ranked = backend.tuning_space(k, target), ranked_space(backend, k, None, target)
     rates = [register_tile_rate(target, s["MR"], s["NR"]) for s in ranked]
@@ -115,12 +123,7 @@ def test_the_tuners_order_puts_the_best_register_tiles_first(figures, monkeypatc
 
 
 def test_a_batched_gemms_space_keeps_row_tiles_inside_a_batch(monkeypatch, tmp_path):
-    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
-    target = host(monkeypatch, AVX2)
-    path = tmp_path / "p.py"
-    path.write_text(BMM_20_ROWS)
-    t = build(path, "cpp", "cpu", pure=True)
-    [k] = [k for k in t.program.kernels() if k.kind == "matmul"]
+    target, t, k = gemm_kernel(BMM_20_ROWS, AVX2, monkeypatch, tmp_path)
     assert t.schedules[k.name]["MR"] == 5  # 6 does not divide a batch's 20 rows; 5 does
     mrs = {s["MR"] for s in get_backend("cpp").tuning_space(k, target)}
     assert mrs == {2, 4}
