@@ -46,27 +46,23 @@ def _by_register_tile(space: list[Schedule], target: HardwareModel, default: Sch
     two...: a small budget measures several tiles before it varies the blocks of one. The backend's own
     order put 2 x 8 tiles first, which cannot win."""
     lanes = int(target.chip("simd_width"))
-    rate = {id(s): register_tile_rate(target, s["MR"], s["NR"]) for s in space}
-    live = [s for s in space if rate[id(s)] > 0]
-    if not live:
+    keyed: list[tuple[float, tuple[float, float], int, int, Schedule]] = []  # rate, tile key, changes, turn
+    seen: Counter[tuple[int, int, int]] = Counter()  # (changes, MR, NR) -> schedules of that tile so far
+    for s in space:
+        mr, nr = s["MR"], s["NR"]
+        rate = register_tile_rate(target, mr, nr)
+        if rate <= 0:
+            continue
+        vecs = math.ceil(nr / lanes)
+        changes = sum(s.get(key) != default.get(key) for key in (set(s) | set(default)) - {"MR", "NR"})
+        keyed.append((rate, (-round(rate, 2), -mr * vecs / (mr + vecs)), changes, seen[(changes, mr, nr)], s))
+        seen[(changes, mr, nr)] += 1
+    if not keyed:
         return []
-    best = max(rate[id(s)] for s in live)
-
-    def tile(s: Schedule) -> tuple[float, float]:
-        mr, vecs = s["MR"], math.ceil(s["NR"] / lanes)
-        return (-round(rate[id(s)], 2), -mr * vecs / (mr + vecs))
-
-    def changes(s: Schedule) -> int:
-        return sum(s.get(key) != default.get(key) for key in (set(s) | set(default)) - {"MR", "NR"})
-
-    turn: dict[int, int] = {}  # a schedule's place among its tile's schedules with as many changes
-    seen: Counter[tuple[int, int, int]] = Counter()
-    for s in live:
-        turn[id(s)] = seen[(changes(s), s["MR"], s["NR"])]
-        seen[(changes(s), s["MR"], s["NR"])] += 1
-    top = sorted((s for s in live if rate[id(s)] >= NEAR_BEST * best),
-                 key=lambda s: (changes(s), turn[id(s)], tile(s)))
-    return top + sorted((s for s in live if rate[id(s)] < NEAR_BEST * best), key=lambda s: (tile(s), changes(s)))
+    near = NEAR_BEST * max(k[0] for k in keyed)
+    top = sorted((k for k in keyed if k[0] >= near), key=lambda k: (k[2], k[3], k[1]))
+    rest = sorted((k for k in keyed if k[0] < near), key=lambda k: (k[1], k[2]))
+    return [k[-1] for k in top + rest]
 
 
 NEAR_BEST = 0.9  # register tiles whose modelled rates are this close take turns in a tune's budget
