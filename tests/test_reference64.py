@@ -80,3 +80,13 @@ def test_a_trial_too_big_for_the_device_runs_on_the_host_from_the_start(monkeypa
     _, (out,) = reference.float64_trial(Doubler(), [x], 1, torch.device("cuda"), details, size=4 * gib)
     assert details["float64_reference_on"] == "cpu" and out.device.type == "cpu"
     assert torch.equal(out, x.double() * 2)
+
+
+def test_timing_sets_bounded_by_device_memory() -> None:
+    timing_sets = reference.timing_sets
+    gib = 1 << 30
+    assert timing_sets(3, 1 << 20, 80 * gib) == 3  # test-sized: the three sets asked for
+    assert timing_sets(3, 6 * gib, 80 * gib) == 1  # a 6 GiB softmax input: one set (10 GiB is the bound)
+    assert timing_sets(3, 4 * gib, 80 * gib) == 2
+    assert timing_sets(3, 100 * gib, 80 * gib) == 1  # never none
+    assert timing_sets(3, 6 * gib, None) == 3  # the host: not bounded here

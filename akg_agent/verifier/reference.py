@@ -34,6 +34,16 @@ def float64_home(device: torch.device, size: int) -> torch.device:
     return torch.device("cpu") if 4 * size > free else device
 
 
+def timing_sets(requested: int, set_bytes: int, capacity: int | None) -> int:
+    """How many input sets the timing rotates through: `requested`, fewer where together they would take
+    more than an eighth of the device's `capacity` (bytes; None: no bound), at least one. At real sizes
+    one set already defeats the caches, and every set held crowds out what the baselines allocate
+    (max-autotune's benchmarks, CUDA-graph pools)."""
+    if capacity is None or set_bytes <= 0:
+        return requested
+    return max(1, min(requested, capacity // 8 // set_bytes))
+
+
 def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, details: dict[str, Any],
                   size: int = 0) -> tuple[Any, list[Any] | None]:
     """The float64 reference on one input set of `size` bytes (inputs and outputs): the reference module,

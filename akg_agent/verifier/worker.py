@@ -30,7 +30,7 @@ from . import timing
 from .guard import AtenGuard, undeclared
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare
-from .reference import float64_outputs, float64_trial, nbytes, outputs, to_device
+from .reference import float64_outputs, float64_trial, nbytes, outputs, timing_sets, to_device
 from .sizes import dynamic_sizes, sized_inputs
 from .timing import Timing, side_stream_suspected, time_interleaved
 
@@ -336,7 +336,10 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
     top = max((v["traced"] for v in (dynamic or {}).values()), default=0)
     draw = functools.partial(problem.make_inputs, device=device)
     make = (lambda sd: sized_inputs(draw, sd, dynamic, top)) if dynamic else draw
-    sets = [[to_device(x, device) for x in make(1000 + i)] for i in range(t.get("input_sets", 3))]
+    first = [to_device(x, device) for x in make(1000)]
+    capacity = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
+    n_sets = timing_sets(t.get("input_sets", 3), sum(nbytes(x) for x in first), capacity)
+    sets = [first] + [[to_device(x, device) for x in make(1000 + i)] for i in range(1, n_sets)]
     trials = t.get("trials")
     out: dict[str, Any] = {}
     with torch.no_grad():
@@ -345,6 +348,7 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
         expected = _expected(ref, sets)
         peers = {label: _peer(i, Path(path), problem, ref, sets, device, expected)
                  for i, (label, path) in enumerate(t.get("peers", {}).items())}
+        expected.cache_clear()  # the reference's outputs (float64 too) are not needed while timing
         contenders = {"candidate": cand, **{n: fn for n, (fn, _) in base.items() if fn is not None},
                       **{f"peer:{lb}": fn for lb, (fn, _) in peers.items() if fn is not None}}
         got = time_interleaved(contenders, sets, device, trials)
