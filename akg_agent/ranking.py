@@ -83,15 +83,31 @@ def _interleave(ranked: list[Schedule]) -> list[Schedule]:
 
 
 TIE = 0.05  # tensor-core estimates this close apart are the model's noise (a wave's tail), not a ranking
+WIDE_TILE = 128 * 128  # tiles at least this large store a memory-bound GEMM's output alike (measured)
+
+
+def _bucket(seconds: float) -> int:
+    """Times within TIE of each other share a bucket: the model cannot tell them apart."""
+    return math.floor(math.log(max(seconds, 1e-12)) / math.log(1 + TIE))
 
 
 def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:
-    """By estimated time; among tensor-core tiles the model cannot tell apart (estimates within TIE), the
-    deeper K step, three stages and the larger tile first: measured so on the H100 in bf16 and in 3xTF32
-    (the README's Measured, "tile order and K-major B"). FMA tiles keep their order: BK=64 spills there."""
+    """By estimated time; among ties (estimates within TIE) TMA last (it has not beaten pointer loads on
+    our GEMMs), then: tensor-core tiles the deeper K step, three stages and the larger tile first (measured
+    so on the H100 in bf16 and in 3xTF32, the README's Measured, "tile order and K-major B"); memory-bound
+    tiles (a short K: the output's stores decide) the least compute first, whose slack hides it under the
+    stores, then the larger tile, 128 rows before 64 and more warps (measured on KernelBench's tall-skinny
+    GEMM, K = 32).
+    FMA-bound tiles keep their order: BK=64 spills there."""
     if not math.isfinite(e.time_s):  # infeasible (pruned after sorting)
-        return (math.inf, 0, 0, 0, math.inf)
-    near = math.floor(math.log(max(e.time_s, 1e-12)) / math.log(1 + TIE))  # estimates within TIE: a tie
+        return (math.inf, 0, 0, 0, 0, 0, math.inf)
+    near, tma = _bucket(e.time_s), bool(s.get("TMA", False))
+    if e.bound in ("dram", "l2"):
+        comp = max((v for key, v in e.components.items() if key not in ("dram", "l2")), default=0.0)
+        busy = round(comp / max(e.time_s - e.launch_s, 1e-12), 1)  # compute's share of the memory time
+        return (near, tma, busy, -min(s.get("BM", 0) * s.get("BN", 0), WIDE_TILE), -min(s.get("BM", 0), 128),
+                -s.get("num_warps", 0), e.time_s)
     if not e.bound.startswith("tensor"):
-        return (near, 0, 0, 0, e.time_s)
-    return (near, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3), -s.get("BM", 0) * s.get("BN", 0), e.time_s)
+        return (near, tma, 0, 0, 0, 0, e.time_s)
+    return (near, tma, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3), -s.get("BM", 0) * s.get("BN", 0), 0,
+            e.time_s)

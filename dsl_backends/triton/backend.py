@@ -122,13 +122,18 @@ def _matmul_default(k: Kernel, target: HardwareModel) -> Schedule:
 
 
 def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    K = gemm_dims(k)[2]
+    # a K step wider than K only pads; where one step covers K, pipeline stages have nothing to overlap
+    steps = [bk for bk in (32, 64) if bk == 32 or K > 32]
     space = [Schedule(BM=bm, BN=bn, BK=bk, GROUP_M=8, num_warps=w, num_stages=s)
-             for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64)
-             for w in (4, 8) for s in (2, 3, 4)]
-    if _hopper(target) and tma.tunable(k):  # each schedule also with TMA descriptors
-        space += [s.replace(TMA=True) for s in space]
+             for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in steps
+             for w in (4, 8) for s in ((2, 3, 4) if K > bk else (2,))]
     if _split_precision(k, target):  # 3xTF32: tensor cores at fp32 accuracy, which the verifier checks
         space += [s.replace(input_precision="tf32x3") for s in space]
+    if _hopper(target) and tma.tunable(k):  # schedules also with TMA descriptors
+        # not for fp32 operands on the FMA path: measured 40-50x slower than pointer loads (README, Measured)
+        plain_f32 = split_gemm(k).a.dtype == "f32"
+        space += [s.replace(TMA=True) for s in space if not (plain_f32 and "input_precision" not in s)]
     return space
 
 
