@@ -1,0 +1,80 @@
+"""Large host buffers of a written module on 2 MiB pages: a kernel output of at least 4 MiB is allocated
+2 MiB-aligned and marked MADV_HUGEPAGE (a fresh 4 KiB-page buffer faults once per page on its first write,
+which cost more than the kernels on this host), as a contiguous view of the right shape and dtype; smaller
+outputs and other devices keep torch.empty."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from akg_agent.translate import build, render
+from akg_agent.verifier import verify
+from dsl_backends.module import HUGE_PAGE_MIN_BYTES, huge_allocation
+from ir.kernel.ir import Buf
+
+PROBLEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0 + 1.0
+
+
+def get_inputs():
+    return [torch.randn({rows}, 1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _written(tmp_path, rows):
+    problem = tmp_path / f"relu_{rows}.py"
+    problem.write_text(PROBLEM.format(rows=rows))
+    text = render(build(problem, "cpp", "cpu", tuned=False))
+    cand = tmp_path / f"cand_{rows}.py"
+    cand.write_text(text)
+    return problem, cand, text
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_only_static_outputs_of_four_mib_or_more_take_huge_pages():
+    assert huge_allocation(Buf("o", (1024, 1024), "f32")) == HUGE_PAGE_MIN_BYTES
+    assert huge_allocation(Buf("o", (1024, 1023), "f32")) == 0
+    assert huge_allocation(Buf("o", (2048, 1024), "bf16")) == HUGE_PAGE_MIN_BYTES
+    assert huge_allocation(Buf("o", (1024, 1024), "f64")) == 2 * HUGE_PAGE_MIN_BYTES
+
+
+def test_a_large_output_is_an_aligned_contiguous_view_and_verifies(tmp_path):
+    problem, cand, text = _written(tmp_path, 2048)  # 8 MiB output
+    assert "_akg_empty((2048, 1024), torch.float32, x.device, 8388608)" in text
+    assert verify(problem, cand, target="cpu", seeds=(0, 1)).accepted
+    mod = _load(cand, "huge_cand")
+    x = torch.randn(2048, 1024)
+    out = mod.ModelNew()(x)
+    assert out.shape == (2048, 1024) and out.dtype == torch.float32 and out.is_contiguous()
+    assert torch.equal(out, torch.relu(x) * 2.0 + 1.0)
+    if mod._AKG_MADVISE is not None:  # Linux: the view starts on a 2 MiB boundary
+        assert out.data_ptr() % (1 << 21) == 0
+    second = mod.ModelNew()(x)
+    out.fill_(0.0)  # each call's output is its own buffer
+    assert torch.equal(second, torch.relu(x) * 2.0 + 1.0)
+    # another device keeps torch.empty (a stand-in device here)
+    meta = mod._akg_empty((4, 4), torch.float32, torch.device("meta"), 64)
+    assert meta.device.type == "meta" and meta.storage_offset() == 0
+
+
+def test_a_small_output_keeps_torch_empty(tmp_path):
+    _, _, text = _written(tmp_path, 512)  # 2 MiB
+    assert "_akg_empty" not in text and "torch.empty((512, 1024)" in text
