@@ -97,8 +97,7 @@ def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:
     so on the H100 in bf16 and in 3xTF32, the README's Measured, "tile order and K-major B"); memory-bound
     tiles (a short K: the output's stores decide) the least compute first, whose slack hides it under the
     stores, then the larger tile, 128 rows before 64 and more warps (measured on KernelBench's tall-skinny
-    GEMM, K = 32).
-    FMA-bound tiles keep their order: BK=64 spills there."""
+    GEMM, K = 32). FMA-bound tiles keep their order: BK=64 spills there."""
     if not math.isfinite(e.time_s):  # infeasible (pruned after sorting)
         return (math.inf, 0, 0, 0, 0, 0, math.inf)
     near, tma = _bucket(e.time_s), bool(s.get("TMA", False))

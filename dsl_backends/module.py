@@ -278,7 +278,7 @@ def declared_calls(prog: KernelProgram) -> list[str]:
 
 
 # a buffer this large is allocated on 2 MiB pages on the host: a fresh 4 KiB-page buffer faults once per
-# page on first write, which measured 4-5x the kernel's own time (README, Measured: "huge pages")
+# page on its first write, which cost several times the kernel's own time (README, Measured: "huge pages")
 HUGE_PAGE_MIN_BYTES = 4 << 20
 
 HUGE_EMPTY = '''
@@ -308,7 +308,7 @@ def _akg_empty(shape, dtype, device, nbytes):
         return torch.empty(shape, dtype=dtype, device=device)
     raw = torch.empty(nbytes + _AKG_HUGE, dtype=torch.uint8)
     off = -raw.data_ptr() % _AKG_HUGE
-    _AKG_MADVISE(raw.data_ptr() + off, (nbytes + _AKG_HUGE - 1) // _AKG_HUGE * _AKG_HUGE, 14)
+    _AKG_MADVISE(raw.data_ptr() + off, (nbytes + _AKG_HUGE - off) // _AKG_HUGE * _AKG_HUGE, 14)  # inside raw
     return raw[off:off + nbytes].view(dtype).view(shape)
 '''
 

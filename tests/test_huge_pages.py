@@ -70,6 +70,16 @@ def test_a_large_output_is_an_aligned_contiguous_view_and_verifies(tmp_path):
     second = mod.ModelNew()(x)
     out.fill_(0.0)  # each call's output is its own buffer
     assert torch.equal(second, torch.relu(x) * 2.0 + 1.0)
+    # the marked range lies inside the buffer torch allocated, for any size (a recorder stands in for madvise)
+    calls = []
+    mod._AKG_MADVISE = lambda addr, length, advice: calls.append((addr, length, advice)) or 0
+    for nbytes in (HUGE_PAGE_MIN_BYTES, HUGE_PAGE_MIN_BYTES + 4, 3 * HUGE_PAGE_MIN_BYTES - 12):
+        view = mod._akg_empty((nbytes // 4,), torch.float32, torch.device("cpu"), nbytes)
+        raw = view.untyped_storage()
+        addr, length, advice = calls[-1]
+        assert advice == 14 and addr % (1 << 21) == 0 and length % (1 << 21) == 0 and length >= nbytes - (1 << 21)
+        assert raw.data_ptr() <= addr and addr + length <= raw.data_ptr() + raw.nbytes()
+        assert addr <= view.data_ptr() and view.numel() * 4 == nbytes
     # another device keeps torch.empty (a stand-in device here)
     meta = mod._akg_empty((4, 4), torch.float32, torch.device("meta"), 64)
     assert meta.device.type == "meta" and meta.storage_offset() == 0
