@@ -120,7 +120,9 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     layout = (f",splitk{{units={splitk}}}" if splitk > 0 else "") + layout
     # a backend whose GEMM packs both operands reads a transposed input in place (manifest kind "transposed")
     fuse = "fuse{transposed=1}" if "transposed" in backend.manifest.kinds else "fuse"
-    return f"simplify,{dec},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (",rows" if rows else "") + \
+    # a backend whose row kernel would gather a row across a strided axis keeps such rows split
+    row = ",rows{strided=0}" if "contiguous_rows" in backend.manifest.kinds else ",rows"
+    return f"simplify,{dec},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (row if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 

@@ -13,6 +13,8 @@ reason.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -49,9 +51,18 @@ def _note(merged: Group) -> str:
     return f"row fusion: fusion's groups {names} -> group {merged.id}, one kernel per row{gone}"
 
 
-def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
+def _strided(n: Node) -> bool:
+    """A reduction over an axis with elements after it in memory: each row element a different cache line."""
+    shape = n.args[0].type.shape if n.args and n.args[0] is not None else ()
+    dims = [d % len(shape) for d in n.attrs.get("dims") or range(len(shape))] if shape else []
+    return bool(dims) and math.prod(shape[max(dims) + 1:]) > 1
+
+
+def fuse_rows(g: Graph, plan: FusionPlan, strided: bool = True) -> FusionPlan:
     """The plan with row-fusable groups merged (ids renumbered in execution order); each merged group
-    keeps the groups it replaced as `parts`, under their old ids."""
+    keeps the groups it replaced as `parts`, under their old ids. Without `strided`, rows reduced across
+    a strided axis stay split (a backend whose row kernel would gather them: the split reduction and
+    pointwise kernels run along the contiguous axis)."""
     users = g.users()
     outputs = {id(o) for o in g.outputs}
     groups = list(plan.groups)
@@ -86,6 +97,8 @@ def fuse_rows(g: Graph, plan: FusionPlan) -> FusionPlan:
                     region |= {id(n) for n in p.nodes}
                     grown = True
         if len(parts) == 1 or not any(n.op in VALUE_REDUCTIONS for p in parts for n in p.nodes):
+            continue
+        if not strided and any(_strided(n) for p in parts for n in p.nodes if n.op in VALUE_REDUCTIONS):
             continue
         parts.sort(key=lambda p: p.id)
         nodes = sorted((n for p in parts for n in p.nodes), key=lambda n: position[id(n)])
@@ -146,9 +159,11 @@ class FuseRows:
     """Row fusion of the plan `fuse` made (or of a fresh one): sets `g.plan`."""
 
     name: ClassVar[str] = "rows"
+    strided: int = 1  # 0: rows reduced across a strided axis stay split kernels
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        return replan_pass(self.name, "merge-rows", fuse_rows, g, trace)
+        return replan_pass(self.name, "merge-rows", functools.partial(fuse_rows, strided=bool(self.strided)), g,
+                           trace)
 
 
 def replan_pass(name: str, rule: str, merge: Callable[[Graph, FusionPlan], FusionPlan], g: Graph,
