@@ -132,7 +132,8 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
         space += [s.replace(input_precision="tf32x3") for s in space]
     if _hopper(target) and tma.tunable(k):  # schedules also with TMA descriptors
         # not for fp32 operands on the FMA path: measured 40-50x slower than pointer loads (README, Measured)
-        plain_f32 = split_gemm(k).a.dtype == "f32"
+        parts = split_gemm(k)
+        plain_f32 = "f32" in (parts.a.dtype, parts.b.dtype)  # either operand fp32: the dot runs on FMAs
         space += [s.replace(TMA=True) for s in space if not (plain_f32 and "input_precision" not in s)]
     return space
 
