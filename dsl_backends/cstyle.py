@@ -18,6 +18,9 @@ from ir.sym import is_dynamic
 from .base import UnsupportedKernel
 from .exprs import FLOATS
 
+# elements per block of a serial arg-max/min: the block's extreme in SIMD lanes, then, where it beats the
+# running one, the block searched again for its index while it is in L1 (4 KiB of floats)
+ARG_BLOCK = 1024
 CTYPES = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t",
           "u8": "uint8_t", "bool": "bool", "f16": "uint16_t", "bf16": "uint16_t"}
 
@@ -28,7 +31,7 @@ class CStyle:
     acc_float = "double"  # accumulator of float reductions (serial loops on a CPU: double keeps torch's error)
     serial_acc_float = "double"  # accumulator of a reduction one thread runs alone (a long serial sum)
     fmax_call = True  # maximum/minimum of non-NaN values through fmax/fmin (else a compare and select)
-    simd_lanes = 0  # serial max/min/arg- reductions over one axis run in this many SIMD lanes (0: serially)
+    simd_lanes = 0  # serial max/min/arg- reductions over one axis of >= 4x this many run as SIMD reductions (0: never)
     simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
     bounded_index = False  # loops never step past an extent: quotients and remainders may be split (divmod)
 
@@ -307,55 +310,57 @@ class CPrinter:
         return f"{acc}_i" if e.op in ("argmax", "argmin") else f"(({self.s.ctype_compute(e.dtype)}){acc})"
 
     def lanes(self, e: Reduce) -> str:
-        """A max/min reduction over one axis as an OpenMP SIMD reduction; an arg- one as `simd_lanes`
-        independent lanes in a SIMD loop, then the tail and the lanes combined in order: NaN wins and the
-        first index among equals, as in torch. A compare-and-select chain would keep the loop scalar."""
-        v, n, w = e.axes[0], e.axes[0].extent, self.s.simd_lanes
+        """A max/min reduction over one axis as an OpenMP SIMD reduction (vmaxps), NaN noted apart and put
+        back; an arg- one the same per block of `ARG_BLOCK` elements, the index then searched only in a block
+        whose extreme beats the running one (a block in L1; few blocks do after the first): one pass over
+        memory at the speed of the plain reduction. NaN wins and the first index among equals, as in torch.
+        A compare-and-select of value and index per element vectorises poorly (int64 index lanes)."""
+        v, n = e.axes[0], e.axes[0].extent
         acc, t, arg = self.fresh(), self.s.ctype_compute(e.body.dtype), e.op.startswith("arg")
         cmp = ">" if e.op in ("max", "argmax") else "<"
+        op = "max" if e.op in ("max", "argmax") else "min"
         init = self.s.inf(e.op in ("max", "argmax"), t)
-        if not arg:  # no index to keep: an OpenMP max/min reduction (vmaxps), NaN noted apart and put back
+        if not arg:
             self.emit(f"{t} {acc} = {init}; int {acc}_nan = 0;")
-            self.emit(f"#pragma omp simd reduction({e.op}:{acc}) reduction(|:{acc}_nan)")
-            self.emit(f"for (int64_t {v.name} = 0; {v.name} < {n}; ++{v.name}) {{")
-            inner = self.scope({**self.env, v.name: v.name}, self.indent + "    ")
-            b = inner(e.body)
-            inner.emit(f"const {t} {acc}_x = {b};")
-            inner.emit(f"{acc} = {acc}_x {cmp} {acc} ? {acc}_x : {acc};")
-            inner.emit(f"{acc}_nan |= {acc}_x != {acc}_x;")
-            self.lines += inner.lines
-            self.emit("}")
+            self._extreme(e, acc, op, cmp, "0", str(n))
             self.emit(f"if ({acc}_nan) {acc} = {self.s.nan(t)};")
             return f"(({self.s.ctype_compute(e.dtype)}){acc})"
-        self.emit(f"{t} {acc}_v[{w}]; int64_t {acc}_iv[{w}];")
-        self.emit(f"for (int l = 0; l < {w}; ++l) {{ {acc}_v[l] = {init}; {acc}_iv[l] = 0; }}")
-        self.emit(f"for (int64_t {acc}_o = 0; {acc}_o < {n - n % w}; {acc}_o += {w}) {{")
-        self.emit("    #pragma omp simd")
-        self.emit(f"    for (int l = 0; l < {w}; ++l) {{")
-        inner = self.scope({**self.env, v.name: f"({acc}_o + l)"}, self.indent + "        ")
-        b = inner(e.body)
-        better = f"({beats(b, f'{acc}_v[l]', cmp)})"
-        inner.emit(f"const bool {acc}_b = {better};")
-        inner.emit(f"{acc}_v[l] = {self.s.select(f'{acc}_b', b, f'{acc}_v[l]', t)};")
-        if arg:
-            inner.emit(f"{acc}_iv[l] = {acc}_b ? ({acc}_o + l) : {acc}_iv[l];")
-        self.lines += inner.lines
-        self.emit("    }")
-        self.emit("}")
-        # the lanes in index order of their first elements, then the tail: ties keep the smaller index
+        blk = f"{acc}_blk"
         self.emit(f"{t} {acc} = {init}; int64_t {acc}_i = 0;")
-        self.emit(f"for (int l = 0; l < {w}; ++l) {{")
-        pick = (f"{beats(f'{acc}_v[l]', acc, cmp)} || "
-                f"(({acc}_v[l] == {acc} || ({acc}_v[l] != {acc}_v[l] && {acc} != {acc})) && {acc}_iv[l] < {acc}_i)")
-        self.emit(f"    if ({pick}) {{ {acc} = {acc}_v[l]; {acc}_i = {acc}_iv[l]; }}")
+        self.emit(f"for (int64_t {acc}_o = 0; {acc}_o < {n}; {acc}_o += {ARG_BLOCK}) {{")
+        self.emit(f"    const int64_t {acc}_e = std::min<int64_t>({n}, {acc}_o + {ARG_BLOCK});")
+        self.emit(f"    {t} {blk} = {init}; int {blk}_nan = 0;")
+        body = self.scope(self.env, self.indent + "    ")
+        body._extreme(e, blk, op, cmp, f"{acc}_o", f"{acc}_e")
+        self.lines += body.lines
+        # the first NaN ends the search (none after it wins); else the first element equal to a new extreme
+        searches = ((f"{blk}_nan", "({x}) != ({x})", True), (f"{blk} {cmp} {acc}", f"({{x}}) == {blk}", False))
+        for cond, hit, stop in searches:
+            self.emit(f"    {'' if stop else 'else '}if ({cond}) {{")
+            self.emit(f"        for (int64_t {v.name} = {acc}_o; {v.name} < {acc}_e; ++{v.name}) {{")
+            find = self.scope({**self.env, v.name: v.name}, self.indent + "            ")
+            x = find(e.body)
+            find.emit(f"if ({hit.format(x=x)}) {{ {acc} = {x}; {acc}_i = {v.name}; break; }}")
+            self.lines += find.lines
+            self.emit("        }")
+            if stop:
+                self.emit("        break;")
+            self.emit("    }")
         self.emit("}")
-        self.emit(f"for (int64_t {v.name} = {n - n % w}; {v.name} < {n}; ++{v.name}) {{")
-        tail = self.scope({**self.env, v.name: v.name}, self.indent + "    ")
-        b = tail(e.body)
-        tail.emit(f"if ({beats(b, acc, cmp)}) {{ {acc} = {b}; {acc}_i = {v.name}; }}")
-        self.lines += tail.lines
+        return f"{acc}_i"
+
+    def _extreme(self, e: Reduce, acc: str, op: str, cmp: str, lo: str, hi: str) -> None:
+        """`acc` = the max/min of the body over [lo, hi) in SIMD lanes, `acc`_nan set if any element is NaN."""
+        v, t = e.axes[0], self.s.ctype_compute(e.body.dtype)
+        self.emit(f"#pragma omp simd reduction({op}:{acc}) reduction(|:{acc}_nan)")
+        self.emit(f"for (int64_t {v.name} = {lo}; {v.name} < {hi}; ++{v.name}) {{")
+        inner = self.scope({**self.env, v.name: v.name}, self.indent + "    ")
+        b = inner(e.body)
+        inner.emit(f"const {t} {acc}_x = {b};")
+        inner.emit(f"{acc} = {acc}_x {cmp} {acc} ? {acc}_x : {acc};")
+        inner.emit(f"{acc}_nan |= {acc}_x != {acc}_x;")
+        self.lines += inner.lines
         self.emit("}")
-        return f"{acc}_i" if arg else f"(({self.s.ctype_compute(e.dtype)}){acc})"
 
     def loop_header(self, j: str, ext: int, parallel: bool) -> str:
         return f"for (int64_t {j} = 0; {j} < {ext}; ++{j}) {{"

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
+from dsl_backends.cstyle import ARG_BLOCK
 from ir.errors import AkgError
 from ir.kernel.interior import _value, interior
 from ir.kernel.ir import IOp, Load, walk
@@ -247,7 +248,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(24, 203)]
+    return [torch.randn(24, 2500)]
 
 
 def get_init_inputs():
@@ -256,25 +257,29 @@ def get_init_inputs():
 
 
 def test_max_min_and_arg_reductions_run_in_simd_lanes_with_torchs_ties_and_nans(tmp_path, monkeypatch):
-    """A row's argmax/argmin in 16 SIMD lanes and a tail, its max/min as OpenMP SIMD reductions with NaN
-    noted apart: NaN wins (its first index), the first index among equal values, all -inf rows, a tie
-    between a lane and the tail; against torch."""
+    """A row's max/min as OpenMP SIMD reductions with NaN noted apart; its argmax/argmin the same per block
+    of ARG_BLOCK elements (two full blocks and a short one here), the index searched in a block that beats
+    the running extreme: NaN wins (its first index, a NaN after a larger value too), the first index among
+    equal values within a block and across blocks, all -inf rows, the row's last element alone; against torch."""
+    assert 2 * ARG_BLOCK < 2500 < 3 * ARG_BLOCK
     path = tmp_path / "p.py"
     path.write_text(ARG)
     text = render(build(path, "cpp", "cpu", tuned=False))
-    assert text.count("_v[16]") == 2 and text.count("#pragma omp simd reduction(m") == 2, text
+    assert text.count("_blk_nan) {") == 2 and text.count("#pragma omp simd reduction(m") == 4, text
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     mod = _load(cand, "arg_mod")
-    x = torch.randn(24, 203)
-    x[0, 5] = x[0, 90] = x[0, 201] = 50.0  # ties across lanes and the tail: the first wins
-    x[1, 200] = float("nan")  # NaN in the tail
-    x[2, 7] = x[2, 3] = float("nan")  # two NaNs: the first
+    x = torch.randn(24, 2500)
+    x[0, 5] = x[0, 90] = x[0, 1500] = x[0, 2499] = 50.0  # ties within a block and across blocks: the first wins
+    x[1, 10], x[1, 2400] = 99.0, float("nan")  # NaN in the short block, after the largest value
+    x[2, 1030] = x[2, 7] = x[2, 3] = float("nan")  # NaNs in two blocks: the first
     x[3] = float("-inf")
-    x[4, 17] = x[4, 1] = -50.0  # min ties
-    x[5, 202] = 60.0  # the largest in the tail alone
+    x[4, 1800] = x[4, 17] = x[4, 1] = -50.0  # min ties
+    x[5, 2499] = 60.0  # the largest, the row's last element alone
+    x[6, 1100] = x[6, 2000] = 70.0  # a tie first seen in a later block
+    x[7, 1023], x[7, 1024] = 80.0, 81.0  # the blocks' edge
     got = mod.ModelNew()(x)
     want = (x.argmax(-1), x.amin(-1), torch.softmax(x, -1), x.argmin(-1))
     for g, w in zip(got, want):

@@ -72,7 +72,7 @@ class CppStyle(CStyle):
     restrict = "__restrict__"
     simd_sums = True
     bounded_index = True
-    simd_lanes = 16  # lanes of a max/min reduction: one AVX-512 vector of floats, two AVX2 ones
+    simd_lanes = 16  # one AVX-512 vector of floats, two AVX2 ones
     fmax_call = False  # gcc 12 vectorises no loop that calls fmax on strided loads (a pooling window)
 
     def fn(self, name: str, t: str = "double") -> str:
