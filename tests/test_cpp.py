@@ -190,12 +190,14 @@ def get_init_inputs():
 @pytest.mark.parametrize("rows", [1, 3, 8, 9])
 def test_gemms_with_few_rows_stream_the_weights(rows, tmp_path):
     """Batch 1-8 through a linear layer: no packing, one pass over B per column for every row (9 rows
-    take the blocked template); both B layouts, the epilogue fused, verified against the reference."""
+    take the blocked template), fp32 partial sums per chunk of KC (K = 300: a full chunk and a short one)
+    added in double; both B layouts, the epilogue fused, verified against the reference."""
     path = tmp_path / "p.py"
     path.write_text(SMALL_BATCH.replace("ROWS", str(rows)))
     t = build(path, "cpp", "cpu")
     text = render(t)
-    assert ("akg_bp" not in text and "reduction(+: akg_acc0" in text) == (rows <= 8)
+    small = "akg_bp" not in text and "reduction(+: akg_part0" in text and "akg_acc0 += (double)akg_part0" in text
+    assert small == (rows <= 8) and ("akg_kb += 256" in text) == small
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))
