@@ -329,3 +329,48 @@ def test_a_depthwise_separable_block_may_generate_its_depthwise_convolution_alon
     assert v.accepted, v.line()
     with pytest.raises(AkgError, match="does not generate depthwise convolutions"):
         build(path, "numpy", "cpu", conv="depthwise")  # the example backend lists no window
+
+
+STRIDED_ARG = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.argmax(1), x.argmin(1)
+
+
+def get_inputs():
+    return [torch.randn(3, 40, 37)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_arg_reductions_over_a_strided_axis_sweep_the_contiguous_outputs(tmp_path, monkeypatch):
+    """argmax/argmin over dim 1 (a strided axis) take the strided template: the reduction loop outside, the
+    contiguous outputs in SIMD lanes, a value and an index per output (the plain template read one element
+    per output per step); torch's NaN and tie rules, against torch."""
+    path = tmp_path / "p.py"
+    path.write_text(STRIDED_ARG)
+    text = render(build(path, "cpp", "cpu", tuned=False))
+    assert text.count("_i[akg_c] = akg_w ? akg_j") == 2, text
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    mod = _load(cand, "strided_arg_mod")
+    x = torch.randn(3, 40, 37)
+    x[0, 5, 0] = x[0, 30, 0] = 50.0  # a tie: the first wins
+    x[1, 3, 2], x[1, 20, 2], x[1, 25, 2] = 99.0, float("nan"), float("nan")  # the first NaN, after the largest
+    x[2, :, 4] = float("-inf")
+    x[2, 7, 5] = x[2, 2, 5] = -50.0  # a min tie
+    got = mod.ModelNew()(x)
+    for g, w in zip(got, (x.argmax(1), x.argmin(1))):
+        torch.testing.assert_close(g, w)

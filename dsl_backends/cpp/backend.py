@@ -186,9 +186,9 @@ STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 
 
 def _strided_ok(k: Kernel) -> list[Reduce] | None:
     """The top-level reductions of a kernel that reduces along a non-contiguous axis, reading along its
-    last coordinate (a sum over a middle axis, a norm over channels); None where the strided template
-    does not apply (nested or arg-reductions, a load inside a reduction whose innermost index is not
-    the last coordinate)."""
+    last coordinate (a sum over a middle axis, a norm over channels, an argmax over dim 1); None where the
+    strided template does not apply (nested reductions, a load inside a reduction whose innermost index
+    is not the last coordinate)."""
     if k.kind != "reduce" or not k.coords or size_args(k) or not strided_reduction(k) or k.coords[-1].extent < 8:
         return None
     reds = k.reductions()
@@ -196,16 +196,17 @@ def _strided_ok(k: Kernel) -> list[Reduce] | None:
     tops = [r for r in reds if id(r) not in inner]
     last = k.coords[-1].name
     loads = [e for r in tops for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
-    if inner or any(r.op not in ("sum", "max", "min", "prod") for r in tops) or \
+    if inner or any(r.op not in ("sum", "max", "min", "prod", "argmax", "argmin") for r in tops) or \
             not all(isinstance(e.index[-1], Var) and e.index[-1].name == last for e in loads):
         return None
     return tops
 
 
 def _strided(k: Kernel, s: Schedule) -> list[str]:
-    """Per outer output (in parallel): one double accumulator per contiguous output, the reduction loop
-    outside and the contiguous outputs inside (a SIMD loop reading neighbouring elements), then the
-    epilogue over the row of outputs. The plain template reads one element per output per step."""
+    """Per outer output (in parallel): one double accumulator per contiguous output (and an index, for an
+    arg- reduction), the reduction loop outside and the contiguous outputs inside (a SIMD loop reading
+    neighbouring elements), then the epilogue over the row of outputs. The plain template reads one
+    element per output per step (an argmax over 4096 rows of stride 4095: 1% of speed-of-light)."""
     tops = _strided_ok(k)
     assert tops is not None
     *outer, inner = k.coords
@@ -217,12 +218,15 @@ def _strided(k: Kernel, s: Schedule) -> list[str]:
     fixed: dict[int, str] = {}
     for i, r in enumerate(tops):
         acc = f"akg_acc{i}"
-        init = {"sum": "0.0", "prod": "1.0"}.get(r.op) or STYLE.inf(r.op == "max", "double")
-        if n_in <= STACK_ACC:  # on the stack: no allocation per outer output
-            out += [f"        double {acc}[{n_in}];", f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) "
-                    f"{acc}[akg_c] = {init};"]
-        else:
-            out += [f"        std::vector<double> {acc}_v({n_in}, {init});", f"        double* {acc} = {acc}_v.data();"]
+        init = {"sum": "0.0", "prod": "1.0"}.get(r.op) or STYLE.inf(r.op in ("max", "argmax"), "double")
+        arrays = [(acc, "double", init)] + ([(f"{acc}_i", "int64_t", "0")] if r.op.startswith("arg") else [])
+        for name, ty, first in arrays:
+            if n_in <= STACK_ACC:  # on the stack: no allocation per outer output
+                out += [f"        {ty} {name}[{n_in}];", f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) "
+                        f"{name}[akg_c] = {first};"]
+            else:
+                out += [f"        std::vector<{ty}> {name}_v({n_in}, {first});",
+                        f"        {ty}* {name} = {name}_v.data();"]
         ext = math.prod(v.extent for v in r.axes)
         out.append(f"        for (int64_t akg_j = 0; akg_j < {ext}; ++akg_j) {{")
         pr = CPrinter(STYLE, dict(p.env), prefix=f"r{i}_", indent="            ")
@@ -241,8 +245,14 @@ def _strided(k: Kernel, s: Schedule) -> list[str]:
                       f"{acc}[akg_c];",
                "min": f"{acc}[akg_c] = ((double)({b}) < {acc}[akg_c] || ({b}) != ({b})) ? (double)({b}) : "
                       f"{acc}[akg_c];"}
+        if r.op.startswith("arg"):  # torch's: the first NaN wins, an equal value does not (the first index kept)
+            cmp = ">" if r.op == "argmax" else "<"
+            upd[r.op] = (f"const double akg_x = (double)({b}); const bool akg_w = akg_x {cmp} {acc}[akg_c] || "
+                         f"(akg_x != akg_x && {acc}[akg_c] == {acc}[akg_c]); {acc}[akg_c] = akg_w ? akg_x : "
+                         f"{acc}[akg_c]; {acc}_i[akg_c] = akg_w ? akg_j : {acc}_i[akg_c];")
         out += [f"                {upd[r.op]}", "            }", "        }"]
-        fixed[id(r)] = f"(({STYLE.ctype_compute(r.dtype)}){acc}[akg_c])"
+        got = f"{acc}_i[akg_c]" if r.op.startswith("arg") else f"{acc}[akg_c]"
+        fixed[id(r)] = f"(({STYLE.ctype_compute(r.dtype)}){got})"
     out += ["        #pragma omp simd", f"        for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) {{"]
     pe = CPrinter(STYLE, dict(p.env, **{inner.name: "akg_c"}), prefix="e", indent="            ")
     pe.fixed = fixed
