@@ -374,3 +374,17 @@ def test_arg_reductions_over_a_strided_axis_sweep_the_contiguous_outputs(tmp_pat
     got = mod.ModelNew()(x)
     for g, w in zip(got, (x.argmax(1), x.argmin(1))):
         torch.testing.assert_close(g, w)
+
+
+def test_integer_reductions_over_a_strided_axis_keep_int64_accumulators(tmp_path):
+    """Sums, maxima and argmax of int64 values near 2**59 over dim 1: the strided template's double
+    accumulators would round them (74 of 74 sums wrong), so they keep the plain template's int64 ones."""
+    path = tmp_path / "p.py"
+    path.write_text(STRIDED_ARG.replace("return x.argmax(1), x.argmin(1)", "return x.sum(1), x.amax(1), x.argmax(1)")
+                    .replace("torch.randn(3, 40, 37)", "torch.randint(2**58, 2**59, (2, 30, 37))"))
+    text = render(build(path, "cpp", "cpu", tuned=False))
+    assert "akg_w ? akg_j" not in text and "double akg_acc" not in text, text
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()

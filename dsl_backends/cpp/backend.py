@@ -14,7 +14,7 @@ from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, decode, row_sweep
-from ..exprs import reads_along, row_coords, strided_reduction
+from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .columns import column_values, precompute
 from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, packed_place, weight_bufs
@@ -187,8 +187,8 @@ STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 
 def _strided_ok(k: Kernel) -> list[Reduce] | None:
     """The top-level reductions of a kernel that reduces along a non-contiguous axis, reading along its
     last coordinate (a sum over a middle axis, a norm over channels, an argmax over dim 1); None where the
-    strided template does not apply (nested reductions, a load inside a reduction whose innermost index
-    is not the last coordinate)."""
+    strided template does not apply (nested reductions, integer values, a load inside a reduction whose
+    innermost index is not the last coordinate)."""
     if k.kind != "reduce" or not k.coords or size_args(k) or not strided_reduction(k) or k.coords[-1].extent < 8:
         return None
     reds = k.reductions()
@@ -196,7 +196,9 @@ def _strided_ok(k: Kernel) -> list[Reduce] | None:
     tops = [r for r in reds if id(r) not in inner]
     last = k.coords[-1].name
     loads = [e for r in tops for e in walk(r.body) if isinstance(e, Load) and len(e.index) > 1]
-    if inner or any(r.op not in ("sum", "max", "min", "prod", "argmax", "argmin") for r in tops) or \
+    # integer values stay with the plain template's int64 accumulators (a double holds 53 bits)
+    if inner or any(r.op not in ("sum", "max", "min", "prod", "argmax", "argmin") or r.body.dtype not in FLOATS
+                    for r in tops) or \
             not all(isinstance(e.index[-1], Var) and e.index[-1].name == last for e in loads):
         return None
     return tops
