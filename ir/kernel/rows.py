@@ -23,6 +23,7 @@ from ..graph import Graph, Node
 from ..ops import opdef
 from ..passes.base import Firing, Trace, register
 from ..passes.fusion import Boundary, FusionPlan, Group, fuse
+from ..passes.simplify import reduced_axes
 from .analysis import work
 from .lower import lower_group, row_kernels
 
@@ -53,9 +54,7 @@ def _note(merged: Group) -> str:
 
 def _strided(n: Node) -> bool:
     """A reduction over an axis with elements after it in memory: each row element a different cache line."""
-    shape = n.args[0].type.shape if n.args and n.args[0] is not None else ()
-    dims = [d % len(shape) for d in n.attrs.get("dims") or range(len(shape))] if shape else []
-    return bool(dims) and math.prod(shape[max(dims) + 1:]) > 1
+    return math.prod(n.args[0].type.shape[max(reduced_axes(n), default=-1) + 1:]) > 1  # type: ignore[union-attr]
 
 
 def fuse_rows(g: Graph, plan: FusionPlan, strided: bool = True) -> FusionPlan:
