@@ -198,15 +198,16 @@ def choose_schedule(backend: Backend, k: Kernel, grp: Group | None, target: Hard
 
 
 def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, Schedule], target: HardwareModel,
-                    dsl: str) -> tuple[dict[str, Schedule], dict[str, float]]:
+                    dsl: str, problem: Path) -> tuple[dict[str, Schedule], dict[str, float]]:
     """Each kernel's best schedule measured on this hardware (`akg tune`), where the tuning database has
     one for these versions; the rest keep theirs. Also: kernel -> the measured module time."""
     path, hw, ver = TuningDB.default_path(), hardware_key(target), versions(backend.manifest)
     out, times = dict(schedules), {}
     if not path.is_file():  # never tuned here: no kernel rendered for a signature
         return out, times
+    problem_sig = problem_signature(problem)
     for k in prog.kernels():
-        found = best_schedule(path, hw, dsl, kernel_signature(backend.render_kernel(k, schedules[k.name], target)), ver)
+        found = best_schedule(path, hw, dsl, kernel_signature(problem_sig, k), ver)
         if found is not None:
             out[k.name], times[k.name] = found
     return out, times
@@ -274,7 +275,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     buckets = _buckets(problem, backend, target, train, allow_opaque, how, pure, dynamic, g, prog, schedules)
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
-        schedules, times = tuned_schedules(backend, prog, schedules, target, dsl)
+        schedules, times = tuned_schedules(backend, prog, schedules, target, dsl, problem.path)
     return Translation(problem.path, dsl, target, executor, g, plan, prog, schedules, tuned=times,
                        strategy=how, strategy_s=strategy_s, strategy_why=strategy_why, buckets=buckets)
 

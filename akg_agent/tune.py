@@ -336,6 +336,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
     measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
     src = t.problem.read_text()
     kernels: list[dict[str, Any]] = []
+    problem_sig = problem_signature(t.problem)
+    first: dict[str, str] = {}  # signature -> the first kernel of that structure here (the one searched)
     for k in t.program.kernels():
         space = ranked_space(backend, k, groups.get(k.group), t.target)
         default = t.schedules[k.name]
@@ -343,7 +345,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         if len(cands) == 1:  # nothing to choose: the strategy's module verification checks and times it
             kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(default), "best_s": None, "tried": 0})
             continue
-        sig = kernel_signature(backend.render_kernel(k, default, t.target))
+        sig = kernel_signature(problem_sig, k)
+        same = first.setdefault(sig, k.name)
         times: dict[int, float] = {}
         works: list[Work] = []
         for i, sched in enumerate(cands):
@@ -384,7 +387,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         ok = best is not None and math.isfinite(times[best])
         t.schedules = {**t.schedules, k.name: cands[best] if ok else default}
         kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
-                        "best_s": times[best] if best is not None else None, "tried": tried})
+                        "best_s": times[best] if best is not None else None, "tried": tried,
+                        **({"same_as": same} if same != k.name else {})})
     return kernels
 
 

@@ -1,6 +1,6 @@
-"""The tuning database: every measurement `akg tune` takes, keyed by hardware, DSL, kernel signature,
-versions and schedule (SQLite, committed as each arrives), and verified modules for retrieval into
-prompts. `akg translate` reads each kernel's best measured schedule from it."""
+"""The tuning database: every measurement `akg tune` takes, keyed by hardware, DSL, kernel signature (the
+problem and the kernel's structure), versions and schedule (SQLite, committed as each arrives), and
+verified modules for retrieval into prompts. `akg translate` reads each kernel's best measured schedule from it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ import torch
 
 from dsl_backends import Manifest
 from hardware_models.spec import HardwareModel, cache_dir
+from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
+from ir.kernel.structure import structure_key
 
 from .verifier import device_for, timed_on
 from .version import __version__
@@ -134,8 +136,11 @@ def _key(sched: Schedule) -> str:
     return json.dumps(dict(sorted(sched.items())))
 
 
-def kernel_signature(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()[:24]
+def kernel_signature(problem: str, k: Kernel) -> str:
+    """A kernel of a problem (`problem_signature`) by its structure: kernels of one structure in a problem
+    (an unrolled recurrence's steps) share their measurements, so the tuner searches one of them and the
+    rest are served. Other problems' kernels do not: a measurement is the time of the whole module."""
+    return hashlib.sha256(f"{problem}\n{structure_key(k)}".encode()).hexdigest()[:24]
 
 
 def hardware_key(target: HardwareModel) -> str:

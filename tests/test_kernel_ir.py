@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ir.kernel.ir import Const, IOp, Var, index_bounds
+from ir.kernel.ir import Buf, Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, index_bounds
+from ir.kernel.structure import structure_key
 
 
 def test_index_bounds():
@@ -97,3 +98,37 @@ def test_a_reshapes_re_split_index_simplifies_to_the_plain_one_and_stays_exact()
         for point in itertools.product(range(3), range(5), range(7)):
             env = dict(zip("abc", point))
             assert _ieval(got, env) == _ieval(e, env), (e, got, env)
+
+
+def _step_kernel(name: str, xs: str, h: str, t: int, rows: int = 4, role: str = "tmp") -> Kernel:
+    """One step of an unrolled recurrence: out[m, n] = xs[t, m, n] + sum_k h[m, k] * w[n, k]."""
+    m, n, k = Var(f"{name}_m", rows), Var(f"{name}_n", 8), Var(f"{name}_k", 16)
+    proj = Buf(xs, (3, rows, 8), "f32", "tmp")
+    dot = Reduce("dot", Op("mul", (Load(Buf(h, (rows, 16), "f32", role), (m, k)),
+                                   Load(Buf("w", (8, 16), "f32", "param"), (n, k))), (), "f32"), (k,), "f32")
+    return Kernel(name, "matmul", Buf(f"{name}_out", (rows, 8), "f32"), (m, n),
+                  Op("add", (Load(proj, (Const(t, "i64"), m, n)), dot), (), "f32"))
+
+
+def test_kernels_of_one_structure_share_a_key_up_to_names_and_fixed_index_positions():
+    """The steps of an unrolled recurrence differ in buffer, variable and kernel names and in the step a
+    fixed index selects: one key, so the tuner searches one of them. Anything that can change the code
+    or its speed makes another key."""
+    one, two = _step_kernel("k4", "proj", "h1", 1), _step_kernel("k7", "proj", "h2", 2)
+    assert structure_key(one) == structure_key(two)
+    assert structure_key(_step_kernel("k0", "proj", "x", 0, role="input")) == structure_key(one)  # roles alike
+    assert structure_key(_step_kernel("k9", "proj", "h", 1, role="param")) != structure_key(one)  # packed weights
+    assert structure_key(_step_kernel("k9", "proj", "h", 1, rows=5)) != structure_key(one)  # shapes
+    # step 1 starts 4 x 8 floats = 128 bytes in, step 2 256: both aligned alike; with 3 rows, 96 and 192 bytes
+    three = [structure_key(_step_kernel(f"k{t}", "p", "h", t, rows=3)) for t in (1, 2)]
+    assert three[0] != three[1]
+    swapped = _step_kernel("k5", "proj", "h1", 1)
+    swapped = Kernel(swapped.name, swapped.kind, swapped.out, swapped.coords,
+                     Op("sub", swapped.expr.args, (), "f32"))  # type: ignore[attr-defined]
+    assert structure_key(swapped) != structure_key(one)
+    # a node the DAG shares is written once: a chain of 60 squarings keys in linear size, unlike its tree
+    x = Var("i", 4)
+    e: Expr = Load(Buf("a", (4,), "f32"), (x,))
+    for _ in range(60):
+        e = Op("mul", (e, e), (), "f32")
+    assert len(structure_key(Kernel("sq", "pointwise", Buf("o", (4,), "f32"), (x,), e))) < 10_000

@@ -59,7 +59,7 @@ def test_translate_takes_each_kernels_best_schedule_from_the_tuning_database(tmp
     groups = {g.id: g for g in plain.plan.groups}
     k = next(k for k in plain.program.kernels() if k.kind == "matmul")
     others = [s for s in ranked_space(backend, k, groups.get(k.group), plain.target) if s != plain.schedules[k.name]]
-    sig = kernel_signature(backend.render_kernel(k, plain.schedules[k.name], plain.target))
+    sig = kernel_signature(problem_signature(path), k)
     hw, ver, db = hardware_key(plain.target), versions(backend.manifest), TuningDB()
     db.put(hw, "cpp", sig, ver, plain.schedules[k.name], 2e-3, "accepted: measured")
     db.put(hw, "cpp", sig, ver, others[0], 1e-3, "accepted: measured")
@@ -359,3 +359,51 @@ def test_measurements_on_another_card_are_kept_apart_from_the_targets(tmp_path, 
     monkeypatch.setattr(vf, "_gpu_name", lambda visible: "NVIDIA H100 80GB HBM3")
     assert hardware_key(load_target("h100")) == "h100"
     assert hardware_key(load_target("cpu")) == load_target("cpu").name
+
+
+LSTM_STEPS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.LSTMCell(16, 32)
+
+    def forward(self, xs, h, c):
+        for t in range(4):
+            h, c = self.cell(xs[t], (h, c))
+        return h, c
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 16), torch.randn(8, 32), torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_unrolled_steps_are_searched_once_and_translate_gives_every_step_the_best(tmp_path, monkeypatch):
+    """An LSTM cell over 4 steps: 13 kernels of 4 structures (the input projection, a step's GEMM and its
+    two gate kernels). Each structure's first kernel is searched; the other steps are served its
+    measurements, so they take its best schedule, in the tune and in a later translate."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "lstm_steps.py"
+    path.write_text(LSTM_STEPS)
+    db = TuningDB(tmp_path / "cache" / "tuning.sqlite")
+    rep = tune(str(path), "cpu", "cpp", budget=2, out=tmp_path / "tuned.py", db=db, strategies=False)
+    base = build(path, "cpp", "cpu", tuned=False)
+    sigs = {k.name: kernel_signature(problem_signature(path), k) for k in base.program.kernels()}
+    rows = {k["kernel"]: k for k in rep["kernels"]}
+    searched = [r for r in rep["kernels"] if r["tried"] and "same_as" not in r]
+    shared = [r for r in rep["kernels"] if "same_as" in r]
+    assert len(rows) == 13 and len(searched) == 4 and len(shared) == 9
+    assert len({sigs[r["kernel"]] for r in searched}) == 4  # one searched per structure
+    assert rep["measured"] == sum(r["tried"] for r in searched) and rep["from_db"] == sum(r["tried"] for r in shared)
+    for r in shared:
+        assert sigs[r["kernel"]] == sigs[r["same_as"]] and r["best"] == rows[r["same_as"]]["best"]
+    tuned = build(path, "cpp", "cpu")
+    assert set(tuned.tuned) == {r["kernel"] for r in searched + shared}
+    assert all(dict(tuned.schedules[n]) == r["best"] for n, r in rows.items())

@@ -11,7 +11,7 @@ import akg_agent.tune as tune_mod
 from akg_agent.cluster import Done, Work
 from akg_agent.translate import build
 from akg_agent.tune import tune
-from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, versions
+from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from dsl_backends import get_backend
 
 from .conftest import problem_path
@@ -72,7 +72,7 @@ def test_finalists_timed_on_different_devices_are_timed_again_together(tmp_path,
         assert k["best"] == dict(base.schedules[k["kernel"]])
         # and the database keeps the times of that run, so a rerun chooses alike
         kern = next(x for x in base.program.kernels() if x.name == k["kernel"])
-        sig = kernel_signature(be.render_kernel(kern, base.schedules[kern.name], base.target))
+        sig = kernel_signature(problem_signature(PROBLEM), kern)
         assert db.get(hw, "cpp", sig, versions(be.manifest), base.schedules[kern.name]) == 1.0e-3
     assert rep["verdict"].startswith("accepted")
 

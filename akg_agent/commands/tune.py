@@ -62,7 +62,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             print(f"  head to head: not timed ({h2h['verdict']}); the choice follows the runs of each strategy")
         for k in r["kernels"]:
             best = f"{k['best_s'] * 1e3:.4g} ms" if k["best_s"] not in (None, float("inf")) else "-"
-            print(f"  {k['kernel']} ({k['kind']}): {k['best']} module time {best}")
+            same = f" (shares {k['same_as']}'s measurements: the same structure)" if "same_as" in k else ""
+            print(f"  {k['kernel']} ({k['kind']}): {k['best']} module time {best}{same}")
         for lost in r["lost"]:
             print(f"  lost: {lost['kernel']} {lost['schedule']}: {lost['why']} (a rerun tries it again)")
         if per_device:
