@@ -42,12 +42,14 @@ def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where:
     rows = [r for r in v.details.get("trials", []) if r.get("vs_float64")]
     return {"kernel": kernel, "schedule": dict(sched), "median_s": median_s if math.isfinite(median_s) else None,
             "verdict": v.line(), "max_err_vs_float64": max((r["max_abs_err"] for r in rows), default=None),
-            "torch_err_vs_float64": max((r["ref_max_abs_err"] for r in rows), default=None), **where}
+            "torch_err_vs_float64": max((r["ref_max_abs_err"] for r in rows), default=None),
+            "phase_s": v.details.get("phase_s"), **where}
 
 
-def _with(t: Translation, kernel: str, sched: Schedule) -> Translation:
-    """The translation with one kernel's schedule replaced (the original untouched)."""
-    return dataclasses.replace(t, schedules={**t.schedules, kernel: sched}, _body=None)
+def _with(t: Translation, kernels: str | list[str], sched: Schedule) -> Translation:
+    """The translation with these kernels' schedule replaced (the original untouched)."""
+    names = [kernels] if isinstance(kernels, str) else kernels
+    return dataclasses.replace(t, schedules={**t.schedules, **{n: sched for n in names}}, _body=None)
 
 
 def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]:
@@ -329,24 +331,29 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                     on_progress: Callable[[str, int, int, float | None, Done | None], None] | None
                     ) -> list[dict[str, Any]]:
     """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
-    in order, each against the best schedules of those before it; `t.schedules` ends with the best."""
+    in order, each against the best schedules of those before it; `t.schedules` ends with the best.
+    Kernels of one structure (`kernel_signature`: an unrolled recurrence's steps) are searched as one:
+    each candidate sets all of them, so the module's time moves by all of their share of it."""
     backend = get_backend(t.dsl)
     ver, hw, dsl = versions(backend.manifest), hardware_key(t.target), t.dsl
     groups = {g.id: g for g in t.plan.groups}
     measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
     src = t.problem.read_text()
-    kernels: list[dict[str, Any]] = []
     problem_sig = problem_signature(t.problem)
-    first: dict[str, str] = {}  # signature -> the first kernel of that structure here (the one searched)
+    alike: dict[str, list[str]] = {}  # signature -> its kernels, in program order
     for k in t.program.kernels():
+        alike.setdefault(kernel_signature(problem_sig, k), []).append(k.name)
+    rows: dict[str, dict[str, Any]] = {}
+    for k in t.program.kernels():
+        sig = kernel_signature(problem_sig, k)
+        if alike[sig][0] != k.name:  # searched with the first of its structure
+            continue
         space = ranked_space(backend, k, groups.get(k.group), t.target)
         default = t.schedules[k.name]
         cands = ([default] + [s for s in space if s != default])[:budget]
         if len(cands) == 1:  # nothing to choose: the strategy's module verification checks and times it
-            kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(default), "best_s": None, "tried": 0})
+            rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(default), "best_s": None, "tried": 0}
             continue
-        sig = kernel_signature(problem_sig, k)
-        same = first.setdefault(sig, k.name)
         times: dict[int, float] = {}
         works: list[Work] = []
         for i, sched in enumerate(cands):
@@ -355,7 +362,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                 break
             known = db.get(hw, dsl, sig, ver, sched)
             if known is None:
-                works.append(Work((k.name, i), t.problem.name, src, render(_with(t, k.name, sched))))
+                works.append(Work((k.name, i), t.problem.name, src, render(_with(t, alike[sig], sched))))
             else:
                 times[i] = known
                 report["from_db"] += 1
@@ -381,18 +388,20 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
             if on_progress is not None:
                 on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
         if not _past(start, time_limit_s):
-            times = _on_one_device(t, src, k.name, cands, times, where, measure, report,
+            times = _on_one_device(t, src, alike[sig], cands, times, where, measure, report,
                                    lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
         best = _fastest(times)
         ok = best is not None and math.isfinite(times[best])
-        t.schedules = {**t.schedules, k.name: cands[best] if ok else default}
-        kernels.append({"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
-                        "best_s": times[best] if best is not None else None, "tried": tried,
-                        **({"same_as": same} if same != k.name else {})})
-    return kernels
+        t.schedules = _with(t, alike[sig], cands[best] if ok else default).schedules
+        rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
+                        "best_s": times[best] if best is not None else None, "tried": tried}
+    firsts = {n: names[0] for names in alike.values() for n in names}
+    return [rows[k.name] if firsts[k.name] == k.name else
+            {**rows[firsts[k.name]], "kernel": k.name, "tried": 0, "same_as": firsts[k.name]}
+            for k in t.program.kernels()]
 
 
-def _on_one_device(t: Translation, problem_src: str, kernel: str, cands: list[Schedule], times: dict[int, float],
+def _on_one_device(t: Translation, problem_src: str, kernels: list[str], cands: list[Schedule], times: dict[int, float],
                    where: dict[int, str], measure: Callable[[list[Work]], Iterator[Done]], report: dict[str, Any],
                    keep: Callable[[int, float, str], None]) -> dict[int, float]:
     """`times` with the finalists (within SPREAD of the fastest) timed once more, in turns in one run on one
@@ -403,7 +412,8 @@ def _on_one_device(t: Translation, problem_src: str, kernel: str, cands: list[Sc
     fin = sorted(i for i, sec in times.items() if sec <= low * (1 + SPREAD))
     if len(fin) < 2 or len({where.get(i, "") for i in fin}) < 2:
         return times
-    bodies = [render(_with(t, kernel, cands[i])) for i in fin]
+    kernel = kernels[0]
+    bodies = [render(_with(t, kernels, cands[i])) for i in fin]
     work = Work((kernel, "together"), t.problem.name, problem_src, bodies[0],
                 peers=tuple((str(i), body) for i, body in zip(fin[1:], bodies[1:])))
     done = next(iter(measure([work])), None)

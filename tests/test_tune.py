@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from akg_agent import tune as tune_module
 from akg_agent.ranking import ranked_space
-from akg_agent.translate import Strategy, build, header
+from akg_agent.translate import Strategy, build, header, render
 from akg_agent.tune import tune
 from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from dsl_backends import get_backend
@@ -387,21 +388,26 @@ def get_init_inputs():
 
 def test_unrolled_steps_are_searched_once_and_translate_gives_every_step_the_best(tmp_path, monkeypatch):
     """An LSTM cell over 4 steps: 13 kernels of 4 structures (the input projection, a step's GEMM and its
-    two gate kernels). Each structure's first kernel is searched; the other steps are served its
-    measurements, so they take its best schedule, in the tune and in a later translate."""
+    two gate kernels). Each structure is searched once, every candidate module setting the schedule of
+    all its kernels; they all take the best, in the tune and in a later translate."""
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "lstm_steps.py"
     path.write_text(LSTM_STEPS)
-    db = TuningDB(tmp_path / "cache" / "tuning.sqlite")
-    rep = tune(str(path), "cpu", "cpp", budget=2, out=tmp_path / "tuned.py", db=db, strategies=False)
     base = build(path, "cpp", "cpu", tuned=False)
     sigs = {k.name: kernel_signature(problem_signature(path), k) for k in base.program.kernels()}
+    rendered: list[dict[str, dict]] = []
+    monkeypatch.setattr(tune_module, "render", lambda t, *a: rendered.append(dict(t.schedules)) or render(t, *a))
+    db = TuningDB(tmp_path / "cache" / "tuning.sqlite")
+    rep = tune(str(path), "cpu", "cpp", budget=2, out=tmp_path / "tuned.py", db=db, strategies=False)
     rows = {k["kernel"]: k for k in rep["kernels"]}
-    searched = [r for r in rep["kernels"] if r["tried"] and "same_as" not in r]
+    searched = [r for r in rep["kernels"] if r["tried"]]
     shared = [r for r in rep["kernels"] if "same_as" in r]
     assert len(rows) == 13 and len(searched) == 4 and len(shared) == 9
     assert len({sigs[r["kernel"]] for r in searched}) == 4  # one searched per structure
-    assert rep["measured"] == sum(r["tried"] for r in searched) and rep["from_db"] == sum(r["tried"] for r in shared)
+    assert rep["measured"] == sum(r["tried"] for r in searched) and rep["from_db"] == 0
+    for scheds in rendered:  # each candidate (and the final module) sets a structure's kernels alike
+        assert all(scheds[n] == scheds[r["same_as"]] for n, r in rows.items() if "same_as" in r)
+    assert any(scheds != rendered[0] for scheds in rendered)
     for r in shared:
         assert sigs[r["kernel"]] == sigs[r["same_as"]] and r["best"] == rows[r["same_as"]]["best"]
     tuned = build(path, "cpp", "cpu")
