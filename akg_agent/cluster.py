@@ -48,6 +48,10 @@ class Work:
     sol_check: bool = False  # judge the timing against the speed-of-light (bench), not only compare (tune)
     trials: int | None = None
     peers: tuple[tuple[str, str], ...] = ()  # (label, source) of modules timed in the same run (bench)
+    # compiled code shared by the candidates of one search, all rendered by akg (a tune's): a kernel
+    # one candidate compiled, the next loads. Empty for a module from elsewhere (an LLM's), which
+    # could otherwise plant code that another candidate runs
+    shared_build: str = ""
 
 
 @dataclass
@@ -72,10 +76,11 @@ def _files(w: Work, d: Path) -> tuple[Path, Path, dict[str, Path]]:
     return prob, cand, peers
 
 
-def _build_dir(w: Work) -> Path:
-    """This candidate's compiled code on this host, kept from its check to its timing (not shared with
-    any other candidate: one candidate's run cannot plant code for another)."""
-    d = Path(tempfile.gettempdir()) / "akg-builds" / hashlib.sha256(w.source.encode()).hexdigest()[:24]
+def build_dir(w: Work) -> Path:
+    """This candidate's compiled code on this host, kept from its check to its timing: its own (one
+    candidate's run cannot plant code for another), or its search's where akg rendered it all."""
+    key = f"shared-{w.shared_build}" if w.shared_build else w.source
+    d = Path(tempfile.gettempdir()) / "akg-builds" / hashlib.sha256(key.encode()).hexdigest()[:24]
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -83,7 +88,7 @@ def _build_dir(w: Work) -> Path:
 def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="akg-ray-") as d:
         prob, cand, peers = _files(w, Path(d))
-        build = _build_dir(w)
+        build = build_dir(w)
         v = None
         try:
             v = verify(prob, cand, target=target, seeds=w.seeds, timing=timing, baselines=w.baselines,
@@ -92,7 +97,8 @@ def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:
         except AkgError as e:
             return {"accepted": False, "code": "verifier_error", "reason": str(e), "details": {}}
         finally:
-            if timing or v is None or not v.accepted:  # the candidate's last run on this host
+            # the candidate's last run on this host (a search's shared code outlives it: the next loads it)
+            if not w.shared_build and (timing or v is None or not v.accepted):
                 shutil.rmtree(build, ignore_errors=True)
     out = v.to_json()
     out["details"].pop("output", None)  # the worker's console, kept on the worker

@@ -21,7 +21,7 @@ from ir.kernel.lower import conv_kinds, generated_conv
 from ir.kernel.schedule import Schedule
 from ir.passes.library import check_families
 
-from .cluster import Cluster, Done, LocalPool, Work
+from .cluster import Cluster, Done, LocalPool, Work, build_dir
 from .ranking import ranked_space
 from .translate import Strategy, Translation, build, module_body, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
@@ -62,7 +62,7 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
                 path = Path(d) / f"cand_{w.key[0]}_{w.key[1]}.py"
                 path.write_text(w.source)
                 v = verify(problem, path, target=target, seeds=w.seeds, timing=True, sol_check=False,
-                           timing_lock=host_lock(target))
+                           timing_lock=host_lock(target), build_cache=build_dir(w) if w.shared_build else None)
                 yield Done(w, v.to_json(), host=socket.gethostname(), device=device)
     return run
 
@@ -340,6 +340,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
     measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
     src = t.problem.read_text()
     problem_sig = problem_signature(t.problem)
+    # the candidates differ in one structure's kernels: the others compile once for the whole search
+    shared = f"{hw} {dsl} {ver} {problem_sig}"
     alike: dict[str, list[str]] = {}  # signature -> its kernels, in program order
     for k in t.program.kernels():
         alike.setdefault(kernel_signature(problem_sig, k), []).append(k.name)
@@ -362,7 +364,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
                 break
             known = db.get(hw, dsl, sig, ver, sched)
             if known is None:
-                works.append(Work((k.name, i), t.problem.name, src, render(_with(t, alike[sig], sched))))
+                works.append(Work((k.name, i), t.problem.name, src, render(_with(t, alike[sig], sched)),
+                                  shared_build=shared))
             else:
                 times[i] = known
                 report["from_db"] += 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import akg_agent.cluster as cluster_mod
 import akg_agent.tune as tune_mod
 from akg_agent.cluster import Done, Work
 from akg_agent.translate import build
@@ -83,3 +84,36 @@ def test_candidates_one_device_timed_are_not_timed_again(tmp_path, monkeypatch):
     tried = [k for k in rep["kernels"] if k["tried"] == 2]
     assert tried and "together" not in rep
     assert all(k["best"] != dict(base.schedules[k["kernel"]]) for k in tried)  # the 2% faster one
+
+
+class _Verdict:
+    accepted = True
+
+    def to_json(self) -> dict[str, Any]:
+        return _accepted({})
+
+
+def test_a_tunes_candidates_share_compiled_code_and_nothing_else_does(tmp_path, monkeypatch):
+    """A tune's candidates, all rendered by akg, compile into one build folder per search: a kernel that
+    one candidate compiled (Triton's cache), the next loads, and the folder outlives each candidate.
+    Any other work (a module from elsewhere) keeps its own, removed after its last run."""
+    works: list[Work] = []
+
+    class Recording(_OneDevice):
+        def run(self, ws: list[Work]):
+            works.extend(ws)
+            return super().run(ws)
+
+    rep, _ = _tuned(tmp_path, monkeypatch, Recording)
+    searched = [w for w in works if not w.peers]
+    assert len(searched) == rep["measured"] >= 2 and len({w.source for w in searched}) >= 2
+    assert searched[0].shared_build and {w.shared_build for w in searched} == {searched[0].shared_build}
+    ours = cluster_mod.build_dir(searched[0])
+    assert {cluster_mod.build_dir(w) for w in searched} == {ours}
+    other = Work(("x", 0), PROBLEM.name, PROBLEM.read_text(), "# another module")
+    mine = cluster_mod.build_dir(other)
+    assert mine != ours
+    monkeypatch.setattr(cluster_mod, "verify", lambda *a, **k: _Verdict())
+    for w in (searched[0], other):
+        cluster_mod._run(w, "cpu", timing=True)  # the candidate's last run
+    assert ours.is_dir() and not mine.exists()
