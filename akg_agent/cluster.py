@@ -79,10 +79,22 @@ def _files(w: Work, d: Path) -> tuple[Path, Path, dict[str, Path]]:
 def build_dir(w: Work) -> Path:
     """This candidate's compiled code on this host, kept from its check to its timing: its own (one
     candidate's run cannot plant code for another), or its search's where akg rendered it all."""
-    key = f"shared-{w.shared_build}" if w.shared_build else w.source
-    d = Path(tempfile.gettempdir()) / "akg-builds" / hashlib.sha256(key.encode()).hexdigest()[:24]
+    d = shared_build_dir(w.shared_build) if w.shared_build else _builds() / _digest(w.source)
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def shared_build_dir(name: str) -> Path:
+    """The build folder a search's candidates share on this host (not made here)."""
+    return _builds() / f"shared-{_digest(name)}"
+
+
+def _builds() -> Path:
+    return Path(tempfile.gettempdir()) / "akg-builds"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def _run(w: Work, target: str, timing: bool) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
+import shutil
 import socket
 import tempfile
 import time
@@ -21,7 +23,7 @@ from ir.kernel.lower import conv_kinds, generated_conv
 from ir.kernel.schedule import Schedule
 from ir.passes.library import check_families
 
-from .cluster import Cluster, Done, LocalPool, Work, build_dir
+from .cluster import Cluster, Done, LocalPool, Work, build_dir, shared_build_dir
 from .ranking import ranked_space
 from .translate import Strategy, Translation, build, module_body, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
@@ -168,6 +170,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                                            LocalPool(target, jobs) if jobs > 1 else None)
     best: tuple[float, Translation] | None = None
     hw, _, sig, ver = _problem_key(base)
+    # this run's candidates share compiled code (`Work.shared_build`); another run compiles afresh
+    shared = f"{hw} {dsl} {ver} {sig} {socket.gethostname()} {os.getpid()} {time.time()}"
     # a rerun replays its own search unchanged: only other problems' wins order it
     todo = _by_history(strategies_for(base), db.winners(hw, dsl, ver, but=sig)) if strategies else [Strategy()]
     measured: list[tuple[Strategy, float]] = []
@@ -191,7 +195,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue
             before = report["measured"]
-            kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress)
+            kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress, shared)
             key = (*_problem_key(t), _measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
@@ -235,6 +239,8 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
             report["workers"] = cluster.workers
             if isinstance(cluster, Cluster):
                 cluster.close()
+        # this host's (other hosts of a cluster keep theirs in their temporary folder)
+        shutil.rmtree(shared_build_dir(shared), ignore_errors=True)
     if best is None or not math.isfinite(best[0]):
         why = "; ".join(f"{r['strategy']}: {r['verdict']}" for r in report["strategies"])
         raise AkgError(f"no tuned {dsl} module for {base.problem.name} passed verification ({why})")
@@ -328,8 +334,8 @@ def _verify_module(t: Translation, target: str) -> None:
 
 def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
                     report: dict[str, Any], cluster: Cluster | LocalPool | None,
-                    on_progress: Callable[[str, int, int, float | None, Done | None], None] | None
-                    ) -> list[dict[str, Any]]:
+                    on_progress: Callable[[str, int, int, float | None, Done | None], None] | None,
+                    shared: str) -> list[dict[str, Any]]:
     """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
     in order, each against the best schedules of those before it; `t.schedules` ends with the best.
     Kernels of one structure (`kernel_signature`: an unrolled recurrence's steps) are searched as one:
@@ -340,8 +346,6 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
     measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
     src = t.problem.read_text()
     problem_sig = problem_signature(t.problem)
-    # the candidates differ in one structure's kernels: the others compile once for the whole search
-    shared = f"{hw} {dsl} {ver} {problem_sig}"
     alike: dict[str, list[str]] = {}  # signature -> its kernels, in program order
     for k in t.program.kernels():
         alike.setdefault(kernel_signature(problem_sig, k), []).append(k.name)

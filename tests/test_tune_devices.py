@@ -95,8 +95,9 @@ class _Verdict:
 
 def test_a_tunes_candidates_share_compiled_code_and_nothing_else_does(tmp_path, monkeypatch):
     """A tune's candidates, all rendered by akg, compile into one build folder per search: a kernel that
-    one candidate compiled (Triton's cache), the next loads, and the folder outlives each candidate.
-    Any other work (a module from elsewhere) keeps its own, removed after its last run."""
+    one candidate compiled (Triton's cache), the next loads; the folder outlives each candidate, not the
+    tune, and another tune of the same problem gets another (a fresh compile). Any other work (a module
+    from elsewhere) keeps its own, removed after its last run."""
     works: list[Work] = []
 
     class Recording(_OneDevice):
@@ -108,11 +109,15 @@ def test_a_tunes_candidates_share_compiled_code_and_nothing_else_does(tmp_path, 
     searched = [w for w in works if not w.peers]
     assert len(searched) == rep["measured"] >= 2 and len({w.source for w in searched}) >= 2
     assert searched[0].shared_build and {w.shared_build for w in searched} == {searched[0].shared_build}
+    assert not cluster_mod.shared_build_dir(searched[0].shared_build).exists()  # removed when the tune ends
     ours = cluster_mod.build_dir(searched[0])
     assert {cluster_mod.build_dir(w) for w in searched} == {ours}
     other = Work(("x", 0), PROBLEM.name, PROBLEM.read_text(), "# another module")
     mine = cluster_mod.build_dir(other)
     assert mine != ours
+    (tmp_path / "again").mkdir()
+    _tuned(tmp_path / "again", monkeypatch, Recording)  # a fresh database: measured again
+    assert len(works) > len(searched) and works[-1].shared_build != searched[0].shared_build
     monkeypatch.setattr(cluster_mod, "verify", lambda *a, **k: _Verdict())
     for w in (searched[0], other):
         cluster_mod._run(w, "cpu", timing=True)  # the candidate's last run
