@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 from hardware_models.spec import HardwareModel
-from ir.kernel.analysis import same_renamed, split_gemm
+from ir.kernel.analysis import split_gemm
 from ir.kernel.interior import interior
-from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Op, Reduce, Var, free_vars, size_args, walk
+from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
@@ -21,6 +21,7 @@ from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, p
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
+from .terms import cache_terms
 from .tile import vector_tile, vector_width
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -127,9 +128,7 @@ def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     stream = streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c)  # rows lead: row * n + col
-    once = _terms_once(k, p, cols, stream)
-    if once is not None:
-        return parallel(s, [*loop, *once, "    }"]) if stream else [omp(s), *loop, *once, "    }"]
+    cache_terms(k, p, cols)  # a softmax's terms: once per element, kept for the sweep
     pre, fixed = precompute(column_values(k, cols), cols, n)  # the columns' own values, once
     p.fixed.update(fixed)
     if stream:  # the row's values, then its columns in streamed blocks
@@ -141,44 +140,6 @@ def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     body = row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", "#pragma omp simd",
                      hoist=True)
     return [*pre, omp(s), *loop, *body, "    }"]
-
-
-def _terms_once(k: Kernel, p: CPrinter, cols: list[tuple[str, int]], stream: bool = False) -> list[str] | None:
-    """out = t(col) / sum_j t(j) (a softmax: t = exp(x - max)) with t computed once per element: the
-    sum's loop writes each term to the row's output, a second loop divides it in place (`stream`:
-    the terms go to a scratch row of the thread's, the quotients are streamed to the output). None
-    when the kernel is not of that form, or its output type would round the terms."""
-    e = k.expr
-    if k.also or not (isinstance(e, Op) and e.op == "div" and isinstance(e.args[1], Reduce) and e.args[1].op == "sum"
-            and len(cols) == 1 and k.coords[-1].name == cols[0][0] and k.out.strides()[-1] == 1
-            and k.out.dtype == "f32" and e.dtype == "f32"):
-        return None
-    term, total = e.args
-    axis = total.axes[0] if len(total.axes) == 1 else None
-    if axis is None or axis.extent != cols[0][1] or not same_renamed(term, total.body, {axis.name: cols[0][0]}):
-        return None
-    for r in dict.fromkeys(k.reductions()):
-        if r is not total:  # the terms' own reductions (the row maximum)
-            p(r)
-    acc = p.fresh()
-    inner = p.scope(p.env, p.indent + "    ")
-    decode(cols, "akg_col", inner)
-    val = inner(term)
-    row = " + ".join(f"{p.env[v.name]} * {st}" for v, st in zip(k.coords[:-1], k.out.strides()) if st) or "0"
-    n, ind = cols[0][1], p.indent
-    terms = "akg_t[akg_col]" if stream else f"out[{row} + akg_col]"
-    head = [f"{ind}float* akg_t = akg_row_scratch({n});"] if stream else []
-    if stream:
-        divide = blocks(n, f"out + {row}", lambda i: [
-            f"{i}#pragma omp simd", f"{i}for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) "
-            f"akg_buf[akg_col - akg_cb] = akg_t[akg_col] / ((float){acc});"], ind)
-    else:
-        divide = [f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
-                  f"{inner.indent}out[{row} + akg_col] = out[{row} + akg_col] / ((float){acc});", f"{ind}}}"]
-    return p.lines + head + [f"{ind}double {acc} = 0;", f"{ind}#pragma omp simd reduction(+:{acc})",
-                             f"{ind}for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
-                             *inner.lines, f"{inner.indent}{terms} = {val};",
-                             f"{inner.indent}{acc} += {val};", f"{ind}}}", *divide]
 
 
 STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 KB of doubles)

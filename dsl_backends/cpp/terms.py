@@ -1,0 +1,68 @@
+"""A row kernel whose output reads the terms of its own row sum (a softmax, t = exp(x - max), then
+out = f(t / sum t) for any pointwise f: a scale, a weight per column): each term computed once. The
+sum's loop keeps the terms in a scratch row of the thread's (in L1), the output's sweep reads them
+there instead of computing them again (an exp per element saved), and the sum is kept in fp32
+partial sums per chunk of the row, added to a double per chunk (a conversion and a 4-lane double add
+per element cost as much as the exp)."""
+
+from __future__ import annotations
+
+from ir.kernel.analysis import same_renamed
+from ir.kernel.ir import Kernel, Op, Reduce, children, walk
+
+from ..cstyle import CPrinter, decode
+
+CHUNK = 512  # terms per fp32 partial sum (each SIMD lane adds CHUNK / lanes of them)
+
+
+def _outside_reductions(e: object) -> list[object]:
+    """The nodes of `e` not inside a reduction (those the output's sweep evaluates per column)."""
+    out, seen, stack = [], set(), [e]
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, Reduce):
+            continue
+        seen.add(id(x))
+        out.append(x)
+        stack.extend(children(x))  # type: ignore[arg-type]
+    return out
+
+
+def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
+    """Where `k` is of that form (one column coordinate, an fp32 row sum over it whose term the output
+    reads, no other reduction reading the sum): the row's other reductions and the sum's loop printed
+    into `p`, the sum and each term the output reads fixed to what that loop left (the output's sweep
+    then reads `akg_t[akg_col]`). False, `p` untouched, otherwise."""
+    if k.also or len(cols) != 1:
+        return False
+    col, n = cols[0]
+    reds = list(dict.fromkeys(k.reductions()))
+    for total in reds:
+        if total.op != "sum" or len(total.axes) != 1 or total.axes[0].extent != n or total.body.dtype != "f32" \
+                or not isinstance(total.body, Op):  # a load is read again as cheaply as it would be kept
+            continue
+        ren = {total.axes[0].name: col}
+        terms = [x for x in _outside_reductions(k.expr)
+                 if not isinstance(x, Reduce) and same_renamed(x, total.body, ren)]  # type: ignore[arg-type]
+        if not terms or any(total is y for r in reds if r is not total for y in walk(r.body)):
+            continue
+        for r in reds:
+            if r is not total:
+                p(r)  # the terms' own reductions (the row maximum), before the sum reads them
+        part, acc = p.fresh(), p.fresh()
+        ind = p.indent
+        inner = p.scope(p.env, ind + "        ")
+        decode([(total.axes[0].name, n)], "akg_col", inner)
+        val = inner(total.body)
+        p.lines += [f"{ind}float* akg_t = akg_row_scratch({n});", f"{ind}double {acc} = 0;",
+                    f"{ind}for (int64_t akg_kc = 0; akg_kc < {n}; akg_kc += {CHUNK}) {{",
+                    f"{ind}    const int64_t akg_ke = std::min<int64_t>({n}, akg_kc + {CHUNK});",
+                    f"{ind}    float {part} = 0;", f"{ind}    #pragma omp simd reduction(+:{part})",
+                    f"{ind}    for (int64_t akg_col = akg_kc; akg_col < akg_ke; ++akg_col) {{", *inner.lines,
+                    f"{inner.indent}akg_t[akg_col] = {val};", f"{inner.indent}{part} += {val};", f"{ind}    }}",
+                    f"{ind}    {acc} += {part};", f"{ind}}}"]
+        p.fixed[id(total)] = f"((float){acc})"
+        for t in terms:
+            p.fixed[id(t)] = "akg_t[akg_col]"
+        return True
+    return False
