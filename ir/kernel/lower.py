@@ -69,13 +69,15 @@ def generated_conv(groups: int, x_shape: tuple[int, ...], w_shape: tuple[int, ..
 
 def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
-    "conv" (an ungrouped convolution as an implicit GEMM), "dwconv" (a depthwise one with a small window),
-    "window" (max and average pooling), "scan"
-    (cumulative sums and products). A node the `library` pass marked stays a torch call regardless."""
+    "conv" (an ungrouped convolution or transposed convolution as an implicit GEMM), "dwconv" (a depthwise
+    one with a small window), "window" (max and average pooling), "scan" (cumulative sums and products).
+    A node the `library` pass marked stays a torch call regardless."""
     if n.meta.get(LIBRARY_MARK):
         return True
     if n.op == "conv" and generated_conv(n.attrs["groups"], n.args[0].shape if n.args[0] else (),
                                          n.args[1].shape if n.args[1] else (), generated):
+        return False
+    if n.op == "conv_transpose" and "conv" in generated and n.attrs["groups"] == 1:  # a gathering implicit GEMM
         return False
     if n.op in ("max_pool", "avg_pool") and "window" in generated:
         return False
