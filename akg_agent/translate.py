@@ -20,7 +20,7 @@ from ir.graph import Graph, Node
 from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
-from ir.kernel.ir import Kernel, KernelProgram
+from ir.kernel.ir import Kernel, KernelProgram, LibraryCall
 from ir.kernel.lower import LoweringError, conv_kinds, lower
 from ir.kernel.schedule import Schedule, Schedules
 from ir.kernel.siblings import merge_siblings
@@ -213,6 +213,12 @@ def tuned_schedules(backend: Backend, prog: KernelProgram, schedules: dict[str, 
     return out, times
 
 
+def _grouped(s: LibraryCall) -> str:
+    """A convolution's channel groups where they are why it stays a library call."""
+    groups = int(s.attrs.get("groups", 1) or 1)
+    return f" with groups={groups}" if groups > 1 else ""
+
+
 def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
           allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True,
           rows: bool = True, dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
@@ -309,7 +315,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     # random draws stay torch's generator, so the numbers match the reference's; a view computes nothing
     libs = [s for s in prog.library_calls() if s.op != "random" and s.op not in VIEW_OPS] if pure else []
     if libs:
-        what = ", ".join(f"{s.op} (group {s.group})" for s in libs[:4]) + (" ..." if len(libs) > 4 else "")
+        what = ", ".join(f"{s.op}{_grouped(s)} (group {s.group})" for s in libs[:4]) + (" ..." if len(libs) > 4 else "")
         raise AkgError(f"--pure: the {backend.manifest.name} backend generates no kernel for {what} in "
                        f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer

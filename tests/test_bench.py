@@ -289,14 +289,14 @@ def test_a_problems_verification_memory_is_estimated_from_its_sizes():
 
 def test_bench_pure_times_a_generated_only_translation_beside_the_hybrid(tmp_path):
     out = tmp_path / "out"
-    assert main(["bench", str(problem_path("convT1d")), "--dsl", "cpp", "--pure", "--out", str(out),
+    assert main(["bench", str(problem_path("convT2d_grouped")), "--dsl", "cpp", "--pure", "--out", str(out),
                  "--baselines", "eager", "--trials", "3"]) == 0
     doc = json.loads((out / "results.json").read_text())
     rec = doc["records"][0]
     assert rec["main_label"] == "hybrid" and rec["correct"] and set(doc["by_label"]) == {"hybrid", "pure"}
-    # C++ generates no transposed convolution: the pure translation is missing, and says why
-    assert not (out / "solutions-pure" / "convT1d.py").exists()
-    assert "--pure" in (out / "solutions-pure" / "convT1d.error.txt").read_text()
+    # C++ generates no grouped transposed convolution: the pure translation is missing, and says why
+    assert not (out / "solutions-pure" / "convT2d_grouped.py").exists()
+    assert "--pure" in (out / "solutions-pure" / "convT2d_grouped.error.txt").read_text()
 
 
 def test_a_waiting_timer_goes_before_runs_that_arrive_after_it(tmp_path):

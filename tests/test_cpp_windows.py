@@ -205,13 +205,18 @@ def test_depthwise_convolutions_are_generated_as_unrolled_windows(dsl, target, t
 @pytest.mark.parametrize("name", ["l2_conv_relu_biasadd", "conv2d_asym_kernel"])
 def test_cpp_convolutions_as_implicit_gemms_verify_natively(name, tmp_path):
     """conv=generated in C++: an ungrouped convolution is the blocked GEMM template over the implicit
-    operand (the window read where it lands, zeros in the padding), its epilogue fused; verified."""
+    operand (the window read where it lands, zeros in the padding), its epilogue fused; the reduction
+    index's channel and kernel offsets come from tables filled once per call, not divided out per
+    element of A; verified."""
     from .conftest import problem_path
 
     t = build(problem_path(name), "cpp", "cpu", tuned=False, conv="generated")
     assert not t.program.library_calls() and "matmul" in [k.kind for k in t.program.kernels()]
+    text = render(t)
+    pack = text.split("for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")[1].split("akg_ap[akg_i][akg_q] =")[0]
+    assert "akg_kv0[" in pack and "/ ((int64_t)" not in pack and "% ((int64_t)" not in pack, pack
     cand = tmp_path / "cand.py"
-    cand.write_text(render(t))
+    cand.write_text(text)
     v = verify(problem_path(name), cand, target="cpu", seeds=(0, 1))
     assert v.accepted, v.line()
 

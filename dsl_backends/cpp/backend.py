@@ -16,7 +16,7 @@ from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
-from .columns import column_values, precompute
+from .columns import column_values, index_tables, precompute
 from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, packed_place, weight_bufs
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
@@ -342,8 +342,10 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     # linear's [N, K]) is read along K inside a tile that stays in L1
     kp, npad = batches * kk, -(-n // nr) * nr
     cached = bool(weight_bufs(k))
-    out = [f"    std::vector<{bt}> akg_own;", f"    {bt}* akg_bp = akg_bpc;"] if cached else \
-        [f"    std::vector<{bt}> akg_own((size_t){kp * npad});", f"    {bt}* akg_bp = akg_own.data();"]
+    gathered = not reads_along(a_e, row_vars[-1][0])  # A packed row by row: its index decoded per element
+    a_e, tables = index_tables(a_e, kv) if gathered else (a_e, [])
+    out = [*tables, f"    std::vector<{bt}> akg_own;", f"    {bt}* akg_bp = akg_bpc;"] if cached else \
+        [*tables, f"    std::vector<{bt}> akg_own((size_t){kp * npad});", f"    {bt}* akg_bp = akg_own.data();"]
     if cached:  # the module's copy, packed by an earlier call: checked where a write could hide from torch
         out += pack_check(g, n, nr, bt)
     out += [*(["    if (akg_fresh || akg_stale) {"] if cached else []),
@@ -388,7 +390,7 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     decode(row_vars, "akg_row", p)
     p.emit(f"akg_b[akg_i] = akg_bp + {bflat} * {kk * npad};")
     out += p.lines
-    if reads_along(a_e, row_vars[-1][0]):  # A stored transposed: its panel packed along its stored rows
+    if not gathered:  # A stored transposed: its panel packed along its stored rows
         out += _pack_a_by_k(a_e, kv.name, row_vars, mr, rows)
     else:
         out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")

@@ -4,7 +4,7 @@ math call out of the row loop (it may set errno), and recomputing it costs one c
 
 from __future__ import annotations
 
-from ir.kernel.ir import Const, Expr, Kernel, Op, Reduce, Var, free_vars
+from ir.kernel.ir import Buf, Const, Expr, IOp, Kernel, Load, Op, Reduce, Rewrite, Var, children, free_vars
 
 from ..cstyle import CPrinter, decode
 from ..exprs import FLOATS
@@ -53,3 +53,52 @@ def precompute(values: list[Expr], cols: list[tuple[str, int]], n: int) -> tuple
         fixed[id(e)] = f"akg_cv{i}[akg_col]"
     return lines + [f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", *p.lines, *sets, "    }"], fixed
 
+
+
+def index_values(e: Expr, var: str) -> list[Expr]:
+    """The largest integer sub-expressions of `e` over `var` alone that divide or take a remainder (an
+    implicit GEMM's reduction index decoded into channel and kernel offsets): a table per value over
+    `var` replaces the divisions made once per element of A."""
+    memo: dict[int, frozenset[str]] = {}
+    found, seen, stack = [], set(), [e]
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, (Var, Const)):
+            continue
+        seen.add(id(x))
+        if isinstance(x, IOp) and free_vars(x, memo) == {var} and _divides(x):
+            found.append(x)
+        else:
+            stack.extend(children(x))
+    return found
+
+
+def _divides(e: Expr) -> bool:
+    return isinstance(e, IOp) and (e.op in ("//", "%") or _divides(e.a) or _divides(e.b))
+
+
+class _Tables(Rewrite):
+    def __init__(self, swap: dict[int, Expr]) -> None:
+        super().__init__()
+        self.swap = swap
+
+    def _go(self, e: Expr) -> Expr:
+        return self.swap.get(id(e)) or self.rebuild(e)
+
+
+def index_tables(e: Expr, var: Var) -> tuple[Expr, list[str]]:
+    """`e` with each of its `index_values` over `var` read from a table (a load of `akg_kv<i>` at `var`),
+    and the lines that fill the tables (before the kernel's loops). The load's flat index then adds
+    table entries where it divided."""
+    values = index_values(e, var.name)
+    if not values:
+        return e, []
+    p = CPrinter(STYLE, {var.name: var.name}, prefix="akg_kvt", indent="        ")
+    lines, sets, swap = [], [], {}
+    for i, x in enumerate(values):
+        table = Buf(f"akg_kv{i}", (var.extent,), "i64")
+        lines.append(f"    std::vector<int64_t> {table.name}({var.extent});")
+        sets.append(f"        {table.name}[{var.name}] = {p(x)};")
+        swap[id(x)] = Load(table, (var,))
+    head = f"    for (int64_t {var.name} = 0; {var.name} < {var.extent}; ++{var.name}) {{"
+    return _Tables(swap)(e), lines + [head, *p.lines, *sets, "    }"]
