@@ -48,10 +48,9 @@ def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where:
             "phase_s": v.details.get("phase_s"), **where}
 
 
-def _with(t: Translation, kernels: str | list[str], sched: Schedule) -> Translation:
+def _with(t: Translation, kernels: list[str], sched: Schedule) -> Translation:
     """The translation with these kernels' schedule replaced (the original untouched)."""
-    names = [kernels] if isinstance(kernels, str) else kernels
-    return dataclasses.replace(t, schedules={**t.schedules, **{n: sched for n in names}}, _body=None)
+    return dataclasses.replace(t, schedules={**t.schedules, **{n: sched for n in kernels}}, _body=None)
 
 
 def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]:

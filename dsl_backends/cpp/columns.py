@@ -1,6 +1,8 @@
-"""Values of a row kernel that depend on its column alone (a gate's sigmoid over the features, times a
-standardised row) computed once before the rows, not once per row: the C++ compiler cannot hoist a
-math call out of the row loop (it may set errno), and recomputing it costs one call per element."""
+"""Values computed once into a table instead of once per element. A row kernel's values that depend on
+its column alone (a gate's sigmoid over the features, times a standardised row), before the rows: the
+C++ compiler cannot hoist a math call out of the row loop (it may set errno), and recomputing it costs
+one call per element. An implicit GEMM's reduction index decoded into channel and kernel offsets (a
+division and a remainder per element of A), before the GEMM."""
 
 from __future__ import annotations
 
@@ -90,7 +92,7 @@ def index_tables(e: Expr, var: Var) -> tuple[Expr, list[str]]:
     """`e` with each of its `index_values` over `var` read from a table (a load of `akg_kv<i>` at `var`),
     and the lines that fill the tables (before the kernel's loops). The load's flat index then adds
     table entries where it divided."""
-    values = index_values(e, var.name)
+    values = index_values(e, var.name) if isinstance(var.extent, int) else []  # a run-time extent: none
     if not values:
         return e, []
     p = CPrinter(STYLE, {var.name: var.name}, prefix="akg_kvt", indent="        ")
