@@ -10,6 +10,7 @@ import torch
 from akg_agent.translate import build, render
 from ir import run
 from ir.kernel.interp import run_program
+from ir.kernel.ir import Load, free_vars, walk
 from ir.kernel.lower import lower
 from ir.passes import run_passes
 from ir.passes.fusion import fuse
@@ -190,8 +191,8 @@ def test_triton_scans_verify(name, chunk, tmp_path):
 
 def test_transposed_convolutions_gather_into_each_output_and_verify_pure(lifted, tmp_path):
     """Transposed convolutions as implicit GEMMs gathering into each output (the kernel-IR interpreter
-    against the graph's): without dilation only the output's phase of kernel offsets is a tap (a 3-wide
-    kernel at stride 2 reduces over 2 offsets, not 3); with dilation every offset, masked. A grouped one
+    against the graph's): every kernel offset a tap, masked where it lands between input positions, so
+    the weights are one matrix for every output (no packed copy per output position). A grouped one
     stays a library call. Verified pure in C++ here and through Triton's interpreter."""
     from akg_agent.verifier import verify
 
@@ -202,7 +203,10 @@ def test_transposed_convolutions_gather_into_each_output_and_verify_pure(lifted,
     prog = lower(g, fuse(g), frozenset({"conv"}))
     assert not prog.library_calls()
     extents = sorted(r.axes[0].extent for k in prog.kernels() for r in k.reductions() if r.op == "dot")
-    assert extents == [3 * 4, 2 * 2 * 2 * 2, 4 * 2 * 4]  # 1d dilated: all 4; 3d: 2 offsets of 4 per axis
+    assert extents == [3 * 4, 4 * 3 * 4, 2 * 4 * 4 * 4]
+    for k in prog.kernels():  # B, the weights, read at the reduction index and the output channel alone
+        b = next(e for e in walk(k.expr) if isinstance(e, Load) and e.buf.role == "param" and len(e.index) > 2)
+        assert free_vars(b) <= {k.reductions()[0].axes[0].name, k.coords[1].name}
     inputs = [x for x in problem.make_inputs(2) if isinstance(x, torch.Tensor)]
     for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
         torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)

@@ -52,43 +52,32 @@ def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
 
 def conv_transpose(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
     """A transposed convolution as an implicit GEMM gathering into each output: one reduction over (input
-    channel, taps). Output o takes kernel offset k from input i where o + padding = i * stride + k *
-    dilation. With dilation 1 only the offsets k = (o + padding) % stride + t * stride do (t < ceil(K /
-    stride): the output's phase), read at i = (o + padding) // stride - t, so no tap is wasted; with
-    dilation, every k is a tap, masked where o + padding - k * dilation is not a whole input position.
-    Ungrouped only (a group's input channels would depend on the output column: not a GEMM)."""
+    channel, kernel offsets). Output o takes offset k from input i where o + padding - k * dilation =
+    i * stride; elsewhere the tap is a masked zero. Every offset is a tap, so the weights (B) are the same
+    matrix for every output: taking only the output's phase of offsets (1 / stride of them) would make B
+    depend on the output's position, a packed copy per position. Ungrouped only (a group's input channels
+    would depend on the output column: not a GEMM)."""
     x, w = n.args[0], n.args[1]
     assert x is not None and w is not None
     at = n.attrs
-    ks, st, dil, pad = list(w.shape[2:]), at["stride"], at["dilation"], at["padding"]
-    phased = [int(d) == 1 for d in dil]
-    exts = [-(-kd // int(s)) if ph else kd for kd, s, ph in zip(ks, st, phased)]
-    k = lw.fresh(x.shape[1] * math.prod(exts), "k")
+    ks = list(w.shape[2:])
+    k = lw.fresh(x.shape[1] * math.prod(ks), "k")
     taps: list[Expr] = []
     stride = 1
-    for ext in reversed([x.shape[1]] + exts):  # k -> (input channel, taps), row-major
+    for ext in reversed([x.shape[1]] + ks):  # k -> (input channel, kernel offsets), row-major
         taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
         stride *= ext
     pos: list[Expr] = []
-    offs: list[Expr] = []
     valid: Expr | None = None
     for i, t in enumerate(taps[1:]):
-        s, at_o = int(st[i]), iop("+", c[2 + i], ic(pad[i]))
-        if phased[i]:
-            kd = iop("+", iop("%", at_o, ic(s)), iop("*", t, ic(s))) if s > 1 else t
-            p = iop("-", iop("//", at_o, ic(s)), t) if s > 1 else iop("-", at_o, t)
-            ok = land(iop("<", kd, ic(ks[i])) if s > 1 and ks[i] % s else None,
-                      land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[2 + i]))))
-        else:
-            kd, num = t, iop("-", at_o, iop("*", t, ic(int(dil[i]))))
-            p = iop("//", num, ic(s)) if s > 1 else num
-            ok = land(iop(">=", num, ic(0)), iop("<", p, ic(x.shape[2 + i])))
-            ok = land(iop("==", iop("%", num, ic(s)), ic(0)), ok) if s > 1 else ok
+        s = int(at["stride"][i])
+        num = iop("-", iop("+", c[2 + i], ic(at["padding"][i])), iop("*", t, ic(int(at["dilation"][i]))))
+        p = iop("//", num, ic(s)) if s > 1 else num
+        ok = land(iop(">=", num, ic(0)), iop("<", p, ic(x.shape[2 + i])))
+        valid = land(valid, land(iop("==", iop("%", num, ic(s)), ic(0)), ok) if s > 1 else ok)
         pos.append(p)
-        offs.append(kd)
-        valid = land(valid, ok)
     a = lw.expr(x, [c[0], taps[0]] + pos, land(mask, valid), inline)
-    b = lw.expr(w, [taps[0], c[1]] + offs, land(mask, valid), inline)
+    b = lw.expr(w, [taps[0], c[1]] + taps[1:], mask, inline)
     out: Expr = Reduce("dot", op("mul", [a, b], n.dtype), (k,), n.dtype)
     bias = n.args[2] if len(n.args) > 2 else None
     if bias is not None:
