@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from akg_agent.agents.designer import rules_plan
 from akg_agent.translate import build, render
 from ir import run
 from ir.kernel.interp import run_program
@@ -210,6 +211,9 @@ def test_transposed_convolutions_gather_into_each_output_and_verify_pure(lifted,
     inputs = [x for x in problem.make_inputs(2) if isinstance(x, torch.Tensor)]
     for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
         torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)
+    plan = rules_plan(build(ROOT / "tests" / "fixtures" / "conv_transpose_mix.py", "cpp", "cpu", tuned=False), 0.5)
+    whys = [g.why for g in plan.groups if "conv_transpose" in g.ops]  # the default plan says how to get it
+    assert len(whys) == 3 and all("--pure generates it" in why for why in whys), whys
     _, grouped = lifted("convT2d_grouped")
     assert [s.op for s in lower(grouped, fuse(grouped), frozenset({"conv"})).library_calls()] == ["conv_transpose"]
     path = ROOT / "tests" / "fixtures" / "conv_transpose_mix.py"

@@ -52,6 +52,8 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
                "" if strat == "generated" else (
             f"torch library call ({'cuDNN' if t.target.kind == 'gpu' else 'oneDNN'}) + fused epilogue; --conv "
             "generated asks for the generated convolution" if libs[grp.id] == "conv" and "conv" in kinds else
+            "torch library call + fused epilogue; --pure generates it (every kernel offset a masked tap: slower "
+            "at stride > 1)" if libs[grp.id] == "conv_transpose" and "conv" in kinds else
             f"torch's recurrent layer (cuDNN on NVIDIA GPUs: one persistent kernel a layer): generated, it would "
             f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
