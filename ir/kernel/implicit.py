@@ -10,7 +10,19 @@ from typing import Any
 
 from ..graph import Node
 from .build import ic, iop, land, op, where
-from .ir import Const, Expr, Reduce, Scan
+from .ir import Const, Expr, Reduce, Scan, Var
+
+
+def _taps(lw: Any, exts: Sequence[int]) -> tuple[Var, list[Expr]]:
+    """A fresh reduction variable over (input channel, kernel offsets...) of these extents, and each of
+    them decoded from it, row-major."""
+    k = lw.fresh(math.prod(exts), "k")
+    taps: list[Expr] = []
+    stride = 1
+    for ext in reversed(exts):
+        taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
+        stride *= ext
+    return k, taps
 
 
 def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
@@ -22,13 +34,7 @@ def conv(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
     assert x is not None and w is not None
     at = n.attrs
     groups = int(at.get("groups", 1))
-    ks = list(w.shape[2:])
-    k = lw.fresh(w.shape[1] * math.prod(ks), "k")
-    taps: list[Expr] = []
-    stride = 1
-    for ext in reversed([w.shape[1]] + ks):  # k -> (input channel, kernel offsets), row-major
-        taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
-        stride *= ext
+    k, taps = _taps(lw, [w.shape[1], *w.shape[2:]])
     pos: list[Expr] = []
     valid: Expr | None = None
     for i, kt in enumerate(taps[1:]):
@@ -60,13 +66,7 @@ def conv_transpose(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inlin
     x, w = n.args[0], n.args[1]
     assert x is not None and w is not None
     at = n.attrs
-    ks = list(w.shape[2:])
-    k = lw.fresh(x.shape[1] * math.prod(ks), "k")
-    taps: list[Expr] = []
-    stride = 1
-    for ext in reversed([x.shape[1]] + ks):  # k -> (input channel, kernel offsets), row-major
-        taps.insert(0, iop("%", iop("//", k, ic(stride)), ic(ext)) if stride > 1 else iop("%", k, ic(ext)))
-        stride *= ext
+    k, taps = _taps(lw, [x.shape[1], *w.shape[2:]])
     pos: list[Expr] = []
     valid: Expr | None = None
     for i, t in enumerate(taps[1:]):
