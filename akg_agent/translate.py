@@ -3,7 +3,6 @@ lift -> simplify -> decompose -> fuse -> plan -> lower to kernel IR -> render ->
 
 from __future__ import annotations
 
-import math
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from ir.graph import Graph, Node
 from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
+from ir.kernel.implicit import masked_taps
 from ir.kernel.ir import Kernel, KernelProgram, LibraryCall
 from ir.kernel.lower import LoweringError, conv_kinds, lower
 from ir.kernel.schedule import Schedule, Schedules
@@ -170,8 +170,7 @@ def cost_gate(prog: KernelProgram, groups: dict[int, Group], name: str) -> None:
         if grp is None:
             continue
         need, done = max(necessary_ops(grp.nodes, grp.outputs), k.out.numel), work(k)
-        # a transposed convolution gathered into each output masks all but 1 / stride of its taps by design
-        need *= max((math.prod(n.attrs["stride"]) for n in grp.nodes if n.op == "conv_transpose"), default=1)
+        need *= max((masked_taps(n) for n in grp.nodes), default=1)  # masked by design, not recomputed
         if done > COST_GATE * need:
             raise AkgError(f"the plan for {name} makes kernel {k.name} do {done:.3g} operations where its group "
                            f"needs {need:.3g} (over {COST_GATE}x: values recomputed per element); refused before "

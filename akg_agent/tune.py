@@ -170,7 +170,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     best: tuple[float, Translation] | None = None
     hw, _, sig, ver = _problem_key(base)
     # this run's candidates share compiled code (`Work.shared_build`); another run compiles afresh
-    shared = f"{hw} {dsl} {ver} {sig} {socket.gethostname()} {os.getpid()} {time.time()}"
+    shared = f"{socket.gethostname()} {os.getpid()} {time.time()}"
     # a rerun replays its own search unchanged: only other problems' wins order it
     todo = _by_history(strategies_for(base), db.winners(hw, dsl, ver, but=sig)) if strategies else [Strategy()]
     measured: list[tuple[Strategy, float]] = []
@@ -345,12 +345,13 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
     measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
     src = t.problem.read_text()
     problem_sig = problem_signature(t.problem)
+    sigs = {k.name: kernel_signature(problem_sig, k) for k in t.program.kernels()}
     alike: dict[str, list[str]] = {}  # signature -> its kernels, in program order
-    for k in t.program.kernels():
-        alike.setdefault(kernel_signature(problem_sig, k), []).append(k.name)
+    for name, sig in sigs.items():
+        alike.setdefault(sig, []).append(name)
     rows: dict[str, dict[str, Any]] = {}
     for k in t.program.kernels():
-        sig = kernel_signature(problem_sig, k)
+        sig = sigs[k.name]
         if alike[sig][0] != k.name:  # searched with the first of its structure
             continue
         space = ranked_space(backend, k, groups.get(k.group), t.target)
@@ -401,10 +402,9 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         t.schedules = _with(t, alike[sig], cands[best] if ok else default).schedules
         rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried}
-    firsts = {n: names[0] for names in alike.values() for n in names}
-    return [rows[k.name] if firsts[k.name] == k.name else
-            {**rows[firsts[k.name]], "kernel": k.name, "tried": 0, "same_as": firsts[k.name]}
-            for k in t.program.kernels()]
+    firsts = {name: alike[sig][0] for name, sig in sigs.items()}
+    return [rows[name] if first == name else {**rows[first], "kernel": name, "tried": 0, "same_as": first}
+            for name, first in firsts.items()]
 
 
 def _on_one_device(t: Translation, problem_src: str, kernels: list[str], cands: list[Schedule], times: dict[int, float],

@@ -56,7 +56,8 @@ def test_a_softmaxs_terms_are_computed_once_and_summed_in_fp32_chunks(tmp_path):
     for name in kept:
         body = kernels[name]
         assert body.count("expf(") == 1 and f"akg_kc += {CHUNK}" in body and "((float)(akg_t[akg_col])) /" in body
-    assert sum("expf(" in b or "logf(" in b for n, b in kernels.items() if n not in kept) >= 1
+    others = [b for n, b in kernels.items() if n not in kept]  # log-softmax, the norm: their own loops
+    assert len(others) >= 2 and not any("akg_kc +=" in b or "akg_row_scratch" in b for b in others)
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))

@@ -8,26 +8,11 @@ per element cost as much as the exp)."""
 from __future__ import annotations
 
 from ir.kernel.analysis import same_renamed
-from ir.kernel.ir import Expr, Kernel, Op, Reduce, children, walk
+from ir.kernel.ir import Kernel, Op, Reduce, walk
 
 from ..cstyle import CPrinter, decode
 
 CHUNK = 512  # terms per fp32 partial sum (each SIMD lane adds CHUNK / lanes of them)
-
-
-def _outside_reductions(e: Expr) -> list[Expr]:
-    """The nodes of `e` not inside a reduction (those the output's sweep evaluates per column)."""
-    out: list[Expr] = []
-    seen: set[int] = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if id(x) in seen or isinstance(x, Reduce):
-            continue
-        seen.add(id(x))
-        out.append(x)
-        stack.extend(children(x))
-    return out
 
 
 def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
@@ -44,7 +29,7 @@ def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
                 or not isinstance(total.body, Op):  # a load is read again as cheaply as it would be kept
             continue
         ren = {total.axes[0].name: col}
-        terms = [x for x in _outside_reductions(k.expr) if same_renamed(x, total.body, ren)]
+        terms = [x for x in walk(k.expr, skip=Reduce) if same_renamed(x, total.body, ren)]
         if not terms or any(total is y for r in reds if r is not total for y in walk(r.body)):
             continue
         for r in reds:

@@ -85,6 +85,12 @@ def conv_transpose(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inlin
     return out
 
 
+def masked_taps(n: Node) -> int:
+    """Taps the generated form of `n` computes per tap that counts: a transposed convolution's every kernel
+    offset, of which 1 / stride per dimension lands on an input position; 1 for everything else."""
+    return math.prod(int(s) for s in n.attrs["stride"]) if n.op == "conv_transpose" else 1
+
+
 def pool(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int]) -> Expr:
     """Max or average pooling: a reduction over the window's offsets. Positions outside the input
     (padding, or a ceil-mode window running past the end) are skipped by max and count as zeros in

@@ -223,8 +223,10 @@ class Rewrite:
         return replace(e, body=new[0], at=new[1])
 
 
-def walk(e: Expr):
-    """Every sub-expression once, children before parents (shared sub-trees visited once)."""
+def walk(e: Expr, skip: type | tuple[type, ...] = ()):
+    """Every sub-expression once, children before parents (shared sub-trees visited once); nodes of the
+    `skip` types (say Reduce: what a row's sweep evaluates, outside its reductions) and all below them
+    are left out."""
     seen: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(e, False)]
     while stack:
@@ -232,7 +234,7 @@ def walk(e: Expr):
         if done:
             yield cur
             continue
-        if id(cur) in seen:
+        if id(cur) in seen or isinstance(cur, skip):
             continue
         seen.add(id(cur))
         stack.append((cur, True))
