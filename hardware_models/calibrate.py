@@ -1,14 +1,15 @@
 """`akg hw calibrate`: measure the present device and store a profile the cost model then prefers.
 
-Measured: copy bandwidth (DRAM), matrix-multiply rate per dtype and unit, and launch latency, with
-the project's timing protocol (warm-up, medians; CUDA events on the GPU, perf_counter on the CPU).
+Measured: copy bandwidth (DRAM), matrix-multiply rate per dtype and unit, and launch latency: warm-up,
+then the fastest of several trials (CUDA events on the GPU, perf_counter on the CPU). A figure here is
+what the device can do, and another process on the host only ever slows a trial down, so the fastest
+trial estimates it; a median taken on a busy host stored a rate many times too low.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +38,7 @@ def _time_cuda(fn: Callable[[], Any], trials: int, warmup: int = 3) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
+    return min(times)
 
 
 def _time_cpu(fn: Callable[[], Any], trials: int, warmup: int = 2) -> float:
@@ -48,7 +49,7 @@ def _time_cpu(fn: Callable[[], Any], trials: int, warmup: int = 2) -> float:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
 def _copy_bandwidth(device: str, n: int, timer: Callable[..., float], trials: int) -> float:
@@ -61,7 +62,7 @@ def measure(device: str, quick: bool = False) -> dict[str, float]:
     """Measured figures, keyed like the data files ('memory.dram_bw', 'compute.tensor.bf16', ...)."""
     gpu = device == "cuda"
     timer = _time_cuda if gpu else _time_cpu
-    trials = 5 if quick else (20 if gpu else 7)
+    trials = 9 if quick else (20 if gpu else 7)
     out: dict[str, float] = {}
     n = (1 << 28 if gpu else 1 << 25) // (4 if quick else 1)  # f32 elements: 1 GiB on the GPU
     out["memory.dram_bw"] = _copy_bandwidth(device, n, timer, trials)
