@@ -88,6 +88,8 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
         nv = s["NR"] // vec  # vectors a row: the last row's last one is there, no further one
         assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_{nv - 1} +=" in text, text
         assert f"akg_c{s['MR'] - 1}_{nv} +=" not in text
+        # each panel's sums reach the double accumulators half a vector at a time, not lane by lane
+        assert "__builtin_convertvector" in text and "akg_l <" not in text
     else:  # rows of a block may lie in different batches (each its own B): the array tile
         assert f"akg_c[{s['MR']}][{s['NR']}]" in text
     cand = tmp_path / "cand.py"

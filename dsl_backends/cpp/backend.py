@@ -250,13 +250,22 @@ def _lanes(target: HardwareModel) -> int:
         return 8
 
 
+def cols_outer(rows: int, kk: int, nb: int, target: HardwareModel) -> bool:
+    """Column blocks outside: a thread's consecutive row blocks share one packed panel of B (K x NB),
+    which stays in L2 across them if it fits in half of it (A's panel and the accumulators take the rest);
+    rows outside stream all of B once per row block of MR rows, 2 * MR FLOPs a loaded float. Where the
+    panel does not fit, columns outside still win for few rows (batch-sized) and lose for a square GEMM
+    (benchmarks/results/cpu-cpp-gemm-block-order-*.json, an AVX2 host with 512 KiB of L2)."""
+    return rows <= COLS_OUTER_ROWS or 4 * kk * nb <= target.chip("local_mem_per_group_bytes") / 2
+
+
 def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
-    """`gemm_schedule`, with column blocks outside where the GEMM has few rows (batch-sized): faster there,
-    slower for a square one (benchmarks/results/cpu-cpp-gemm-block-order-*.json); a batched GEMM's MR divides
-    a batch's rows, so its blocks share one B and take the vector tile."""
+    """`gemm_schedule`, with the block order of `cols_outer`; a batched GEMM's MR divides a batch's rows,
+    so its blocks share one B and take the vector tile."""
     g = split_gemm(k)
     per_batch = math.prod(e for _, e in g.rows)
-    s = gemm_schedule(target).replace(COLS_OUTER=int(per_batch * math.prod(e for _, e in g.batch) <= COLS_OUTER_ROWS))
+    s = gemm_schedule(target)
+    s = s.replace(COLS_OUTER=int(cols_outer(per_batch * math.prod(e for _, e in g.batch), g.k.extent, s["NB"], target)))
     mr = s["MR"]
     if g.batch and per_batch % mr:  # blocks across batches take the scalar tile: fewer rows a block instead,
         # down to half the tile (a thinner one reloads B for too few rows; a batch of 7 rows keeps the scalar one)

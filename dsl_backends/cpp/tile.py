@@ -29,8 +29,17 @@ def vector_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
         lines.append(f"                        {{ const float akg_a = akg_ap[{i}][akg_q]; "
                      + " ".join(f"{cs[i][v]} += akg_a * akg_v{v};" for v in range(nv)) + " }")
     lines.append("                    }")
+    # each panel's sums into the block's double accumulators, half a vector at a time (a lane-by-lane
+    # loop became a shuffle, a scalar conversion and a scalar add per float)
+    half = vec // 2
+    lo, hi = ", ".join(map(str, range(half))), ", ".join(map(str, range(half, vec)))
+    lines += [f"                    typedef double akg_vd __attribute__((vector_size({8 * half})));",
+              "                    akg_vd akg_d;"]
     for i in range(mr):
         for v in range(nv):
-            lines.append(f"                    for (int akg_l = 0; akg_l < {vec}; ++akg_l) "
-                         f"akg_acc[{i}][akg_j0 + {v * vec} + akg_l] += {cs[i][v]}[akg_l];")
+            for h, lanes in ((0, lo), (1, hi)):
+                dst = f"&akg_acc[{i}][akg_j0 + {v * vec + h * half}]"
+                lines.append(f"                    __builtin_memcpy(&akg_d, {dst}, sizeof(akg_d)); "
+                             f"akg_d += __builtin_convertvector(__builtin_shufflevector({cs[i][v]}, {cs[i][v]}, "
+                             f"{lanes}), akg_vd); __builtin_memcpy({dst}, &akg_d, sizeof(akg_d));")
     return lines
