@@ -21,6 +21,10 @@ from .exprs import FLOATS
 # elements per block of a serial arg-max/min: the block's extreme in SIMD lanes, then, where it beats the
 # running one, the block searched again for its index while it is in L1 (4 KiB of floats)
 ARG_BLOCK = 1024
+# a vectorised fp32 sum's chunk: terms per fp32 partial (each SIMD lane adds CHUNK_SUM / lanes of them);
+# an innermost axis shorter than CHUNK_MIN keeps double lanes (a partial per few terms gains nothing).
+# Chunks of 512 made a log-softmax's exp-sum slower than double lanes (each chunk's horizontal add and tail)
+CHUNK_SUM, CHUNK_MIN = 4096, 32
 CTYPES = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t",
           "u8": "uint8_t", "bool": "bool", "f16": "uint16_t", "bf16": "uint16_t"}
 
@@ -33,6 +37,7 @@ class CStyle:
     fmax_call = True  # maximum/minimum of non-NaN values through fmax/fmin (else a compare and select)
     simd_lanes = 0  # serial max/min/arg- reductions over one axis of >= 4x this many run as SIMD reductions (0: never)
     simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
+    chunk_sums = False  # ... as fp32 lanes per chunk of the innermost axis, each chunk added to the double
     bounded_index = False  # loops never step past an extent: quotients and remainders may be split (divmod)
 
     def ctype(self, dt: str) -> str:
@@ -272,8 +277,24 @@ class CPrinter:
         simd = f"#pragma omp simd reduction(+:{acc})" if (self.s.simd_sums and nested and flat_body and
                                                            e.op in ("sum", "dot")) else None
         depth, j = len(e.axes), ""
+        last = e.axes[-1].extent
+        # fp32 partial sums in the SIMD lanes over each run of the innermost axis (chunks of CHUNK_SUM),
+        # each added to the double: a conversion and a double add per element halved the lanes' rate
+        part = self.fresh() if (simd and self.s.chunk_sums and e.body.dtype == "f32" and isinstance(last, int)
+                                and last >= CHUNK_MIN) else ""
         if nested:
             for i, v in enumerate(e.axes):
+                if part and i == depth - 1:
+                    c, lo, hi = f"{part}_c", "0", str(last)
+                    if last > CHUNK_SUM:
+                        lo, hi = c, f"std::min<int64_t>({last}, {c} + {CHUNK_SUM})"
+                        self.emit(f"for (int64_t {c} = 0; {c} < {last}; {c} += {CHUNK_SUM}) {{")
+                    else:
+                        self.emit("{")  # one chunk: the run itself
+                    self.emit(f"float {part} = 0;")
+                    self.emit(f"#pragma omp simd reduction(+:{part})")
+                    self.emit(f"for (int64_t {v.name} = {lo}; {v.name} < {hi}; ++{v.name}) {{")
+                    continue
                 if simd and i == depth - 1:
                     self.emit(simd)
                 self.emit(f"for (int64_t {v.name} = 0; {v.name} < {v.extent}; ++{v.name}) {{")
@@ -291,7 +312,11 @@ class CPrinter:
                 inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
             stride *= v.extent
         b = inner(e.body)
-        if e.op in ("sum", "dot"):
+        if part:
+            inner.emit(f"{part} += {b};")
+            inner.emit("}")  # the chunk's run, then its partial into the double
+            inner.emit(f"{acc} += {part};")
+        elif e.op in ("sum", "dot"):
             inner.emit(f"{acc} += {b};")
         elif e.op == "prod":
             inner.emit(f"{acc} *= {b};")

@@ -71,6 +71,7 @@ class CppStyle(CStyle):
     math_ns = "std::"
     restrict = "__restrict__"
     simd_sums = True
+    chunk_sums = True
     bounded_index = True
     simd_lanes = 16  # one AVX-512 vector of floats, two AVX2 ones
     fmax_call = False  # gcc 12 vectorises no loop that calls fmax on strided loads (a pooling window)
