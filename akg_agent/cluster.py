@@ -148,8 +148,6 @@ class LocalPool:
     verified N at a time (threads, each verification its own sandboxed process), timed one at a time
     (the host's timing lock keeps every compile out of a timed loop)."""
 
-    parallel_timing = False  # one timer: candidates are timed one at a time
-
     def __init__(self, target: str, jobs: int) -> None:
         self.target, self.workers = target, jobs
         self.device = f"{socket.gethostname()}:{'cpu' if load_target(target).kind == 'cpu' else 'cuda'}"
@@ -211,7 +209,6 @@ class Cluster:
                 NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(target, omp) for n in nodes]
         self.check = ray.remote(check).options(num_cpus=1, max_retries=0)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
-        self.parallel_timing = len(self.timers) > 1  # several devices time candidates at once
 
     def map(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any, str]]:
         """`fn(*item)` for each item as a Ray task on one CPU, yielded as (index, result, "") when done, or

@@ -4,6 +4,7 @@ a repeated run is instant and a killed run loses no finished measurement."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -11,7 +12,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,52 @@ from dsl_backends import get_backend
 from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem
 from ir.kernel.lower import conv_kinds, generated_conv
+from ir.kernel.schedule import Schedule
 from ir.passes.library import check_families
 
-from .cluster import Cluster, Done, LocalPool, shared_build_dir
-from .search import search_schedules, time_up
+from .cluster import Cluster, Done, LocalPool, Work, build_dir, shared_build_dir
+from .ranking import ranked_space
 from .translate import Strategy, Translation, build, module_body, render
-from .tuning_db import TuningDB, hardware_key, problem_signature, versions
-from .verifier import TRANSIENT, verify
+from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
+from .verifier import TRANSIENT, Verdict, device_for, verify
 from .verifier.timing import host_lock
+
+# relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
+# runs on one, order such candidates either way; benchmarks/results/h100x2-ray-tune-*.json)
+TIE = 0.01
+# relative: finalists within this of the fastest that different devices timed are timed again together on
+# one (two GPUs of one host differ in pace by several percent, more than TIE)
+SPREAD = 0.05
+
+
+def _candidate(kernel: str, sched: Schedule, median_s: float, v: Verdict, where: dict[str, Any]) -> dict[str, Any]:
+    """One measured schedule: its time and verdict, and its error against float64 beside torch's own
+    (how a split-precision GEMM earns its place), and where it was timed."""
+    rows = [r for r in v.details.get("trials", []) if r.get("vs_float64")]
+    return {"kernel": kernel, "schedule": dict(sched), "median_s": median_s if math.isfinite(median_s) else None,
+            "verdict": v.line(), "max_err_vs_float64": max((r["max_abs_err"] for r in rows), default=None),
+            "torch_err_vs_float64": max((r["ref_max_abs_err"] for r in rows), default=None),
+            "phase_s": v.details.get("phase_s"), **where}
+
+
+def _with(t: Translation, kernels: list[str], sched: Schedule) -> Translation:
+    """The translation with these kernels' schedule replaced (the original untouched)."""
+    return dataclasses.replace(t, schedules={**t.schedules, **{n: sched for n in kernels}}, _body=None)
+
+
+def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]:
+    """Candidates measured one after another in this process's sandbox."""
+    device = f"{socket.gethostname()}:{device_for(target)}"
+
+    def run(works: list[Work]) -> Iterator[Done]:
+        with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
+            for w in works:
+                path = Path(d) / f"cand_{w.key[0]}_{w.key[1]}.py"
+                path.write_text(w.source)
+                v = verify(problem, path, target=target, seeds=w.seeds, timing=True, sol_check=False,
+                           timing_lock=host_lock(target), build_cache=build_dir(w) if w.shared_build else None)
+                yield Done(w, v.to_json(), host=socket.gethostname(), device=device)
+    return run
 
 
 def strategies_for(t: Translation) -> list[Strategy]:
@@ -142,7 +181,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
         while todo:
             strategy = todo.pop(0)
             # the first strategy that passes always gets a module, past the limit too
-            if best is not None and math.isfinite(best[0]) and time_up(start, time_limit_s):
+            if best is not None and math.isfinite(best[0]) and _past(start, time_limit_s):
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None,
                                              "verdict": f"not tried: the --time limit ({time_limit_s:g} s) passed"})
                 report["time_limit_hit"] = True
@@ -155,7 +194,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue
             before = report["measured"]
-            kernels = search_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress, shared)
+            kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress, shared)
             key = (*_problem_key(t), _measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
@@ -190,7 +229,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
             # (one made between these very modules: a choice among modules akg wrote differently is stale)
             chosen = db.get_choice(*_problem_key(base))
             best = next(((chosen[1], t) for _, t, _ in scored if chosen and _measured_as(t) == chosen[0]), best)
-        elif time_up(start, time_limit_s):
+        elif _past(start, time_limit_s):
             report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
         else:
             best = _head_to_head(scored, target, eager_ref, db, report) or best
@@ -290,3 +329,141 @@ def _verify_module(t: Translation, target: str) -> None:
         final.write_text(render(t))
         t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",),
                            timing_lock=host_lock(target))
+
+
+def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
+                    report: dict[str, Any], cluster: Cluster | LocalPool | None,
+                    on_progress: Callable[[str, int, int, float | None, Done | None], None] | None,
+                    shared: str) -> list[dict[str, Any]]:
+    """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
+    in order, each against the best schedules of those before it; `t.schedules` ends with the best.
+    Kernels of one structure (`kernel_signature`: an unrolled recurrence's steps) are searched as one:
+    each candidate sets all of them, so the module's time moves by all of their share of it."""
+    backend = get_backend(t.dsl)
+    ver, hw, dsl = versions(backend.manifest), hardware_key(t.target), t.dsl
+    groups = {g.id: g for g in t.plan.groups}
+    measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
+    src = t.problem.read_text()
+    problem_sig = problem_signature(t.problem)
+    sigs = {k.name: kernel_signature(problem_sig, k) for k in t.program.kernels()}
+    alike: dict[str, list[str]] = {}  # signature -> its kernels, in program order
+    for name, sig in sigs.items():
+        alike.setdefault(sig, []).append(name)
+    rows: dict[str, dict[str, Any]] = {}
+    for k in t.program.kernels():
+        sig = sigs[k.name]
+        if alike[sig][0] != k.name:  # searched with the first of its structure
+            continue
+        space = ranked_space(backend, k, groups.get(k.group), t.target)
+        default = t.schedules[k.name]
+        cands = ([default] + [s for s in space if s != default])[:budget]
+        if len(cands) == 1:  # nothing to choose: the strategy's module verification checks and times it
+            rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(default), "best_s": None, "tried": 0}
+            continue
+        times: dict[int, float] = {}
+        works: list[Work] = []
+        for i, sched in enumerate(cands):
+            if _past(start, time_limit_s):
+                report["time_limit_hit"] = True
+                break
+            known = db.get(hw, dsl, sig, ver, sched)
+            if known is None:
+                works.append(Work((k.name, i), t.problem.name, src, render(_with(t, alike[sig], sched)),
+                                  shared_build=shared))
+            else:
+                times[i] = known
+                report["from_db"] += 1
+        tried = len(times) + len(works)
+        lost = 0
+        where: dict[int, str] = {}  # candidate -> the device that timed it
+        for done in _until(measure(works), start, time_limit_s, report):
+            i = done.work.key[1]
+            if done.verdict is None:  # lost: not committed, so a rerun tries it again
+                lost += 1
+                report["lost"].append({"kernel": k.name, "schedule": dict(cands[i]), "why": done.lost})
+            else:
+                v = Verdict(**done.verdict)
+                med = v.details.get("timing", {}).get("candidate", {}).get("median_s") if v.accepted else None
+                times[i] = med if med is not None else math.inf
+                where[i] = done.device
+                if v.accepted or v.code not in TRANSIENT:
+                    db.put(hw, dsl, sig, ver, cands[i], times[i], v.line())  # committed as it arrives
+                report["measured"] += 1
+                report["candidates"].append(_candidate(k.name, cands[i], times[i], v, {
+                    "host": done.host, "device": done.device, "attempts": done.attempts,
+                    "checked_by": done.checked_by}))
+            if on_progress is not None:
+                on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
+        if not _past(start, time_limit_s):
+            times = _on_one_device(t, src, alike[sig], cands, times, where, measure, report,
+                                   lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
+        best = _fastest(times)
+        ok = best is not None and math.isfinite(times[best])
+        t.schedules = _with(t, alike[sig], cands[best] if ok else default).schedules
+        rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
+                        "best_s": times[best] if best is not None else None, "tried": tried}
+    firsts = {name: alike[sig][0] for name, sig in sigs.items()}
+    return [rows[name] if first == name else {**rows[first], "kernel": name, "tried": 0, "same_as": first}
+            for name, first in firsts.items()]
+
+
+def _on_one_device(t: Translation, problem_src: str, kernels: list[str], cands: list[Schedule], times: dict[int, float],
+                   where: dict[int, str], measure: Callable[[list[Work]], Iterator[Done]], report: dict[str, Any],
+                   keep: Callable[[int, float, str], None]) -> dict[int, float]:
+    """`times` with the finalists (within SPREAD of the fastest) timed once more, in turns in one run on one
+    device, where different devices timed them: their own runs differ by the devices' pace. Each new time
+    replaces the old in the database too (`keep`), so a rerun chooses alike. Unchanged where one device
+    timed them all, or the run fails."""
+    low = min((sec for sec in times.values() if math.isfinite(sec)), default=math.inf)
+    fin = sorted(i for i, sec in times.items() if sec <= low * (1 + SPREAD))
+    if len(fin) < 2 or len({where.get(i, "") for i in fin}) < 2:
+        return times
+    kernel = kernels[0]
+    bodies = [render(_with(t, kernels, cands[i])) for i in fin]
+    work = Work((kernel, "together"), t.problem.name, problem_src, bodies[0],
+                peers=tuple((str(i), body) for i, body in zip(fin[1:], bodies[1:])))
+    done = next(iter(measure([work])), None)
+    v = Verdict(**done.verdict) if done is not None and done.verdict is not None else None
+    timing = v.details.get("timing", {}) if v is not None and v.accepted else {}
+    meds = [timing.get("candidate", {}).get("median_s")] + [timing.get("peers", {}).get(str(i), {}).get("median_s")
+                                                         for i in fin[1:]]
+    row: dict[str, Any] = {"kernel": kernel, "timed_on": sorted({where[i] for i in fin if i in where})}
+    report.setdefault("together", []).append(row)
+    if v is None or not all(meds):
+        row["verdict"] = v.line() if v is not None else f"lost: {done.lost if done else 'no result'}"
+        return times
+    assert done is not None
+    new = {i: float(sec) for i, sec in zip(fin, meds) if sec}
+    row.update(device=done.device, before={str(i): times[i] for i in fin}, after={str(i): new[i] for i in fin})
+    for i in fin:
+        keep(i, new[i], v.line())
+    return {**times, **new}
+
+
+def _fastest(times: dict[int, float]) -> int | None:
+    """The earliest candidate in the cost model's ranking among those within TIE of the fastest: medians
+    closer than that are one time to the timer (two runs order them either way), so the ranking decides,
+    and the choice is the same whichever device or run measured them."""
+    if not times:
+        return None
+    low = min(times.values())
+    return min(j for j, s in times.items() if s <= low * (1 + TIE))
+
+
+def _past(start: float, limit_s: float | None) -> bool:
+    return limit_s is not None and time.perf_counter() - start > limit_s
+
+
+def _until(done: Iterator[Done], start: float, limit_s: float | None, report: dict[str, Any]) -> Iterator[Done]:
+    """Results as they arrive until the time limit passes; then the source is closed, so candidates not
+    yet started are dropped (those running finish: a limit is overrun by at most one candidate's time)."""
+    try:
+        for d in done:
+            yield d
+            if _past(start, limit_s):
+                report["time_limit_hit"] = True
+                return
+    finally:
+        close = getattr(done, "close", None)
+        if close is not None:
+            close()

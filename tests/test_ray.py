@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from akg_agent import search as search_mod
+from akg_agent import tune as tune_module
 from akg_agent.cluster import Cluster
 from akg_agent.ranking import ranked_space
 from akg_agent.tune import TuningDB, tune
@@ -50,7 +50,7 @@ def _thinnest_tile_first(backend, k, grp, target):
 
 def test_ray_tune_spreads_candidates_and_keeps_the_single_process_choice(tmp_path, monkeypatch):
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(search_mod, "ranked_space", _thinnest_tile_first)
+    monkeypatch.setattr(tune_module, "ranked_space", _thinnest_tile_first)
     # schedules of the default plan only: which strategy wins is a question of its own (test_tune.py)
     for attempt in range(3):  # a 2-core host that stalls one candidate's run can hide the GEMM's poor tile
         alone = tune(TIMED, "cpu", "cpp", budget=2, db=TuningDB(tmp_path / f"alone{attempt}.sqlite"),

@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from akg_agent import search as search_mod
 from akg_agent import tune as tune_module
 from akg_agent.ranking import ranked_space
-from akg_agent.search import _fastest
 from akg_agent.translate import Strategy, build, header, render
 from akg_agent.tune import tune
 from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
@@ -144,7 +142,7 @@ def test_strategies_are_compared_against_the_eager_time_of_their_own_run(tmp_pat
                                                                "eager": {"median_s": eager}}})
 
     monkeypatch.setattr(tune_mod, "_verify_module", fake_verify)
-    monkeypatch.setattr(tune_mod, "search_schedules", lambda *a, **k: [])
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
     monkeypatch.setattr(tune_mod, "_head_to_head", lambda *a, **k: None)  # the runs of each strategy alone
     rep = tune(str(problem_path("softmax_logsoftmax")), "cpu", "cpp", budget=1, db=TuningDB(tmp_path / "t.sqlite"))
     got = {s["strategy"]: (s["time_s"], s["score_s"]) for s in rep["strategies"]}
@@ -181,7 +179,7 @@ def test_the_best_strategies_are_timed_head_to_head_and_the_choice_follows_that_
             "peers": {"1": {"median_s": 8e-3, "correct": True}, "2": {"median_s": 30e-3, "correct": True}}}})
 
     monkeypatch.setattr(tune_mod, "_verify_module", fake_verify_module)
-    monkeypatch.setattr(tune_mod, "search_schedules", lambda *a, **k: [])
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
     monkeypatch.setattr(tune_mod, "verify", fake_verify)
     db = TuningDB()  # the default one ($AKG_CACHE_DIR), which translate reads
     prob = str(problem_path("softmax_logsoftmax"))
@@ -222,7 +220,7 @@ def test_a_module_akg_now_writes_differently_is_measured_again_not_served(tmp_pa
                                                                "eager": {"median_s": 2e-3}}})
 
     monkeypatch.setattr(tune_mod, "_verify_module", fake_verify_module)
-    monkeypatch.setattr(tune_mod, "search_schedules", lambda *a, **k: [])
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
     prob, db = str(problem_path("ew_activations_a")), TuningDB(tmp_path / "t.sqlite")
     first = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
     again = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
@@ -251,8 +249,7 @@ def test_a_rejection_that_says_more_of_the_run_than_of_the_module_is_measured_ag
         seen.append(v.code)
         return v
 
-    for mod in (tune_mod, search_mod):  # the module's verification and the candidates'
-        monkeypatch.setattr(mod, "verify", fake_verify)
+    monkeypatch.setattr(tune_mod, "verify", fake_verify)
     prob, db = str(problem_path("l2_gemm_scale_sigmoid_sum")), TuningDB(tmp_path / "t.sqlite")
     first = tune(prob, "cpu", "cpp", budget=2, db=db, strategies=False)
     assert seen[:2] == ["faster_than_sol", "wrong_values"] and first["measured"] >= 2
@@ -282,7 +279,7 @@ def test_strategies_that_won_elsewhere_go_first_so_a_time_limit_cuts_the_others(
                                                                "eager": {"median_s": 2e-3}}})
 
     monkeypatch.setattr(tune_mod, "_verify_module", fake_verify)
-    monkeypatch.setattr(tune_mod, "search_schedules", lambda *a, **k: [])
+    monkeypatch.setattr(tune_mod, "_tune_schedules", lambda *a, **k: [])
     monkeypatch.setattr(tune_mod, "_head_to_head", lambda *a, **k: None)
     prob = str(problem_path("softmax_logsoftmax"))
     tune(prob, "cpu", "cpp", budget=1, time_limit_s=0.0, db=TuningDB(tmp_path / "fresh.sqlite"))
@@ -316,8 +313,7 @@ def test_a_kernel_with_one_schedule_is_not_measured_alone_and_every_timing_takes
         times = {"candidate": {"median_s": 1e-3}, "eager": {"median_s": 2e-3}}
         return Verdict(True, "ok", "matches", {"timing": times})
 
-    for mod in (tune_mod, search_mod):  # the module's verification and the candidates'
-        monkeypatch.setattr(mod, "verify", fake_verify)
+    monkeypatch.setattr(tune_mod, "verify", fake_verify)
     one = tune(str(problem_path("l2_gemm_scale_sigmoid_sum")), "cpu", "cpp", budget=1,
                db=TuningDB(tmp_path / "one.sqlite"), strategies=False)
     assert one["measured"] == 0 and len(locks) == 1  # the module alone
@@ -332,6 +328,8 @@ def test_schedules_within_the_timers_resolution_go_by_the_cost_models_rank():
     """Module times (ms) of group norm's kernels tuned on one H100 and on two through Ray, twice (budget 4,
     then 8; candidates in the cost model's order): the order within a percent flips between runs and
     devices, the choice does not; a clear winner still wins wherever it ranks."""
+    from akg_agent.tune import _fastest
+
     runs = [{"k0": [3.2273, 3.2191, 3.2481, 3.6074], "k2": [3.2059, 3.1384, 3.1378, 3.6932]},  # 1 GPU
             {"k0": [3.2277, 3.2285, 3.2818, 3.6125], "k2": [3.2111, 3.1416, 3.1484, 3.6644]},  # 2 GPUs
             {"k1": [3.2229, 3.2147, 3.2122, 3.2630, 3.2417, 3.2339],
@@ -398,8 +396,7 @@ def test_unrolled_steps_are_searched_once_and_translate_gives_every_step_the_bes
     base = build(path, "cpp", "cpu", tuned=False)
     sigs = {k.name: kernel_signature(problem_signature(path), k) for k in base.program.kernels()}
     rendered: list[dict[str, dict]] = []
-    for mod in (tune_module, search_mod):  # the candidates and the written module
-        monkeypatch.setattr(mod, "render", lambda t, *a: rendered.append(dict(t.schedules)) or render(t, *a))
+    monkeypatch.setattr(tune_module, "render", lambda t, *a: rendered.append(dict(t.schedules)) or render(t, *a))
     db = TuningDB(tmp_path / "cache" / "tuning.sqlite")
     rep = tune(str(path), "cpu", "cpp", budget=2, out=tmp_path / "tuned.py", db=db, strategies=False)
     rows = {k["kernel"]: k for k in rep["kernels"]}

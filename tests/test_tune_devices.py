@@ -29,13 +29,11 @@ class _Scripted:
     faster than candidate 0 on the first; timed together on one device, candidate 0 is 20% faster."""
 
     devices = ("h:cuda:0", "h:cuda:1")
-    parallel_timing = True
 
     def __init__(self, address: str | None, target: str, num_cpus: int | None = None) -> None:
-        self.workers, self.works, self.calls = 2, [], []
+        self.workers, self.works = 2, []
 
     def run(self, works: list[Work]):
-        self.calls.append([w.key for w in works])
         for w in works:
             self.works.append(w)
             if w.peers:
@@ -54,7 +52,6 @@ class _Scripted:
 
 class _OneDevice(_Scripted):
     devices = ("h:cuda:0",)
-    parallel_timing = False
 
 
 def _tuned(tmp_path, monkeypatch, cluster: type) -> tuple[dict[str, Any], TuningDB]:
@@ -87,30 +84,6 @@ def test_candidates_one_device_timed_are_not_timed_again(tmp_path, monkeypatch):
     tried = [k for k in rep["kernels"] if k["tried"] == 2]
     assert tried and "together" not in rep
     assert all(k["best"] != dict(base.schedules[k["kernel"]]) for k in tried)  # the 2% faster one
-
-
-def test_several_devices_get_every_structures_candidates_at_once(tmp_path, monkeypatch):
-    """With several devices timing at once, all structures' candidates go out in one call (each against
-    the schedules the search started from), then all finalists' re-timings in one more; with one device
-    the structures go one at a time, each against the best of those before."""
-    made: list[_Scripted] = []
-
-    def record(kind: type) -> type:
-        class Recorded(kind):  # type: ignore[valid-type, misc]
-            def __init__(self, *a: Any) -> None:
-                super().__init__(*a)
-                made.append(self)
-        return Recorded
-
-    rep, _ = _tuned(tmp_path, monkeypatch, record(_Scripted))
-    tried = [k["kernel"] for k in rep["kernels"] if k["tried"] == 2]
-    assert len(tried) >= 2, rep["kernels"]
-    calls = made[-1].calls
-    assert sorted(calls[0]) == sorted((name, i) for name in tried for i in (0, 1))
-    assert sorted(calls[1]) == sorted((name, "together") for name in tried) and len(rep["together"]) == len(tried)
-    rep, _ = _tuned(tmp_path / "one", monkeypatch, record(_OneDevice))
-    calls = [c for c in made[-1].calls if c]
-    assert [sorted({key[0] for key in c}) for c in calls[:len(tried)]] == [[name] for name in tried]
 
 
 class _Verdict:

@@ -256,8 +256,7 @@ def cols_outer(rows: int, kk: int, nb: int, target: HardwareModel) -> bool:
     rows outside stream all of B once per row block of MR rows, 2 * MR FLOPs a loaded float. Where the
     panel does not fit, columns outside still win for few rows (batch-sized) and lose for a square GEMM
     (benchmarks/results/cpu-cpp-gemm-block-order-*.json, an AVX2 host with 512 KiB of L2)."""
-    l2 = target.chip("local_mem_per_group_bytes")
-    return rows <= COLS_OUTER_ROWS or (isinstance(kk, int) and 4 * kk * nb <= l2 / 2)
+    return rows <= COLS_OUTER_ROWS or 4 * kk * nb <= target.chip("local_mem_per_group_bytes") / 2
 
 
 def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
