@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ import torch.nn.functional as F
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
+from dsl_backends import get_backend
 from dsl_backends.cpp.tile import vector_width
 
 LINEAR = '''
@@ -174,14 +176,14 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Linear(300, 37)
+        self.fc = nn.Linear(4200, 40)
 
     def forward(self, x, w):
         return torch.relu(self.fc(x)) + x @ w  # an [N, K] weight and a [K, N] operand
 
 
 def get_inputs():
-    return [torch.randn(ROWS, 300), torch.randn(300, 37)]
+    return [torch.randn(ROWS, 4200), torch.randn(4200, 40)]
 
 
 def get_init_inputs():
@@ -191,15 +193,39 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("rows", [1, 3, 8, 9])
 def test_gemms_with_few_rows_stream_the_weights(rows, tmp_path):
-    """Batch 1-8 through a linear layer: no packing, one pass over B per column for every row (9 rows
-    take the blocked template), fp32 partial sums per chunk of KC (K = 300: a full chunk and a short one)
-    added in double; both B layouts, the epilogue fused, verified against the reference."""
+    """Batch 1-8 through a linear layer: no packing, one pass over B for a group of columns and every row
+    (9 rows take the blocked template), fp32 partial sums per chunk of KC (K = 4200: a full chunk of 4096
+    and a short one) added in double; both B layouts, the epilogue fused, verified against the reference.
+    One row streams 8 columns of B side by side (8 accumulators: any host's registers hold them)."""
     path = tmp_path / "p.py"
     path.write_text(SMALL_BATCH.replace("ROWS", str(rows)))
     t = build(path, "cpp", "cpu")
     text = render(t)
-    small = "akg_bp" not in text and "reduction(+: akg_part0" in text and "akg_acc0 += (double)akg_part0" in text
-    assert small == (rows <= 8) and ("akg_kb += 256" in text) == small
+    small = "akg_bp" not in text and "reduction(+: akg_part0_0" in text and "akg_acc0_0 += (double)akg_part0_0" in text
+    assert small == (rows <= 8) and ("akg_kb += 4096" in text) == small
+    if rows == 1:
+        assert all(s["NC"] == 8 for s in t.schedules.values() if "NC" in s) and "(akg_cg * 8 + 7)" in text
+    cand = tmp_path / "cand.py"
+    cand.write_text(text)
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()
+
+
+@pytest.mark.parametrize("nc,kc", [(1, 512), (2, 4096), (2, 512)])
+def test_few_rows_group_widths_and_chunks_of_the_space(nc, kc, tmp_path):
+    """Schedules of the tuner's space for few rows, each forced and verified: a group of NC columns,
+    chunks of KC (512: eight full chunks and a short one)."""
+    path = tmp_path / "p.py"
+    path.write_text(SMALL_BATCH.replace("ROWS", "3"))
+    t = build(path, "cpp", "cpu")
+    backend = get_backend("cpp")
+    forced = {}
+    for k in t.program.kernels():
+        space = backend.tuning_space(k, t.target)
+        assert space[0] == backend.default_schedule(k, t.target)
+        [forced[k.name]] = [s for s in space if s.get("NC") == nc and s.get("KC") == kc and "threads" not in s]
+    text = render(replace(t, schedules={**t.schedules, **forced}))
+    assert f"akg_kb += {kc})" in text and (f"(akg_cg * {nc} + {nc - 1})" in text or nc == 1)
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))

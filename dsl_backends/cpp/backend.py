@@ -17,7 +17,8 @@ from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from .columns import column_values, index_tables, precompute
-from .pack import PACK_RUNTIME, SMALL_M, pack_check, pack_launch, pack_params, packed_place, weight_bufs
+from .gemv import render_small_m, small_m, small_m_default, small_m_space
+from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_params, packed_place, weight_bufs
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
@@ -262,6 +263,8 @@ def cols_outer(rows: int, kk: int, nb: int, target: HardwareModel) -> bool:
 def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
     """`gemm_schedule`, with the block order of `cols_outer`; a batched GEMM's MR divides a batch's rows,
     so its blocks share one B and take the vector tile."""
+    if small_m(k):
+        return small_m_default(k, target)
     g = split_gemm(k)
     per_batch = math.prod(e for _, e in g.rows)
     s = gemm_schedule(target)
@@ -276,57 +279,6 @@ def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
 PACK = 64  # side of the tiles B is packed in
 
 
-def _small_m(k: Kernel, s: Schedule) -> list[str]:
-    """Few rows (a small batch through a linear layer): in parallel over the output columns, each
-    column's dot products for every row in one pass over K (B streamed once, in its own layout, never
-    packed). Per row, fp32 partial sums over chunks of KC in SIMD lanes (one FMA a product), added to a
-    double accumulator per chunk, as the blocked GEMM's micro-tile does: a double per product (a
-    conversion and a 4-lane add each) made 8 rows compute-bound at 3.7x the time of reading B."""
-    g = split_gemm(k)
-    kv, rows = g.k, math.prod(e for _, e in g.rows)
-    n = math.prod(e for _, e in g.cols)
-    kc = min(int(s["KC"]), kv.extent)
-    ct = STYLE.ctype_compute(k.out.dtype)
-    out = [omp(s), f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{"]
-    pc = CPrinter(STYLE, {}, indent="        ")
-    decode(g.cols, "akg_col", pc)
-    accs = [f"akg_acc{m}" for m in range(rows)]
-    parts = [f"akg_part{m}" for m in range(rows)]
-    out += pc.lines + [f"        double {', '.join(a + ' = 0.0' for a in accs)};",
-                       f"        for (int64_t akg_kb = 0; akg_kb < {kv.extent}; akg_kb += {kc}) {{",
-                       f"            const int64_t akg_ke = std::min<int64_t>({kv.extent}, akg_kb + {kc});",
-                       f"            {ct} {', '.join(p + ' = 0' for p in parts)};",
-                       f"            #pragma omp simd reduction(+: {', '.join(parts)})",
-                       f"            for (int64_t {kv.name} = akg_kb; {kv.name} < akg_ke; ++{kv.name}) {{"]
-    pb = CPrinter(STYLE, dict(pc.env, **{kv.name: kv.name}), prefix="b", indent="                ")
-    b_val = pb(g.b)
-    out += pb.lines
-    row_env = [_row_env(g.rows, m) for m in range(rows)]
-    for m, part in enumerate(parts):
-        pa = CPrinter(STYLE, dict(pc.env, **row_env[m], **{kv.name: kv.name}), prefix=f"a{m}_",
-                      indent="                ")
-        a_val = pa(g.a)
-        out += pa.lines + [f"                {part} += ({ct})({a_val}) * ({ct})({b_val});"]
-    out += ["            }"] + [f"            {a} += (double){p};" for a, p in zip(accs, parts)] + ["        }"]
-    for m, acc in enumerate(accs):
-        pe = CPrinter(STYLE, dict(pc.env, **row_env[m]), prefix=f"e{m}_", indent="        ")
-        pe.fixed[id(g.dot)] = f"(({ct}){acc})"
-        val = pe(k.expr)
-        flat = " + ".join(f"{pe.env[v.name]} * {st}" if st != 1 else pe.env[v.name]
-                          for v, st in zip(k.coords, k.out.strides())) or "0"
-        out += pe.lines + [f"        out[{flat}] = {STYLE.store(k.out.dtype, val)};"]
-    return out + ["    }"]
-
-
-def _row_env(row_vars: list[tuple[str, int]], m: int) -> dict[str, str]:
-    """Row coordinates of flat row `m` as constants."""
-    env, stride = {}, 1
-    for name, ext in reversed(row_vars):
-        env[name] = f"((int64_t){(m // stride) % ext})"
-        stride *= ext
-    return env
-
-
 def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Few rows: the streaming template above. Otherwise blocked and packed: B packed once per call
     (prologue applied once per element, in strips of NR columns along K);
@@ -334,9 +286,9 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     values packed first (the prologue once per element and column block), then MR x NR register tiles
     accumulate the panel in the compute type and add it into the block's double accumulators (fp32
     rounding over KC terms at most, not K); epilogue fused at the block's end."""
+    if small_m(k):
+        return render_small_m(k, s)
     g = split_gemm(k)
-    if not g.batch and math.prod(e for _, e in g.rows) <= SMALL_M:
-        return _small_m(k, s)
     dot, a_e, b_e, kv, n_vars = g.dot, g.a, g.b, g.k, g.cols
     row_vars = [(v.name, v.extent) for v in k.coords if (v.name, v.extent) not in n_vars]  # batch, then rows
     rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
@@ -490,6 +442,8 @@ def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 
 
 def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    if small_m(k):
+        return small_m_space(k, target, _threads_space(k, target))
     g = split_gemm(k)
     per_batch, mrs = math.prod(e for _, e in g.rows), (2, 4, 6)
     if g.batch and per_batch % gemm_default(k, target)["MR"] == 0:
