@@ -9,6 +9,7 @@ import pytest
 
 from akg_agent.bench.metrics import fast_p, geomean, summarize
 from akg_agent.cli import main
+from akg_agent.verifier.timing import paired_quartiles
 
 from .conftest import ROOT, problem_path
 
@@ -25,6 +26,24 @@ def test_fast_p_and_geomean():
     assert s["correct"] == 2 and s["fast_p_vs_eager"]["1.5"] == 0.25
 
 
+def test_paired_speedups_divide_out_the_hosts_drift():
+    """Trial i of each contender ran in turn i: a host whose pace drifts 16-fold over the run spreads each
+    contender's times, not their ratio. A problem is slower beyond noise only where the upper quartile of
+    its paired speedups is below 1.0."""
+    pace = [1.0, 2.0, 4.0, 8.0, 16.0, 1.5, 3.0]
+    eager = [p * 1.0 for p in pace]
+    lo, hi = paired_quartiles(eager, [p * 1.25 for p in pace])
+    assert lo == pytest.approx(0.8) and hi == pytest.approx(0.8)
+    assert paired_quartiles(eager[:3], eager[:3]) is None  # too few turns for quartiles
+    noisy = [1.04, 0.9, 1.1, 0.95, 0.97]  # below 1.0 in three turns of five, above in two
+    lo, hi = paired_quartiles(eager[:5], [e / r for e, r in zip(eager, noisy)])
+    assert lo < 1.0 < hi
+    recs = [{"problem": "slow", "correct": True, "speedup": {"eager": 0.8}, "speedup_quartiles": {"eager": [0.8, 0.8]}},
+            {"problem": "noisy", "correct": True, "speedup": {"eager": 0.97}, "speedup_quartiles": {"eager": [lo, hi]}},
+            {"problem": "wrong", "correct": False, "speedup": {}, "speedup_quartiles": {"eager": [0.5, 0.5]}}]
+    assert summarize(recs, ["eager"])["slower_beyond_noise_vs_eager"] == ["slow"]
+
+
 def test_bench_end_to_end(tmp_path, capsys):
     sols = tmp_path / "sols"
     sols.mkdir()
@@ -33,7 +52,7 @@ def test_bench_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["bench", str(problem_path("mm_scalar_mul")), str(problem_path("mm_matvec")),
                  str(problem_path("red_sum_mean")), "--solutions", str(sols), "--out", str(out),
-                 "--baselines", "eager", "--trials", "3", "--jobs", "2"])
+                 "--baselines", "eager", "--trials", "4", "--jobs", "2"])
     assert code == 0
     doc = json.loads((out / "results.json").read_text())
     assert [r["problem"] for r in doc["records"]] == ["mm_scalar_mul", "mm_matvec", "red_sum_mean"]
@@ -41,6 +60,8 @@ def test_bench_end_to_end(tmp_path, capsys):
     recs = {r["problem"]: r for r in doc["records"]}
     assert recs["mm_scalar_mul"]["correct"] and recs["mm_scalar_mul"]["speedup"]["eager"] > 0
     assert recs["mm_scalar_mul"]["sol_fraction"] > 0  # the CPU is the target here
+    lo, hi = recs["mm_scalar_mul"]["speedup_quartiles"]["eager"]  # paired over the 4 turns
+    assert 0 < lo <= hi
     assert not recs["mm_matvec"]["correct"] and recs["red_sum_mean"]["reason"] == "no solution"
     assert doc["summary"]["problems"] == 3 and doc["summary"]["correct"] == 1
     html = (out / "report.html").read_text()

@@ -216,7 +216,7 @@ def test_contenders_are_timed_in_turns_so_a_drifting_host_moves_them_alike(monke
     import types
 
     from akg_agent.verifier import timing
-    from akg_agent.verifier.timing import time_interleaved
+    from akg_agent.verifier.timing import paired_quartiles, time_interleaved
 
     calls: list[str] = []
     clock = [0.0]
@@ -235,6 +235,9 @@ def test_contenders_are_timed_in_turns_so_a_drifting_host_moves_them_alike(monke
     assert isinstance(got["c"], RuntimeError)
     assert calls[6:10] == ["a", "b", "b", "a"]  # each turn runs every contender once, the order rotated
     assert got["a"].median_s == pytest.approx(got["b"].median_s)
+    # each trial kept in turn order: paired, the tripled pace of the later turns divides out
+    assert len(got["a"].trials_s) == 10 and paired_quartiles(got["a"].trials_s, got["b"].trials_s) == (
+        pytest.approx(1.0), pytest.approx(1.0))
     calls.clear()
     blocks = {n: time_interleaved({n: work(n)}, [[]], torch.device("cpu"), trials=10)[n].median_s for n in "ab"}
     assert blocks["b"] == pytest.approx(3 * blocks["a"])  # what the turns prevent

@@ -29,12 +29,20 @@ def geomean(values: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
+def slower_beyond_noise(records: Sequence[dict[str, Any]], baseline: str) -> list[str]:
+    """Correct problems slower than the baseline in at least three turns of four (the upper quartile of
+    their paired speedups below 1.0): a median below 1.0 inside that spread is the host's noise."""
+    return [r["problem"] for r in records if r.get("correct")
+            and (q := r.get("speedup_quartiles", {}).get(baseline)) and q[1] < 1.0]
+
+
 def summarize(records: Sequence[dict[str, Any]], baselines: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"problems": len(records), "correct": sum(1 for r in records if r.get("correct"))}
     for b in baselines:
         out[f"fast_p_vs_{b}"] = {str(p): fast_p(records, b, p) for p in FAST_P}
         out[f"geomean_speedup_vs_{b}"] = geomean([r["speedup"][b] for r in records
                                                    if r.get("correct") and b in r.get("speedup", {})])
+        out[f"slower_beyond_noise_vs_{b}"] = slower_beyond_noise(records, b)
     sol = [r["sol_fraction"] for r in records if r.get("correct") and r.get("sol_fraction")]
     out["geomean_sol_fraction"] = geomean(sol)
     guards = sorted(r["guard_us"] for r in records if r.get("guard_us") is not None)

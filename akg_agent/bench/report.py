@@ -58,11 +58,17 @@ def _histogram(title: str, values: Sequence[float]) -> str:
     return _bars(title, list(zip(labels, [float(c) or None for c in counts])), None, False, " problems")
 
 
+def _spread(r: dict[str, Any], b: str) -> str:
+    """The paired speedups' quartiles, where the timing kept each trial."""
+    q = r.get("speedup_quartiles", {}).get(b)
+    return f" ({q[0]:.3g}-{q[1]:.3g})" if q else ""
+
+
 def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> str:
     baselines = meta.get("baselines", [])
     rows = []
     for r in records:
-        sp = " ".join(f"{b}: {r['speedup'][b]:.3g}x" for b in baselines if r.get("speedup", {}).get(b))
+        sp = " ".join(f"{b}: {r['speedup'][b]:.3g}x{_spread(r, b)}" for b in baselines if r.get("speedup", {}).get(b))
         cand = r.get("candidate_ms")
         peers = "; ".join(f"{lb}: " + (" ".join(f"{b} {p['speedup'][b]:.3g}x" for b in baselines
                                                 if p.get("speedup", {}).get(b)) or p.get("reason", "failed"))

@@ -16,7 +16,7 @@ from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
 from akg_agent.verifier import DEFAULT_SEEDS, Verdict, verify
 from akg_agent.verifier.sandbox import Limits
-from akg_agent.verifier.timing import host_lock
+from akg_agent.verifier.timing import host_lock, paired_quartiles
 from hardware_models.spec import load_target
 from ir.errors import AkgError
 
@@ -114,6 +114,9 @@ def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: 
             if base.get("median_s"):
                 rec.setdefault("baseline_ms", {})[b] = base["median_s"] * 1e3
                 rec["speedup"][b] = base["median_s"] / cand
+                q = paired_quartiles(base.get("trials_s", ()), t["candidate"].get("trials_s", ()))
+                if q:
+                    rec.setdefault("speedup_quartiles", {})[b] = list(q)
             if base.get("compile_s") is not None:
                 rec.setdefault("compile_s", {})[b] = base["compile_s"]
             if base.get("error"):
@@ -131,6 +134,9 @@ def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: 
             elif pt.get("median_s"):
                 pr["candidate_ms"] = pt["median_s"] * 1e3
                 pr["speedup"] = {b: ms / pr["candidate_ms"] for b, ms in rec.get("baseline_ms", {}).items()}
+                qs = {b: paired_quartiles(t[b].get("trials_s", ()), pt.get("trials_s", ())) for b in pr["speedup"]}
+                if any(qs.values()):
+                    pr["speedup_quartiles"] = {b: list(q) for b, q in qs.items() if q}
                 if rec.get("sol_ms"):
                     pr["sol_fraction"] = rec["sol_ms"] / pr["candidate_ms"]
             rec["peers"][label] = pr

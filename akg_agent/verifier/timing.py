@@ -143,6 +143,9 @@ class Timing:
     # another stream (the host clock alone also counts a slow host's launch overhead, which a loaded host
     # running other verifications showed as a 2.5x gap on a genuine two-kernel module)
     tail_median_s: float = 0.0
+    # each trial's device seconds in turn order: trial i of every contender ran in the same turn, so
+    # paired ratios between contenders cancel the drift a turn shares (`paired_quartiles`)
+    trials_s: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -235,8 +238,19 @@ def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequenc
         ds = dev[name]
         out[name] = failed[name] if name in failed else Timing(
             statistics.median(ds), statistics.fmean(ds), min(ds), statistics.pstdev(ds) if len(ds) > 1 else 0.0,
-            trials, statistics.median(host[name]), device.type, statistics.median(tail[name]))
+            trials, statistics.median(host[name]), device.type, statistics.median(tail[name]), tuple(ds))
     return out
+
+
+def paired_quartiles(base_s: Sequence[float], cand_s: Sequence[float]) -> tuple[float, float] | None:
+    """The lower and upper quartiles of base/candidate over the turns both ran in (trial i of each in
+    turn i): the spread of a speedup once the host's drift, which both saw, is divided out. An upper
+    quartile below 1.0 says the candidate was slower in at least three turns of four."""
+    ratios = [b / c for b, c in zip(base_s, cand_s) if c > 0]
+    if len(ratios) < 4:
+        return None
+    q = statistics.quantiles(ratios, n=4, method="inclusive")
+    return q[0], q[2]
 
 
 def _one_trial(fn: Callable[..., Any], args: Sequence[Any], flush: Callable[[], None], gpu: bool
