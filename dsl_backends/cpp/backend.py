@@ -280,7 +280,7 @@ PACK = 64  # side of the tiles B is packed in
 
 
 def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
-    """Few rows: the streaming template above. Otherwise blocked and packed: B packed once per call
+    """Few rows: the streaming template of gemv.py. Otherwise blocked and packed: B packed once per call
     (prologue applied once per element, in strips of NR columns along K);
     then in parallel over blocks of MR rows x NB columns, K swept in KC-deep panels: the panel's A
     values packed first (the prologue once per element and column block), then MR x NR register tiles

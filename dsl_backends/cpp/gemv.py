@@ -16,10 +16,10 @@ from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
 from ..cstyle import CHUNK_SUM, CPrinter
-from .pack import SMALL_M
 from .style import STYLE, omp
 
-NC_MAX = 8  # more streams of B than this gained nothing a group
+SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take this template: no packing
+NC_WIDTHS = (8, 4, 2, 1)  # column group widths tried, widest first
 
 
 def small_m(k: Kernel) -> bool:
@@ -37,7 +37,7 @@ def _ncs(rows: int, n: int, target: HardwareModel) -> list[int]:
     """Column group widths whose rows x NC vector accumulators fit in the vector registers beside A's and
     B's vectors, dividing the columns, widest first."""
     regs = _registers(target)
-    return [nc for nc in (8, 4, 2, 1) if nc <= NC_MAX and rows * nc + nc + 1 <= regs and n % nc == 0] or [1]
+    return [nc for nc in NC_WIDTHS if rows * nc + nc + 1 <= regs and n % nc == 0] or [1]
 
 
 def _registers(target: HardwareModel) -> int:
@@ -48,7 +48,7 @@ def _registers(target: HardwareModel) -> int:
 def small_m_default(k: Kernel, target: HardwareModel) -> Schedule:
     """The widest group whose accumulators take at most half of the vector registers (a group streams
     NC rows of B at once; rows x NC accumulators hide the FMA latency); one chunk of K up to CHUNK_SUM
-    (a horizontal sum per chunk: chunks of 256 cost 13% at 8 rows x 2048 x 2048 on an AVX-512 host)."""
+    (each chunk ends in a horizontal sum per accumulator: short chunks were measurably slower)."""
     rows, n, kk = _shape(k)
     regs = _registers(target)
     nc = next((c for c in _ncs(rows, n, target) if rows * c <= regs // 2), 1)

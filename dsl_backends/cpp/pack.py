@@ -16,21 +16,19 @@ from ir.kernel.analysis import GemmParts, split_gemm
 from ir.kernel.ir import Buf, Kernel, Load, size_args, walk
 
 from ..cstyle import CPrinter, decode
+from .gemv import small_m
 from .style import STYLE
 
-SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take the streaming template: no packing
 PACK_SAMPLES = 64
 _DTYPES = {"float": "torch.float32", "double": "torch.float64"}
 
 
 def weight_bufs(k: Kernel) -> list[Buf]:
     """The parameters the blocked GEMM's B operand reads, where it reads nothing else and is packed
-    (more than SMALL_M rows, or a batch); else []."""
-    if k.kind != "matmul" or size_args(k):
+    (more rows than `gemv.small_m` takes, or a batch); else []."""
+    if k.kind != "matmul" or size_args(k) or small_m(k):
         return []
     g = split_gemm(k)
-    if not g.batch and math.prod(e for _, e in g.rows) <= SMALL_M:
-        return []
     if STYLE.ctype_compute(g.b.dtype) not in _DTYPES:
         return []
     bufs = {e.buf.name: e.buf for e in walk(g.b) if isinstance(e, Load)}
