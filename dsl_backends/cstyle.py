@@ -481,14 +481,15 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
         f"{inner.indent}{store_to or f'out[{flat}]'} = {style.store(k.out.dtype, val)};", p.indent + "}"]
 
 
-def decode(names: list[tuple[str, int]], flat: str, p: CPrinter, bounded: bool = False) -> None:
+def decode(names: list[tuple[str, int]], flat: str, p: CPrinter, bounded: bool = False, suffix: str = "") -> None:
     """Flat index -> named coordinates (row-major), as const locals of the printer's scope. `bounded`: the
     flat index is below the extents' product, so the outermost coordinate needs no modulo (a loop with
-    an integer modulo in it stays scalar)."""
+    an integer modulo in it stays scalar). `suffix`: the locals' names end in it (several decodes in one
+    scope)."""
     stride = 1
     for i, (name, ext) in enumerate(reversed(names)):
-        p.env[name] = name
+        p.env[name] = local = name + suffix
         q = f"({flat} / {stride})" if stride > 1 else flat
-        p.emit(f"const int64_t {name} = {q};" if bounded and i == len(names) - 1 else
-               f"const int64_t {name} = {q} % {ext};")
+        p.emit(f"const int64_t {local} = {q};" if bounded and i == len(names) - 1 else
+               f"const int64_t {local} = {q} % {ext};")
         stride *= ext

@@ -15,7 +15,7 @@ from ir.kernel.analysis import split_gemm
 from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
-from ..cstyle import CHUNK_SUM, CPrinter
+from ..cstyle import CHUNK_SUM, CPrinter, decode
 from .style import STYLE, omp
 
 SMALL_M = 8  # GEMMs with at most this many rows (batch 1-8 inference) take this template: no packing
@@ -76,12 +76,8 @@ def render_small_m(k: Kernel, s: Schedule) -> list[str]:
     out = [omp(s), f"    for (int64_t akg_cg = 0; akg_cg < {n // nc}; ++akg_cg) {{"]
     cols = [CPrinter(STYLE, {}, indent="        ") for _ in range(nc)]
     for j, pc in enumerate(cols):  # column j of the group: its coordinates under names of its own
-        stride = 1
-        for name, ext in reversed(g.cols):
-            pc.env[name] = f"{name}_{j}"
-            flat = f"(akg_cg * {nc} + {j})"
-            out.append(f"        const int64_t {name}_{j} = ({flat} / {stride}) % {ext};")
-            stride *= ext
+        decode(g.cols, f"(akg_cg * {nc} + {j})", pc, suffix=f"_{j}")
+        out += pc.lines
     accs = [[f"akg_acc{m}_{j}" for j in range(nc)] for m in range(rows)]
     parts = [[f"akg_part{m}_{j}" for j in range(nc)] for m in range(rows)]
     flat_accs = [a for row in accs for a in row]
