@@ -77,11 +77,16 @@ class Translation:
                 "verdict": self.verdict.line() if self.verdict else "not verified"}
 
 
+# convolutions as torch calls, generated (implicit GEMMs; depthwise ones as windows), only the depthwise
+# ones generated, or torch calls over channels-last operands (`ir.passes.layout.ChannelsLast`)
+CONV_STRATEGIES = ("library", "generated", "depthwise", "channels-last")
+
+
 @dataclass(frozen=True)
+
 class Strategy:
     """Plan-level choices a tune compares by measurement (schedules are searched inside each): row
-    fusion (a softmax or norm as one row kernel) or split kernels; convolutions as library calls,
-    generated (implicit GEMMs, depthwise ones as windows), or only the depthwise ones generated; op
+    fusion (a softmax or norm as one row kernel) or split kernels; convolutions (`CONV_STRATEGIES`); op
     families left to the library (`ir.passes.library`: GEMMs, norms, softmax, attention, reductions,
     pooling, scans) with their prologues and epilogues generated."""
 
@@ -102,13 +107,15 @@ class Strategy:
 
 
 def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
-                 library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0) -> str:
+                 library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0,
+                 channels_last: bool = False) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
     the ops of the `library` families; reductions over fewer rows than `units` (the target's parallel
     units) split over chunks, as do GEMMs with few output tiles for `splitk` units (their K); with
-    `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`). It starts with simplify (translate
-    reads the library families between it and decomposition)."""
+    `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`); with `channels_last`, convolutions run
+    over channels-last operands. It starts with simplify (translate reads the library families between it
+    and decomposition)."""
     keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
     marked = marked_primitives(library)
@@ -123,7 +130,8 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     fuse = "fuse{transposed=1}" if "transposed" in backend.manifest.kinds else "fuse"
     # a backend whose row kernel would gather a row across a strided axis keeps such rows split
     row = ",rows{strided=0}" if "contiguous_rows" in backend.manifest.kinds else ",rows"
-    return f"simplify,{dec},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (row if rows else "") + \
+    last = ",channelslast" if channels_last else ""
+    return f"simplify,{dec}{last},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (row if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 
@@ -242,8 +250,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     library = check_families(library)
     if pure and library:
         raise AkgError(f"--pure generates every group: drop --library {','.join(library)} or --pure")
-    if conv not in ("library", "generated", "depthwise"):
-        raise AkgError(f"unknown convolution strategy {conv!r}: choose library, generated or depthwise")
+    if conv not in CONV_STRATEGIES:
+        raise AkgError(f"unknown convolution strategy {conv!r}: choose {', '.join(CONV_STRATEGIES)}")
     if conv != "library" and not conv_kinds(backend.manifest.kinds) & ({"dwconv"} if conv == "depthwise" else
                                                                       {"conv", "dwconv"}):
         raise AkgError(f"the {dsl} backend does not generate {'depthwise ' if conv == 'depthwise' else ''}"
@@ -300,7 +308,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
                                how.rows and backend.fuses_rows(target),
                                how.library, target.units,
                                backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32")),
-                               target.units if target.kind == "gpu" else 0).split(",", 1)
+                               target.units if target.kind == "gpu" else 0,
+                               how.conv == "channels-last" and not pure).split(",", 1)
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})

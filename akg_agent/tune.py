@@ -70,8 +70,9 @@ def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]
 
 def strategies_for(t: Translation) -> list[Strategy]:
     """The plan-level alternatives worth measuring for this translation, the default first: row fusion
-    split, generated convolutions, and each op family of the program left to the library (one at a
-    time; `tune` then measures the families that won together, and grows the best by one family at a time)."""
+    split, generated convolutions, channels-last library ones, and each op family of the program left to
+    the library (one at a time; `tune` then measures the families that won together, and grows the best by
+    one family at a time)."""
     kinds = get_backend(t.dsl).manifest.kinds
     out = [Strategy()]
     if "rownorm" in kinds and any(k.kind == "rownorm" for k in t.program.kernels()):
@@ -83,6 +84,9 @@ def strategies_for(t: Translation) -> list[Strategy]:
         out.append(Strategy(conv="generated"))
     if gen["conv"] and gen["dwconv"]:  # a depthwise-separable block: its 1x1 convolution may be the library's
         out.append(Strategy(conv="depthwise"))
+    if any(s.op in ("conv", "conv_transpose") and s.args[0] and len(s.args[0].shape) in (4, 5)
+           for s in t.program.library_calls()):  # torch's channels-last formats: 2-D and 3-D convolutions
+        out.append(Strategy(conv="channels-last"))
     out += [Strategy(library=(f,)) for f in _families(t)]
     return out
 

@@ -128,6 +128,9 @@ def _akg_require(x):
 '''
 
 
+_LAST_FORMAT = {2: "torch.channels_last", 3: "torch.channels_last_3d"}
+
+
 def torch_dtype(dt: str) -> str:
     return str(DTYPES[dt])
 
@@ -135,14 +138,18 @@ def torch_dtype(dt: str) -> str:
 def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
     a = [name(b) for b in step.args]
     at = step.attrs
-    if step.op == "conv":
+    if step.op in ("conv", "conv_transpose"):
         r = len(step.args[1].shape) - 2  # type: ignore[union-attr]
-        return (f"F.conv{r}d({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
-                f"{list(at['padding'])}, {list(at['dilation'])}, {at['groups']})")
-    if step.op == "conv_transpose":
-        r = len(step.args[1].shape) - 2  # type: ignore[union-attr]
-        return (f"F.conv_transpose{r}d({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
-                f"{list(at['padding'])}, {list(at['output_padding'])}, {at['groups']}, {list(at['dilation'])})")
+        x = a[0]
+        if at["channels_last"]:  # (N, *spatial, C) held as torch's channels-last strides: a view, no copy
+            x = f"{x}.movedim(-1, 1).contiguous(memory_format={_LAST_FORMAT[r]})"
+        if step.op == "conv":
+            call = (f"F.conv{r}d({x}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
+                    f"{list(at['padding'])}, {list(at['dilation'])}, {at['groups']})")
+        else:
+            call = (f"F.conv_transpose{r}d({x}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
+                    f"{list(at['padding'])}, {list(at['output_padding'])}, {at['groups']}, {list(at['dilation'])})")
+        return f"{call}.movedim(1, -1)" if at["channels_last"] else call
     if step.op == "max_pool":
         r = len(at["kernel"])
         return (f"F.max_pool{r}d({a[0]}, {list(at['kernel'])}, {list(at['stride'])}, {list(at['padding'])}, "

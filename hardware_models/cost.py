@@ -132,9 +132,10 @@ def _gemm_dims(anchor: Node) -> tuple[int, int, int]:
         return max(1, anchor.type.numel // max(out[-1], 1)), w.shape[0], w.shape[1]
     groups = anchor.attrs.get("groups", 1)
     kvol = math.prod(w.shape[2:])
+    cout = out[-1] if anchor.attrs.get("channels_last") else out[1]
     if anchor.op == "conv":  # implicit GEMM: (N * output pixels) x Cout x (Cin/groups * kernel)
-        return anchor.type.numel // out[1], out[1], w.shape[1] * kvol
-    return anchor.type.numel // out[1], out[1], (w.shape[0] // groups) * kvol // max(
+        return anchor.type.numel // cout, cout, w.shape[1] * kvol
+    return anchor.type.numel // cout, cout, (w.shape[0] // groups) * kvol // max(
         1, math.prod(anchor.attrs["stride"]))
 
 

@@ -150,18 +150,25 @@ impl("matmul")(lambda a, at, ctx: torch.matmul(a[0], a[1]))
 impl("linear")(lambda a, at, ctx: F.linear(a[0], a[1], a[2] if len(a) > 2 else None))
 
 
+def _channels(at, x, conv):
+    """A convolution over channels-first x; channels_last: x and the result hold channels on the last axis."""
+    if not at["channels_last"]:
+        return conv(x)
+    return conv(x.movedim(-1, 1)).movedim(1, -1).contiguous()
+
+
 @impl("conv")
 def _conv(a, at, ctx):
     fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[a[1].dim() - 2]
-    return fn(a[0], a[1], a[2] if len(a) > 2 else None, at["stride"], at["padding"], at["dilation"],
-              at["groups"])
+    return _channels(at, a[0], lambda x: fn(x, a[1], a[2] if len(a) > 2 else None, at["stride"], at["padding"],
+                                            at["dilation"], at["groups"]))
 
 
 @impl("conv_transpose")
 def _conv_t(a, at, ctx):
     fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[a[1].dim() - 2]
-    return fn(a[0], a[1], a[2] if len(a) > 2 else None, at["stride"], at["padding"],
-              at["output_padding"], at["groups"], at["dilation"])
+    return _channels(at, a[0], lambda x: fn(x, a[1], a[2] if len(a) > 2 else None, at["stride"], at["padding"],
+                                            at["output_padding"], at["groups"], at["dilation"]))
 
 
 # --- windows

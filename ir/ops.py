@@ -101,9 +101,11 @@ _def("argmin", "reduction", 1, dim=None, keepdim=False)
 # --- contractions
 _def("matmul", "contraction", 2)
 _def("linear", "contraction", (2, 3))  # x @ w.T (+ b)
-_def("conv", "contraction", (2, 3), stride=R, padding=R, dilation=R, groups=1)
+# channels_last: x and the result hold their channels on the last axis (N, *spatial, C); the weight stays
+# (Cout, Cin/groups, *kernel)
+_def("conv", "contraction", (2, 3), stride=R, padding=R, dilation=R, groups=1, channels_last=False)
 _def("conv_transpose", "contraction", (2, 3), stride=R, padding=R, output_padding=R, dilation=R,
-     groups=1)
+     groups=1, channels_last=False)
 
 # --- windows (rank = len(kernel) spatial dims at the end)
 _def("max_pool", "window", 1, kernel=R, stride=R, padding=R, dilation=R, ceil_mode=False)

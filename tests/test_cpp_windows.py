@@ -324,7 +324,7 @@ def test_a_depthwise_separable_block_may_generate_its_depthwise_convolution_alon
     path = tmp_path / "p.py"
     path.write_text(SEPARABLE)
     convs = [s.describe().split(", ")[1] for s in strategies_for(build(path, "cpp", "cpu", tuned=False))]
-    assert convs == ["conv=library", "conv=generated", "conv=depthwise"]
+    assert convs == ["conv=library", "conv=generated", "conv=depthwise", "conv=channels-last"]
     t = build(path, "cpp", "cpu", tuned=False, conv="depthwise")
     [lib] = t.program.library_calls()
     assert lib.op == "conv" and lib.attrs["groups"] == 1 and t.program.kernels()[0].kind == "pointwise"

@@ -14,6 +14,7 @@ from ir.passes.library import LIBRARY_FAMILIES
 from ..agents import RunConfig, run
 from ..agents.human import ConsoleHuman, FileHuman
 from ..examples import DEFAULT_PROBLEM
+from ..translate import CONV_STRATEGIES
 from ..tuning_db import TuningDB
 
 
@@ -73,9 +74,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baselines", default="eager", help="timed baselines when the device is present")
     p.add_argument("--no-time", action="store_true", help="verify but do not time")
     p.add_argument("--no-ncu", action="store_true", help="no Nsight Compute profile in optimise feedback")
-    p.add_argument("--conv", default="library", choices=("library", "generated", "depthwise"),
+    p.add_argument("--conv", default="library", choices=CONV_STRATEGIES,
                    help="convolutions as torch calls with fused epilogues (default), generated (implicit GEMMs; "
-                        "depthwise ones as unrolled windows), or only the depthwise ones generated")
+                        "depthwise ones as unrolled windows), only the depthwise ones generated, or torch calls "
+                        "over channels-last operands (the transpositions fused into the generated kernels around)")
     p.add_argument("--pure", action="store_true", help="every group generated, no library calls (hybrid: the "
                    "default, convolutions and what a backend does not generate stay declared torch calls)")
     p.add_argument("--library", default=None, metavar="FAMILIES",

@@ -24,6 +24,7 @@ from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 from .terms import cache_terms
 from .tile import vector_tile, vector_width
+from .transpose import transposed_coord, transposed_tiles
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -103,7 +104,8 @@ def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Pointwise and reduce kernels: a parallel loop over the outputs, reductions as serial loops."""
     if k.kind == "pointwise" and len(k.coords) >= 2 and k.coords[-1].extent >= ROW_LOOP_MIN and \
             math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k):
-        return _rows_then_columns(k, s)
+        t = transposed_coord(k) if not k.also and interior(k) is None else None
+        return transposed_tiles(k, s, t) if t is not None else _rows_then_columns(k, s)
     p = CPrinter(STYLE, {}, indent="        ")
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)

@@ -60,6 +60,41 @@ static inline float* akg_row_scratch(int64_t n) {  // one per thread, kept betwe
     if ((int64_t)v.size() < n) v.resize(n);
     return v.data();
 }
+// a tile stored column by column (column c at src + c * stride, its rows contiguous) to dst row-major
+// (dst[r * 16 + c], 64-byte aligned), rows x cols of it; AVX-512: 16 loads, 64 shuffles, 16 stores
+static inline void akg_tile_t(const float* __restrict__ src, int64_t stride, int rows, int cols,
+                              float* __restrict__ dst) {
+#if defined(__AVX512F__)
+    const __mmask16 m = (__mmask16)((1u << rows) - 1u);
+    __m512 r[16], t[16];
+    for (int c = 0; c < 16; ++c) r[c] = c < cols ? _mm512_maskz_loadu_ps(m, src + c * stride) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {  // per 128-bit lane: pairs of columns interleaved
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {  // r[i + j], lane L: row 4L + j of columns i..i+3
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int j = 0; j < 4; ++j) {  // the 4 x 4 lanes of r[j], r[4 + j], r[8 + j], r[12 + j] transposed
+        const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        const __m512 x2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        const __m512 x3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+    }
+    for (int j = 0; j < rows; ++j) _mm512_store_ps(dst + j * 16, t[j]);
+#else
+    for (int c = 0; c < cols; ++c)
+        for (int j = 0; j < rows; ++j) dst[j * 16 + c] = src[j + c * stride];
+#endif
+}
 static inline void akg_sfence() {
 #if defined(__AVX__)
     _mm_sfence();

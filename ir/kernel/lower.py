@@ -72,7 +72,7 @@ def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     "conv" (an ungrouped convolution or transposed convolution as an implicit GEMM), "dwconv" (a depthwise
     one with a small window), "window" (max and average pooling), "scan" (cumulative sums and products).
     A node the `library` pass marked stays a torch call regardless."""
-    if n.meta.get(LIBRARY_MARK):
+    if n.meta.get(LIBRARY_MARK) or n.attrs.get("channels_last"):  # channels last: oneDNN's layout
         return True
     if n.op == "conv" and generated_conv(n.attrs["groups"], n.args[0].shape if n.args[0] else (),
                                          n.args[1].shape if n.args[1] else (), generated):

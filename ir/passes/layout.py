@@ -9,6 +9,8 @@ padded with zeros in both operands (A copied once too): the tiles then load whol
 are left alone (they stream B once, and a copy would triple that traffic), as are shallow ones (K or N small:
 bound by writing the output, where the ranking picks an FMA tile that wants B row-major).
 
+Channels-last convolutions (`channelslast`): see `ChannelsLast`.
+
 Views per use (`views`): see `ViewsPerUse`."""
 
 from __future__ import annotations
@@ -55,6 +57,32 @@ class KMajorOperands(RewritePass):
 
     name: ClassVar[str] = "kmajor"
     rules: ClassVar[tuple[Rule, ...]] = (Rule("matmul-as-linear", P("matmul", X("a"), X("b")), _kmajor),)
+
+
+def _to_last(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    conv, x = r.root, b["x"]
+    rank = x.type.rank
+    if conv.attrs["channels_last"] or rank not in (4, 5):  # torch has channels-last formats for 2-D and 3-D
+        return None
+    xt = r.op("permute", [x], dims=[0, *range(2, rank), 1])
+    yt = r.op(conv.op, [xt, *conv.args[1:]], **{**conv.attrs, "channels_last": True})
+    return r.op("permute", [yt], dims=[0, rank - 1, *range(1, rank - 1)])
+
+
+@register
+@dataclass(frozen=True)
+class ChannelsLast(RewritePass):
+    """2-D and 3-D convolutions (and transposed ones) over channels-last operands: oneDNN runs a
+    channels-first convolution by reordering its input and output around a channels-last (or blocked)
+    one on every call; here the transpositions are graph ops, which fusion folds into the generated
+    kernels that produce the input and read the output (a convolution's epilogue reads it transposed).
+    A strategy the tune measures (`--conv channels-last`): it pays where the convolution's own
+    saving beats what its transpositions cost."""
+
+    name: ClassVar[str] = "channelslast"
+    rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("conv-channels-last", P(("conv", "conv_transpose"), X("x"), X("w")), _to_last),
+        Rule("conv-channels-last", P(("conv", "conv_transpose"), X("x"), X("w"), X("b")), _to_last))
 
 
 PER_USE = ("pointwise", "movement", "reduction")  # kernels that read a view through their own index

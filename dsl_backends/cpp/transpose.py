@@ -1,0 +1,94 @@
+"""Pointwise kernels that read an operand transposed: a channels-last convolution's output read back
+channels-first, a permute's copy. The rows-then-columns loop would step the operand's strided axis in
+its SIMD loop, each element on another cache line (a gather), and come back to that line only a whole
+row of lines later. Here the kernel runs in TILE x TILE tiles: each transposed operand's tile is
+loaded as TILE vectors along its own contiguous axis, transposed in registers (`akg_tile_t`, in the
+prelude), and the tile's outputs are computed from that copy with contiguous loads and stores."""
+
+from __future__ import annotations
+
+import math
+
+from ir.kernel.ir import Const, IOp, Kernel, Load, Var, free_vars, walk
+from ir.kernel.schedule import Schedule
+
+from ..cstyle import CPrinter, decode
+from .style import STYLE, omp
+
+TILE = 16  # a tile's side: one 64-byte line of fp32, one AVX-512 vector
+
+
+def _transposed(e: Load, last: Var) -> Var | None:
+    """The coordinate an fp32 load is contiguous along where it also steps along `last` through another
+    axis (and neither appears anywhere else in its index): that load reads a transposed tile."""
+    if e.buf.dtype != "f32" or e.mask is not None or len(e.index) < 2 or not isinstance(e.index[-1], Var):
+        return None
+    t = e.index[-1]
+    at = [i for i, x in enumerate(e.index[:-1]) if isinstance(x, Var) and x.name == last.name]
+    others = [x for i, x in enumerate(e.index[:-1]) if i not in at]
+    if len(at) != 1 or t.name == last.name or any({t.name, last.name} & free_vars(x) for x in others):
+        return None
+    return t
+
+
+def transposed_coord(k: Kernel) -> Var | None:
+    """The output coordinate along which some operand of `k` is read transposed, where it is long enough
+    to fill half a tile and is not the one next to the last (the row loop's consecutive rows step that
+    one, and find the lines the row before fetched still in L1); None where no operand is so read."""
+    *outer, last = k.coords
+    for e in walk(k.expr):
+        t = _transposed(e, last) if isinstance(e, Load) else None
+        if t is not None and t in outer[:-1] and t.extent >= TILE // 2:
+            return t
+    return None
+
+
+def transposed_tiles(k: Kernel, s: Schedule, t: Var) -> list[str]:
+    """Per tile (in parallel): each operand read transposed along `t` copied in registers to a row-major
+    TILE x TILE block, then TILE rows at consecutive `t`, each a SIMD loop over the tile's columns."""
+    *outer, last = k.coords
+    rest = [v for v in outer if v != t]
+    tb, cb = -(-t.extent // TILE), -(-last.extent // TILE)
+    p = CPrinter(STYLE, {}, indent="        ")
+    decode([(v.name, v.extent) for v in rest] + [("akg_tb", tb), ("akg_cb", cb)], "akg_o", p, bounded=True)
+    p.emit(f"const int64_t akg_t0 = akg_tb * {TILE}, akg_c0 = akg_cb * {TILE};")
+    p.emit(f"const int akg_nt = (int)std::min<int64_t>({TILE}, {t.extent} - akg_t0), "
+           f"akg_nc = (int)std::min<int64_t>({TILE}, {last.extent} - akg_c0);")
+    base = CPrinter(STYLE, dict(p.env, **{t.name: "akg_t0", last.name: "akg_c0"}), indent=p.indent)
+    base.counter = p.counter
+    tiles: dict[Load, str] = {}
+    fixed: dict[int, str] = {}
+    for e in walk(k.expr):
+        if not isinstance(e, Load) or _transposed(e, last) != t:
+            continue
+        if e not in tiles:
+            name = tiles[e] = f"akg_tile{len(tiles)}"
+            dim = next(i for i, x in enumerate(e.index[:-1]) if isinstance(x, Var) and x.name == last.name)
+            start = base.flat_index(e)
+            p.lines += base.lines
+            base.lines = []
+            p.emit(f"alignas(64) float {name}[{TILE * TILE}];")
+            p.emit(f"akg_tile_t({e.buf.name} + {start}, {e.buf.strides()[dim]}, akg_nt, akg_nc, {name});")
+        fixed[id(e)] = f"{tiles[e]}[(akg_t - akg_t0) * {TILE} + (akg_c - akg_c0)]"
+    # values of the row alone (a channel's scale and shift), once per row of the tile
+    pt = CPrinter(STYLE, dict(p.env, **{t.name: "akg_t"}), indent="            ")
+    pt.counter = p.counter
+    pt.fixed.update(fixed)
+    memo: dict[int, frozenset[str]] = {}
+    for e in walk(k.expr):
+        if not isinstance(e, (Var, Const, IOp)) and id(e) not in fixed and last.name not in free_vars(e, memo):
+            pt(e)
+    pi = CPrinter(STYLE, dict(pt.env, **{last.name: "akg_c"}), indent="                ")
+    pi.counter, pi.names = p.counter, dict(pt.names)
+    pi.fixed.update(fixed)
+    val = pi(k.expr)
+    row = "0"
+    for v in outer:
+        row = f"({row} * {v.extent} + {pi.env[v.name]})"
+    n = math.prod(v.extent for v in rest) * tb * cb
+    return [omp(s), f"    for (int64_t akg_o = 0; akg_o < {n}; ++akg_o) {{", *p.lines,
+            "        for (int64_t akg_t = akg_t0; akg_t < akg_t0 + akg_nt; ++akg_t) {", *pt.lines,
+            "            #pragma omp simd",
+            "            for (int64_t akg_c = akg_c0; akg_c < akg_c0 + akg_nc; ++akg_c) {",
+            *pi.lines, f"                out[{row} * {last.extent} + akg_c] = {STYLE.store(k.out.dtype, val)};",
+            "            }", "        }", "    }"]

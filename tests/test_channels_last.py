@@ -1,0 +1,154 @@
+"""Channels-last convolutions (`ir.passes.layout.ChannelsLast`, `--conv channels-last`): the pass keeps
+each convolution's meaning with its transpositions as graph ops, torch's call takes the channels-last
+view, and the C++ kernels that read an operand transposed run in register-transposed tiles."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from akg_agent.translate import build, render
+from akg_agent.tune import strategies_for
+from akg_agent.verifier import verify
+from dsl_backends.cpp.transpose import transposed_coord
+from dsl_backends.module import library_line
+from ir import run
+from ir.graph import Graph
+from ir.interp import EvalCtx, eval_op
+from ir.kernel.ir import Buf, LibraryCall
+from ir.passes import run_passes
+from ir.types import TensorType
+
+
+def _conv_graph(op: str, x: tuple[int, ...], w: tuple[int, ...], **attrs) -> Graph:
+    g = Graph("g")
+    xs, ws = g.input("x", TensorType(x, "f32")), g.input("w", TensorType(w, "f32"))
+    b = g.input("b", TensorType((w[1] if op == "conv_transpose" else w[0],), "f32"))
+    g.outputs = [g.add("relu", [g.add(op, [xs, ws, b], attrs)])]
+    return g
+
+
+@pytest.mark.parametrize(("op", "x", "w", "attrs"), [
+    ("conv", (2, 5, 9, 11), (6, 5, 3, 3), {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2]}),
+    ("conv", (2, 4, 5, 6, 7), (4, 1, 3, 3, 3), {"stride": [1, 1, 1], "padding": [1, 1, 1], "dilation": [1, 1, 1],
+                                                "groups": 4}),
+    ("conv_transpose", (2, 6, 5, 7), (6, 3, 4, 4), {"stride": [2, 2], "padding": [1, 1], "output_padding": [0, 1],
+                                                    "dilation": [1, 1]}),
+], ids=["conv2d", "depthwise3d", "transposed2d"])
+def test_the_pass_moves_channels_last_and_keeps_the_meaning(op, x, w, attrs):
+    g = _conv_graph(op, x, w, **attrs)
+    args = [torch.randn(x), torch.randn(w), torch.randn(g.inputs[2].type.shape)]
+    want = run(g, args)[0]
+    run_passes(g, "channelslast,canonicalize,dce")
+    conv = next(n for n in g.nodes if n.op == op)
+    assert conv.attrs["channels_last"] and conv.args[0].op == "permute" and conv.type.shape[-1] == want.shape[1]
+    assert [n.op for n in g.nodes if n.op != "input"] == ["permute", op, "permute", "relu"]
+    torch.testing.assert_close(run(g, args)[0], want)
+    run_passes(g, "channelslast")  # once channels-last, left alone
+    assert sum(n.op == "permute" for n in g.nodes) == 2
+
+
+def test_a_1d_convolution_stays_channels_first():
+    g = _conv_graph("conv", (2, 5, 30), (6, 5, 3), stride=[1], padding=[1], dilation=[1])
+    run_passes(g, "channelslast")
+    assert not any(n.op == "permute" for n in g.nodes)
+
+
+@pytest.mark.parametrize("op", ["conv", "conv_transpose"])
+def test_the_library_line_means_what_the_interpreter_says(op):
+    x, w, b = torch.randn(2, 9, 8, 6, dtype=torch.float64), torch.randn(6, 4, 3, 3, dtype=torch.float64), \
+        torch.randn(4 if op == "conv_transpose" else 6, dtype=torch.float64)
+    if op == "conv":
+        w = torch.randn(4, 6, 3, 3, dtype=torch.float64)
+        b = torch.randn(4, dtype=torch.float64)
+    at = {"stride": (2, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1, "channels_last": True,
+          **({"output_padding": (1, 0)} if op == "conv_transpose" else {})}
+    bufs = tuple(Buf(f"a{i}", tuple(a.shape), "f64", "input") for i, a in enumerate((x, w, b)))
+    line = library_line(LibraryCall("lib", op, bufs, at, Buf("out", (1,), "f64", "output")), lambda q: q.name)
+    assert "channels_last" in line
+    got = eval(line, {"torch": torch, "F": F}, {"a0": x, "a1": w, "a2": b})  # noqa: S307
+    torch.testing.assert_close(got, eval_op(op, [x, w, b], at, EvalCtx()), atol=1e-9, rtol=1e-9)
+    assert got.is_contiguous()  # what a generated kernel reads without a copy
+
+
+CONV_EPILOGUE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(5, 20, 3, padding=1)
+        self.up = nn.ConvTranspose2d(20, 18, 4, stride=2, padding=1)
+        self.bias = nn.Parameter(torch.randn(18, 1, 1))
+
+    def forward(self, x):
+        return torch.relu(self.up(torch.relu(self.conv(x)))) + self.bias
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 9, 21)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_channels_last_convolutions_verify_with_their_epilogues_in_tiles(tmp_path, monkeypatch):
+    """Channel counts and widths that leave partial tiles (20 = 16 + 4 channels, 21 = 16 + 5 columns);
+    the epilogues read the convolutions' channels-last outputs transposed, in tiles; the tuner offers
+    the strategy."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "p.py"
+    path.write_text(CONV_EPILOGUE)
+    assert "conv=channels-last" in [s.describe().split(", ")[1] for s in strategies_for(build(path, "cpp", "cpu",
+                                                                                              tuned=False))]
+    t = build(path, "cpp", "cpu", tuned=False, conv="channels-last")
+    libs = t.program.library_calls()
+    assert [s.op for s in libs] == ["conv", "conv_transpose"] and all(s.attrs["channels_last"] for s in libs)
+    assert any(transposed_coord(k) is not None for k in t.program.kernels())
+    src = render(t)
+    assert "memory_format=torch.channels_last" in src and "akg_tile_t(" in src and "conv=channels-last" in src
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()
+
+
+PERMUTE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return x.permute(0, 3, 2, 1) * 2.0 + y
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 7, 37), torch.randn(3, 37, 7, 20)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_transposed_read_runs_in_register_transposed_tiles(tmp_path, monkeypatch):
+    """x read along its channels while the output steps its last axis: tiles of 16 x 16 (two partial in
+    each direction), transposed in registers; the result is the interpreter's."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "p.py"
+    path.write_text(PERMUTE)
+    t = build(path, "cpp", "cpu", tuned=False)
+    [k] = t.program.kernels()
+    assert transposed_coord(k) is not None and transposed_coord(k).extent == 37
+    src = render(t)
+    assert "akg_tile_t(x + " in src
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(path, cand, target="cpu", seeds=(0, 1, 2))
+    assert v.accepted, v.line()
