@@ -83,7 +83,6 @@ CONV_STRATEGIES = ("library", "generated", "depthwise", "channels-last")
 
 
 @dataclass(frozen=True)
-
 class Strategy:
     """Plan-level choices a tune compares by measurement (schedules are searched inside each): row
     fusion (a softmax or norm as one row kernel) or split kernels; convolutions (`CONV_STRATEGIES`); op

@@ -43,10 +43,32 @@ def test_the_pass_moves_channels_last_and_keeps_the_meaning(op, x, w, attrs):
     run_passes(g, "channelslast,canonicalize,dce")
     conv = next(n for n in g.nodes if n.op == op)
     assert conv.attrs["channels_last"] and conv.args[0].op == "permute" and conv.type.shape[-1] == want.shape[1]
-    assert [n.op for n in g.nodes if n.op != "input"] == ["permute", op, "permute", "relu"]
+    assert [n.op for n in g.nodes if n.op != "input"] == ["permute", op, "relu", "permute"]  # relu moved behind
     torch.testing.assert_close(run(g, args)[0], want)
     run_passes(g, "channelslast")  # once channels-last, left alone
     assert sum(n.op == "permute" for n in g.nodes) == 2
+
+
+def test_pointwise_ops_between_two_convolutions_run_channels_last():
+    """conv -> per-channel scale and shift -> relu -> conv: the view back to channels-first moves behind
+    the pointwise ops (the per-channel operands viewed channels-last) and cancels the second convolution's
+    transposition; a residual stored channels-first stops it (read transposed there)."""
+    g = Graph("g")
+    x, w = g.input("x", TensorType((2, 6, 5, 7), "f32")), g.input("w", TensorType((6, 6, 3, 3), "f32"))
+    scale, shift = g.input("s", TensorType((6, 1, 1), "f32")), g.input("t", TensorType((6, 1, 1), "f32"))
+    at = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1]}
+    y = g.add("relu", [g.add("add", [g.add("mul", [g.add("conv", [x, w], at), scale]), shift])])
+    g.outputs = [g.add("relu", [g.add("add", [g.add("conv", [y, w], at), x])])]
+    args = [torch.randn(2, 6, 5, 7), torch.randn(6, 6, 3, 3), torch.randn(6, 1, 1), torch.randn(6, 1, 1)]
+    want = run(g, args)[0]
+    run_passes(g, "channelslast,simplify")
+    ops = [n.op for n in g.nodes if n.op not in ("input", "reshape")]
+    assert ops.count("conv") == 2 and ops.count("permute") == 4  # x in, two per-channel views, the last one out
+    first, second = (n for n in g.nodes if n.op == "conv")
+    assert second.args[0].op == "relu" and first.args[0].op == "permute"  # nothing between them transposes
+    out = g.outputs[0]
+    assert out.op == "relu" and out.args[0].op == "add" and out.args[0].args[0].op == "permute"
+    torch.testing.assert_close(run(g, args)[0], want)
 
 
 def test_a_1d_convolution_stays_channels_first():

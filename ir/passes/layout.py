@@ -69,20 +69,53 @@ def _to_last(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return r.op("permute", [yt], dims=[0, rank - 1, *range(1, rank - 1)])
 
 
+def _sink(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    """A pointwise op over channels-first views of channels-last values, as the op on the values viewed
+    channels-first after it: the view moves toward the next convolution, whose own transposition then
+    cancels it (a norm and activation between two convolutions run channels-last, no transposition)."""
+    n = r.root
+    rank = n.type.rank
+    back = [0, rank - 1, *range(1, rank - 1)]  # channels-last -> channels-first
+    views = [a for a in n.args if a is not None and a.op == "permute"]
+    if rank not in (4, 5) or not views or any(list(a.attrs["dims"]) != back for a in views) or \
+            n.attrs.keys() & {"dim", "dims", "shape", "seed"}:
+        return None
+    channels = n.type.shape[1]
+    args: list[Node | None] = []
+    for a in n.args:
+        if a is None or a.type.rank == 0 or a in views:
+            args.append(a.args[0] if a in views else a)  # type: ignore[union-attr]
+        elif a.type.numel <= channels:  # a per-channel value (a norm's scale, a bias): a view of it
+            full = a if a.type.rank == rank else \
+                r.op("reshape", [a], shape=[1] * (rank - a.type.rank) + list(a.type.shape))
+            args.append(r.op("permute", [full], dims=[0, *range(2, rank), 1]))
+        else:  # a full tensor stored channels-first (a residual): read transposed where it is used
+            return None
+    return r.op("permute", [r.op(n.op, args, **n.attrs)], dims=back)
+
+
+def _sinkable(n: Node) -> bool:
+    return fusion_kind(n) == "pointwise" and n.op not in VIEW_OPS and any(
+        a is not None and a.op == "permute" for a in n.args)
+
+
 @register
 @dataclass(frozen=True)
 class ChannelsLast(RewritePass):
     """2-D and 3-D convolutions (and transposed ones) over channels-last operands: oneDNN runs a
     channels-first convolution by reordering its input and output around a channels-last (or blocked)
     one on every call; here the transpositions are graph ops, which fusion folds into the generated
-    kernels that produce the input and read the output (a convolution's epilogue reads it transposed).
+    kernels that produce the input and read the output (a convolution's epilogue reads it transposed),
+    and pointwise ops on the output move behind its view back (`_sink`) until it meets the next
+    convolution's transposition, which cancels it (simplify).
     A strategy the tune measures (`--conv channels-last`): it pays where the convolution's own
     saving beats what its transpositions cost."""
 
     name: ClassVar[str] = "channelslast"
     rules: ClassVar[tuple[Rule, ...]] = (
         Rule("conv-channels-last", P(("conv", "conv_transpose"), X("x"), X("w")), _to_last),
-        Rule("conv-channels-last", P(("conv", "conv_transpose"), X("x"), X("w"), X("b")), _to_last))
+        Rule("conv-channels-last", P(("conv", "conv_transpose"), X("x"), X("w"), X("b")), _to_last),
+        Rule("sink-channels-first-view", P(None, where=_sinkable), _sink))
 
 
 PER_USE = ("pointwise", "movement", "reduction")  # kernels that read a view through their own index
