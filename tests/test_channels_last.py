@@ -174,3 +174,50 @@ def test_a_transposed_read_runs_in_register_transposed_tiles(tmp_path, monkeypat
     cand.write_text(src)
     v = verify(path, cand, target="cpu", seeds=(0, 1, 2))
     assert v.accepted, v.line()
+
+
+SEPARABLE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(24, 24, 3, padding=1, groups=24, bias=False)
+        self.bn = nn.BatchNorm2d(24)
+        self.pw = nn.Conv2d(24, 40, 1)
+
+    def forward(self, x):
+        return torch.relu(self.pw(torch.relu(self.bn(self.dw(x)))))
+
+
+def get_inputs():
+    return [torch.randn(2, 24, 10, 13)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_norm_between_two_convolutions_runs_channels_last_with_its_scale_computed_once(tmp_path, monkeypatch):
+    """dw conv -> batch norm -> relu -> 1x1 conv: three kernels (x transposed in; the norm over
+    channels-last rows, its 1/sqrt(var + eps) over the channels once, not per element; the last relu
+    writing channels-first), no transposition between the convolutions; verified."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "p.py"
+    path.write_text(SEPARABLE)
+    t = build(path, "cpp", "cpu", tuned=False, conv="channels-last")
+    ks = t.program.kernels()
+    assert len(ks) == 3 and len(t.program.library_calls()) == 2
+    norm = ks[1]
+    assert norm.out.shape == (2, 10, 13, 24) and transposed_coord(norm) is None  # channels-last, read in order
+    src = render(t)
+    body = src[src.index(f"void {norm.name}("):]
+    body = body[:body.index("\n}\n")]
+    assert "std::vector<float> akg_cv0(24)" in body and body.count("std::sqrt") == 1
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(path, cand, target="cpu", seeds=(0, 1))
+    assert v.accepted, v.line()

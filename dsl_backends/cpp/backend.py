@@ -66,7 +66,10 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     *outer, last = k.coords
     n_in, n_out = last.extent, math.prod(v.extent for v in outer)
     inside = interior(k)
+    # values of the column alone that make a math call (a norm's scale over channels-last rows): once
+    pre, fixed = precompute(column_values(k, [(last.name, n_in)]), [(last.name, n_in)], n_in, "akg_c")
     p = CPrinter(STYLE, {}, indent="        ")
+    p.fixed.update(fixed)
     decode([(v.name, v.extent) for v in outer], "akg_o", p)
     memo: dict[int, frozenset[str]] = {}
     for x in [k.expr] + ([inside.expr] if inside else []):
@@ -77,6 +80,7 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     def sweep(expr: Expr, lo: str, hi: str, indent: str, to: str = "") -> list[str]:
         pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent=indent + "    ")
         pi.counter, pi.names = p.counter, dict(p.names)
+        pi.fixed.update(fixed)
         pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
         val = pi(expr)
         return [f"{indent}#pragma omp simd", f"{indent}for (int64_t akg_c = {lo}; akg_c < {hi}; ++akg_c) {{",
@@ -86,7 +90,8 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     if inside is None and streamed(k, s):
         row = blocks(n_in, f"out + akg_o * {n_in}",
                      lambda ind: sweep(k.expr, "akg_cb", "akg_ce", ind, to="akg_buf[akg_c - akg_cb]"), "        ")
-        return parallel(s, [f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *row, "    }"])
+        return [*pre, *parallel(s, [f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *row,
+                                    "    }"])]
     body = sweep(k.expr, "0", str(n_in), "        ")
     if inside is not None:  # edges (a whole row where its conditions fail) masked, the interior not
         ok = " && ".join(p(c) for c in inside.row_conditions) or "true"
@@ -97,7 +102,7 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
                 f"{n_in} : akg_lo;",
                 *sweep(k.expr, "akg_b", "akg_e", "            "), "        }",
                 *sweep(inside.expr, "akg_lo", "akg_hi", "        ")]
-    return [omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
+    return [*pre, omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
 
 
 def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:

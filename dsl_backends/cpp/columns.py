@@ -40,9 +40,10 @@ def _costly(e: Expr) -> bool:
     return False
 
 
-def precompute(values: list[Expr], cols: list[tuple[str, int]], n: int) -> tuple[list[str], dict[int, str]]:
+def precompute(values: list[Expr], cols: list[tuple[str, int]], n: int,
+               at: str = "akg_col") -> tuple[list[str], dict[int, str]]:
     """Lines that fill one array per value over the columns (before the row loop), and what the row
-    kernel's printer reads in place of each value."""
+    kernel's printer reads in place of each value (at its column index `at`)."""
     if not values:
         return [], {}
     p = CPrinter(STYLE, {}, prefix="akg_cvt", indent="        ")
@@ -52,7 +53,7 @@ def precompute(values: list[Expr], cols: list[tuple[str, int]], n: int) -> tuple
         ty = STYLE.ctype_compute(e.dtype)
         lines.append(f"    std::vector<{ty}> akg_cv{i}({n});")
         sets.append(f"        akg_cv{i}[akg_col] = {p(e)};")
-        fixed[id(e)] = f"akg_cv{i}[akg_col]"
+        fixed[id(e)] = f"akg_cv{i}[{at}]"
     return lines + [f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", *p.lines, *sets, "    }"], fixed
 
 

@@ -61,9 +61,10 @@ static inline float* akg_row_scratch(int64_t n) {  // one per thread, kept betwe
     return v.data();
 }
 // a tile stored column by column (column c at src + c * stride, its rows contiguous) to dst row-major
-// (dst[r * 16 + c], 64-byte aligned), rows x cols of it; AVX-512: 16 loads, 64 shuffles, 16 stores
+// (dst[r * ld + c], 64-byte aligned rows), rows x cols of it, at most 16 x 16; AVX-512: 16 loads,
+// 64 shuffles, 16 stores
 static inline void akg_tile_t(const float* __restrict__ src, int64_t stride, int rows, int cols,
-                              float* __restrict__ dst) {
+                              float* __restrict__ dst, int64_t ld) {
 #if defined(__AVX512F__)
     const __mmask16 m = (__mmask16)((1u << rows) - 1u);
     __m512 r[16], t[16];
@@ -89,10 +90,10 @@ static inline void akg_tile_t(const float* __restrict__ src, int64_t stride, int
         t[8 + j] = _mm512_shuffle_f32x4(x1, x3, 0x88);
         t[12 + j] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
     }
-    for (int j = 0; j < rows; ++j) _mm512_store_ps(dst + j * 16, t[j]);
+    for (int j = 0; j < rows; ++j) _mm512_store_ps(dst + j * ld, t[j]);
 #else
     for (int c = 0; c < cols; ++c)
-        for (int j = 0; j < rows; ++j) dst[j * 16 + c] = src[j + c * stride];
+        for (int j = 0; j < rows; ++j) dst[j * ld + c] = src[j + c * stride];
 #endif
 }
 static inline void akg_sfence() {

@@ -1,9 +1,9 @@
 """Pointwise kernels that read an operand transposed: a channels-last convolution's output read back
 channels-first, a permute's copy. The rows-then-columns loop would step the operand's strided axis in
 its SIMD loop, each element on another cache line (a gather), and come back to that line only a whole
-row of lines later. Here the kernel runs in TILE x TILE tiles: each transposed operand's tile is
-loaded as TILE vectors along its own contiguous axis, transposed in registers (`akg_tile_t`, in the
-prelude), and the tile's outputs are computed from that copy with contiguous loads and stores."""
+row of lines later. Here the kernel runs TILE rows at a time: each transposed operand's block is
+loaded TILE vectors along its own contiguous axis at a time, transposed in registers (`akg_tile_t`, in
+the prelude), and the rows' outputs are computed from that copy with contiguous loads and stores."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..cstyle import CPrinter, decode
 from .style import STYLE, omp
 
 TILE = 16  # a tile's side: one 64-byte line of fp32, one AVX-512 vector
+COLUMNS = 256  # columns a task at most: its TILE x COLUMNS block of each operand (16 KB) stays in L1
 
 
 def _transposed(e: Load, last: Var) -> Var | None:
@@ -44,16 +45,19 @@ def transposed_coord(k: Kernel) -> Var | None:
 
 
 def transposed_tiles(k: Kernel, s: Schedule, t: Var) -> list[str]:
-    """Per tile (in parallel): each operand read transposed along `t` copied in registers to a row-major
-    TILE x TILE block, then TILE rows at consecutive `t`, each a SIMD loop over the tile's columns."""
+    """Per task (in parallel): TILE rows at consecutive `t` over up to COLUMNS columns. Each operand read
+    transposed along `t` is copied, TILE x TILE at a time transposed in registers, to a row-major block;
+    then each row is a SIMD loop over the block's columns (contiguous loads and stores)."""
     *outer, last = k.coords
     rest = [v for v in outer if v != t]
-    tb, cb = -(-t.extent // TILE), -(-last.extent // TILE)
+    cols = min(last.extent, COLUMNS)
+    ld = -(-cols // TILE) * TILE
+    tb, cb = -(-t.extent // TILE), -(-last.extent // cols)
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in rest] + [("akg_tb", tb), ("akg_cb", cb)], "akg_o", p, bounded=True)
-    p.emit(f"const int64_t akg_t0 = akg_tb * {TILE}, akg_c0 = akg_cb * {TILE};")
-    p.emit(f"const int akg_nt = (int)std::min<int64_t>({TILE}, {t.extent} - akg_t0), "
-           f"akg_nc = (int)std::min<int64_t>({TILE}, {last.extent} - akg_c0);")
+    nc = str(cols) if last.extent % cols == 0 else f"std::min<int64_t>({cols}, {last.extent} - akg_c0)"
+    p.emit(f"const int64_t akg_t0 = akg_tb * {TILE}, akg_c0 = akg_cb * {cols}, akg_nc = {nc};")
+    p.emit(f"const int akg_nt = (int)std::min<int64_t>({TILE}, {t.extent} - akg_t0);")
     base = CPrinter(STYLE, dict(p.env, **{t.name: "akg_t0", last.name: "akg_c0"}), indent=p.indent)
     base.counter = p.counter
     tiles: dict[Load, str] = {}
@@ -64,12 +68,14 @@ def transposed_tiles(k: Kernel, s: Schedule, t: Var) -> list[str]:
         if e not in tiles:
             name = tiles[e] = f"akg_tile{len(tiles)}"
             dim = next(i for i, x in enumerate(e.index[:-1]) if isinstance(x, Var) and x.name == last.name)
-            start = base.flat_index(e)
+            start, stride = base.flat_index(e), e.buf.strides()[dim]
             p.lines += base.lines
             base.lines = []
-            p.emit(f"alignas(64) float {name}[{TILE * TILE}];")
-            p.emit(f"akg_tile_t({e.buf.name} + {start}, {e.buf.strides()[dim]}, akg_nt, akg_nc, {name});")
-        fixed[id(e)] = f"{tiles[e]}[(akg_t - akg_t0) * {TILE} + (akg_c - akg_c0)]"
+            p.emit(f"alignas(64) float {name}[{TILE * ld}];")
+            p.emit(f"for (int64_t akg_k = 0; akg_k < akg_nc; akg_k += {TILE}) akg_tile_t({e.buf.name} + {start} + "
+                   f"akg_k * {stride}, {stride}, akg_nt, (int)std::min<int64_t>({TILE}, akg_nc - akg_k), "
+                   f"{name} + akg_k, {ld});")
+        fixed[id(e)] = f"{tiles[e]}[(akg_t - akg_t0) * {ld} + (akg_c - akg_c0)]"
     # values of the row alone (a channel's scale and shift), once per row of the tile
     pt = CPrinter(STYLE, dict(p.env, **{t.name: "akg_t"}), indent="            ")
     pt.counter = p.counter
