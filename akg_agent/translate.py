@@ -107,14 +107,15 @@ class Strategy:
 
 def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
                  library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0,
-                 channels_last: bool = False) -> str:
+                 channels_last: bool = False, phases: bool = False) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
     the ops of the `library` families; reductions over fewer rows than `units` (the target's parallel
     units) split over chunks, as do GEMMs with few output tiles for `splitk` units (their K); with
     `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`); with `channels_last`, convolutions run
-    over channels-last operands. It starts with simplify (translate reads the library families between it
-    and decomposition)."""
+    over channels-last operands; with `phases`, strided transposed convolutions become one convolution per
+    output phase (`ir.passes.phases`: where the convolutions are generated). It starts with simplify
+    (translate reads the library families between it and decomposition)."""
     keep = (*keep, *kept_composites(library))
     dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
     marked = marked_primitives(library)
@@ -129,7 +130,7 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     fuse = "fuse{transposed=1}" if "transposed" in backend.manifest.kinds else "fuse"
     # a backend whose row kernel would gather a row across a strided axis keeps such rows split
     row = ",rows{strided=0}" if "contiguous_rows" in backend.manifest.kinds else ",rows"
-    last = ",channelslast" if channels_last else ""
+    last = (",channelslast" if channels_last else "") + (",tphases" if phases else "")
     return f"simplify,{dec}{last},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (row if rows else "") + \
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
@@ -308,7 +309,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
                                how.library, target.units,
                                backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32")),
                                target.units if target.kind == "gpu" else 0,
-                               how.conv == "channels-last" and not pure).split(",", 1)
+                               how.conv == "channels-last" and not pure,
+                               (how.conv == "generated" or pure) and "conv" in backend.manifest.kinds).split(",", 1)
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})

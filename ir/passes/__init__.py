@@ -17,6 +17,7 @@ from .composites import Decompose
 from .fusion import FuseKernels
 from .layout import KMajorOperands, ViewsPerUse
 from .library import MarkLibrary
+from .phases import TransposedPhases
 from .reshapes import SinkReshapes
 from .simplify import Simplify
 from .split import SplitK, SplitReductions
@@ -79,5 +80,5 @@ def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, 
 
 __all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
-           "MarkLibrary", "Simplify", "SimplifyAll", "SinkReshapes", "SplitK", "SplitReductions", "ViewsPerUse",
-           "parse_pipeline", "register", "run_passes"]
+           "MarkLibrary", "Simplify", "SimplifyAll", "SinkReshapes", "SplitK", "SplitReductions", "TransposedPhases",
+           "ViewsPerUse", "parse_pipeline", "register", "run_passes"]
