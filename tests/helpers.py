@@ -1,12 +1,14 @@
 """Shared checks: a graph against its source module, through the interpreter; a CUDA-C translation
-verified where a GPU is, compiled for it where none is."""
+verified where a GPU is, compiled for it where none is; a rendered module verified."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from akg_agent.verifier import verify
 from ir import run
 from ir.graph import Graph
 from ir.problem import Problem
@@ -56,3 +58,11 @@ def assert_verified_or_compiled(t: Any) -> None:
         assert t.verdict is not None and t.verdict.accepted, t.verdict.line() if t.verdict else "not run"
     else:
         assert t.compiled.startswith("compiled with") and t.compiled.endswith("not run"), t.compiled
+
+
+def assert_source_verifies(problem: Path, source: str, tmp_path: Path, seeds: tuple[int, ...] = (0, 1)) -> None:
+    """A module's source, written beside the problem, passes the verifier on the CPU."""
+    cand = tmp_path / "cand.py"
+    cand.write_text(source)
+    v = verify(problem, cand, target="cpu", seeds=seeds)
+    assert v.accepted, v.line()

@@ -10,7 +10,6 @@ import torch.nn.functional as F
 
 from akg_agent.translate import build, render
 from akg_agent.tune import strategies_for
-from akg_agent.verifier import verify
 from dsl_backends.cpp.transpose import transposed_coord
 from dsl_backends.module import library_line
 from ir import run
@@ -19,6 +18,8 @@ from ir.interp import EvalCtx, eval_op
 from ir.kernel.ir import Buf, LibraryCall
 from ir.passes import run_passes
 from ir.types import TensorType
+
+from .helpers import assert_source_verifies
 
 
 def _conv_graph(op: str, x: tuple[int, ...], w: tuple[int, ...], **attrs) -> Graph:
@@ -134,10 +135,7 @@ def test_channels_last_convolutions_verify_with_their_epilogues_in_tiles(tmp_pat
     assert any(transposed_coord(k) is not None for k in t.program.kernels())
     src = render(t)
     assert "memory_format=torch.channels_last" in src and "akg_tile_t(" in src and "conv=channels-last" in src
-    cand = tmp_path / "cand.py"
-    cand.write_text(src)
-    v = verify(path, cand, target="cpu", seeds=(0, 1))
-    assert v.accepted, v.line()
+    assert_source_verifies(path, src, tmp_path, (0, 1))
 
 
 PERMUTE = '''
@@ -170,10 +168,7 @@ def test_a_transposed_read_runs_in_register_transposed_tiles(tmp_path, monkeypat
     assert transposed_coord(k) is not None and transposed_coord(k).extent == 37
     src = render(t)
     assert "akg_tile_t(x + " in src
-    cand = tmp_path / "cand.py"
-    cand.write_text(src)
-    v = verify(path, cand, target="cpu", seeds=(0, 1, 2))
-    assert v.accepted, v.line()
+    assert_source_verifies(path, src, tmp_path, (0, 1, 2))
 
 
 SEPARABLE = '''
@@ -217,7 +212,4 @@ def test_a_norm_between_two_convolutions_runs_channels_last_with_its_scale_compu
     body = src[src.index(f"void {norm.name}("):]
     body = body[:body.index("\n}\n")]
     assert "std::vector<float> akg_cv0(24)" in body and body.count("std::sqrt") == 1
-    cand = tmp_path / "cand.py"
-    cand.write_text(src)
-    v = verify(path, cand, target="cpu", seeds=(0, 1))
-    assert v.accepted, v.line()
+    assert_source_verifies(path, src, tmp_path, (0, 1))

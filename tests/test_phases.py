@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from akg_agent.translate import build, render
-from akg_agent.verifier import verify
 from ir import run
 from ir.graph import Graph
 from ir.passes import run_passes
 from ir.types import TensorType
+
+from .helpers import assert_source_verifies
 
 
 @pytest.mark.parametrize(("x", "w", "attrs"), [
@@ -80,7 +81,4 @@ def test_a_pure_plan_generates_each_phase_and_verifies(tmp_path, monkeypatch):
     t = build(path, "cpp", "cpu", tuned=False, pure=True)
     assert not t.program.library_calls()
     assert [k.kind for k in t.program.kernels()].count("matmul") == 4  # one implicit GEMM per phase
-    cand = tmp_path / "cand.py"
-    cand.write_text(render(t))
-    v = verify(path, cand, target="cpu", seeds=(0, 1))
-    assert v.accepted, v.line()
+    assert_source_verifies(path, render(t), tmp_path, (0, 1))

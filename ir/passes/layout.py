@@ -81,11 +81,13 @@ def _sink(r: Rewriter, b: dict[str, Node]) -> Node | None:
             n.attrs.keys() & {"dim", "dims", "shape", "seed"}:
         return None
     channels = n.type.shape[1]
+    if type(channels) is not int:  # a run-time size: no view of a per-channel value to size
+        return None
     args: list[Node | None] = []
     for a in n.args:
         if a is None or a.type.rank == 0 or a in views:
             args.append(a.args[0] if a in views else a)  # type: ignore[union-attr]
-        elif a.type.numel <= channels:  # a per-channel value (a norm's scale, a bias): a view of it
+        elif type(a.type.numel) is int and a.type.numel <= channels:  # a per-channel value (a norm's scale)
             full = a if a.type.rank == rank else \
                 r.op("reshape", [a], shape=[1] * (rank - a.type.rank) + list(a.type.shape))
             args.append(r.op("permute", [full], dims=[0, *range(2, rank), 1]))
