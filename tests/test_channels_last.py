@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from akg_agent.agents.designer import rules_plan
 from akg_agent.translate import build, render
 from akg_agent.tune import strategies_for
 from dsl_backends.cpp.transpose import transposed_coord
@@ -133,6 +134,8 @@ def test_channels_last_convolutions_verify_with_their_epilogues_in_tiles(tmp_pat
     libs = t.program.library_calls()
     assert [s.op for s in libs] == ["conv", "conv_transpose"] and all(s.attrs["channels_last"] for s in libs)
     assert any(transposed_coord(k) is not None for k in t.program.kernels())
+    whys = [g.why for g in rules_plan(t, 0.5).groups if g.strategy == "library"]
+    assert len(whys) == 2 and all("channels-last operands" in w for w in whys)
     src = render(t)
     assert "memory_format=torch.channels_last" in src and "akg_tile_t(" in src and "conv=channels-last" in src
     assert_source_verifies(path, src, tmp_path, (0, 1))

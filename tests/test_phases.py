@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from akg_agent.agents.designer import rules_plan
 from akg_agent.translate import build, render
 from ir import run
 from ir.graph import Graph
@@ -78,6 +79,8 @@ def test_a_pure_plan_generates_each_phase_and_verifies(tmp_path, monkeypatch):
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
     path = tmp_path / "p.py"
     path.write_text(UPSAMPLE)
+    hybrid = build(path, "cpp", "cpu", tuned=False)
+    assert "one implicit GEMM per output phase" in rules_plan(hybrid, 0.5).groups[0].why
     t = build(path, "cpp", "cpu", tuned=False, pure=True)
     assert not t.program.library_calls()
     assert [k.kind for k in t.program.kernels()].count("matmul") == 4  # one implicit GEMM per phase

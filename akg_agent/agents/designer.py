@@ -35,6 +35,7 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
     opaque); without one they stay torch calls (`--allow-opaque`)."""
     sol_ms = speed_of_light(t.graph, t.target).sol_s * 1e3
     libs = {s.group: s.op for s in t.program.library_calls()}
+    last = {s.group for s in t.program.library_calls() if s.attrs.get("channels_last")}
     kinds = get_backend(t.dsl).manifest.kinds
     chosen = {op: f for f in t.strategy.library for op in LIBRARY_FAMILIES[f]}  # op -> its family
     how = ("the tuning database measured it faster" if t.strategy_s is not None else
@@ -50,10 +51,12 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
         why = (f"the rules engine cannot lower {', '.join(opaque)}: the model writes it" if strat == "model" else
                f"the rules engine cannot lower {', '.join(opaque)}: left a torch call (--allow-opaque)" if opaque else
                "" if strat == "generated" else (
+            "torch library call over channels-last operands (--conv channels-last), the transpositions and "
+            "epilogue in generated kernels" if grp.id in last else
             f"torch library call ({'cuDNN' if t.target.kind == 'gpu' else 'oneDNN'}) + fused epilogue; --conv "
             "generated asks for the generated convolution" if libs[grp.id] == "conv" and "conv" in kinds else
-            "torch library call + fused epilogue; --pure generates it (every kernel offset a masked tap: slower "
-            "at stride > 1)" if libs[grp.id] == "conv_transpose" and "conv" in kinds else
+            "torch library call + fused epilogue; --conv generated or --pure generates it (one implicit GEMM "
+            "per output phase)" if libs[grp.id] == "conv_transpose" and "conv" in kinds else
             f"torch's recurrent layer (cuDNN on NVIDIA GPUs: one persistent kernel a layer): generated, it would "
             f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
