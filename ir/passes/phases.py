@@ -21,7 +21,8 @@ from .base import P, RewritePass, Rewriter, Rule, X, register
 def _axis_plan(size: int, k: int, s: int, p: int, out: int, rho: int) -> tuple[int, int, int, int] | None:
     """For the outputs o = rho + s*t (t < ceil(out / s)) along one axis: the tap phase, the number of
     taps M, and the input's padding (left, right; negative: that much cropped) so that a stride-1
-    convolution with the phase's taps reversed gives them in order. None where the phase has no tap."""
+    convolution with the phase's taps reversed gives them in order. None where the phase has no tap or
+    its window misses the input."""
     phi = (rho + p) % s
     taps = -(-(k - phi) // s)
     if taps <= 0:
@@ -29,7 +30,10 @@ def _axis_plan(size: int, k: int, s: int, p: int, out: int, rho: int) -> tuple[i
     c = (rho + p - phi) // s  # output t reads input t + c - m for tap phi + s*m
     n = -(-out // s)
     left = taps - 1 - c
-    return phi, taps, left, n + taps - 1 - size - left
+    right = n + taps - 1 - size - left
+    if size + min(0, left) + min(0, right) <= 0:  # cropped to nothing: the phase reads only padding
+        return None
+    return phi, taps, left, right
 
 
 def _phases(r: Rewriter, b: dict[str, Node]) -> Node | None:
@@ -40,7 +44,7 @@ def _phases(r: Rewriter, b: dict[str, Node]) -> Node | None:
             all(s == 1 for s in at["stride"]) or x.type.rank != rank + 2:
         return None
     sizes, kernel, out = x.type.shape[2:], w.type.shape[2:], ct.type.shape[2:]
-    if not all(isinstance(v, int) for v in (*sizes, *out)):
+    if not all(type(v) is int for v in (*sizes, *out)):  # a run-time size (an int subclass): left gathering
         return None
     plans = []
     for rhos in itertools.product(*(range(s) for s in at["stride"])):
