@@ -81,11 +81,10 @@ def test_a_1d_convolution_stays_channels_first():
 
 @pytest.mark.parametrize("op", ["conv", "conv_transpose"])
 def test_the_library_line_means_what_the_interpreter_says(op):
-    x, w, b = torch.randn(2, 9, 8, 6, dtype=torch.float64), torch.randn(6, 4, 3, 3, dtype=torch.float64), \
-        torch.randn(4 if op == "conv_transpose" else 6, dtype=torch.float64)
-    if op == "conv":
-        w = torch.randn(4, 6, 3, 3, dtype=torch.float64)
-        b = torch.randn(4, dtype=torch.float64)
+    # x channels-last (N, H, W, C = 6); 4 output channels: a conv's weight is (out, in, ...), a transposed one's
+    # (in, out, ...)
+    w_shape = (4, 6, 3, 3) if op == "conv" else (6, 4, 3, 3)
+    x, w, b = (torch.randn(*s, dtype=torch.float64) for s in ((2, 9, 8, 6), w_shape, (4,)))
     at = {"stride": (2, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1, "channels_last": True,
           **({"output_padding": (1, 0)} if op == "conv_transpose" else {})}
     bufs = tuple(Buf(f"a{i}", tuple(a.shape), "f64", "input") for i, a in enumerate((x, w, b)))

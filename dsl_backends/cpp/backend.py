@@ -9,14 +9,14 @@ from pathlib import Path
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
 from ir.kernel.interior import interior
-from ir.kernel.ir import Const, Expr, Kernel, KernelProgram, Load, Reduce, Var, free_vars, size_args, walk
+from ir.kernel.ir import Expr, Kernel, KernelProgram, Load, Reduce, Var, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
-from .columns import column_values, index_tables, precompute
+from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_params, packed_place, weight_bufs
 from .scan import render_scan
@@ -71,11 +71,7 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     p = CPrinter(STYLE, {}, indent="        ")
     p.fixed.update(fixed)
     decode([(v.name, v.extent) for v in outer], "akg_o", p)
-    memo: dict[int, frozenset[str]] = {}
-    for x in [k.expr] + ([inside.expr] if inside else []):
-        for e in walk(x):  # values of the row alone (a channel's scale and shift): once per row
-            if not isinstance(e, (Var, Const)) and last.name not in free_vars(e, memo):
-                p(e)
+    row_values(p, [k.expr] + ([inside.expr] if inside else []), last.name)
 
     def sweep(expr: Expr, lo: str, hi: str, indent: str, to: str = "") -> list[str]:
         pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent=indent + "    ")

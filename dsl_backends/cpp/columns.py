@@ -6,7 +6,7 @@ division and a remainder per element of A), before the GEMM."""
 
 from __future__ import annotations
 
-from ir.kernel.ir import Buf, Const, Expr, IOp, Kernel, Load, Op, Reduce, Rewrite, Var, children, free_vars
+from ir.kernel.ir import Buf, Const, Expr, IOp, Kernel, Load, Op, Reduce, Rewrite, Var, children, free_vars, walk
 
 from ..cstyle import CPrinter, decode
 from ..exprs import FLOATS
@@ -38,6 +38,16 @@ def _costly(e: Expr) -> bool:
     if isinstance(e, Op):
         return e.op in COSTLY or any(_costly(a) for a in e.args)
     return False
+
+
+def row_values(p: CPrinter, exprs: list[Expr], col: str) -> None:
+    """Prints into `p` (a row's scope) each sub-expression of `exprs` free of the column `col`: a row's own
+    values (a channel's scale and shift) once a row, not once an element."""
+    memo: dict[int, frozenset[str]] = {}
+    for x in exprs:
+        for e in walk(x):
+            if not isinstance(e, (Var, Const)) and col not in free_vars(e, memo):
+                p(e)
 
 
 def precompute(values: list[Expr], cols: list[tuple[str, int]], n: int,

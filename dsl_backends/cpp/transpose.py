@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
-from ir.kernel.ir import Const, IOp, Kernel, Load, Var, free_vars, walk
+from ir.kernel.ir import Kernel, Load, Var, free_vars, walk
 from ir.kernel.schedule import Schedule
 
 from ..cstyle import CPrinter, decode
+from .columns import row_values
 from .style import STYLE, omp
 
 TILE = 16  # a tile's side: one 64-byte line of fp32, one AVX-512 vector
@@ -76,14 +77,10 @@ def transposed_tiles(k: Kernel, s: Schedule, t: Var) -> list[str]:
                    f"akg_k * {stride}, {stride}, akg_nt, (int)std::min<int64_t>({TILE}, akg_nc - akg_k), "
                    f"{name} + akg_k, {ld});")
         fixed[id(e)] = f"{tiles[e]}[(akg_t - akg_t0) * {ld} + (akg_c - akg_c0)]"
-    # values of the row alone (a channel's scale and shift), once per row of the tile
-    pt = CPrinter(STYLE, dict(p.env, **{t.name: "akg_t"}), indent="            ")
+    pt = CPrinter(STYLE, dict(p.env, **{t.name: "akg_t"}), indent="            ")  # a row of the tile
     pt.counter = p.counter
     pt.fixed.update(fixed)
-    memo: dict[int, frozenset[str]] = {}
-    for e in walk(k.expr):
-        if not isinstance(e, (Var, Const, IOp)) and id(e) not in fixed and last.name not in free_vars(e, memo):
-            pt(e)
+    row_values(pt, [k.expr], last.name)
     pi = CPrinter(STYLE, dict(pt.env, **{last.name: "akg_c"}), indent="                ")
     pi.counter, pi.names = p.counter, dict(pt.names)
     pi.fixed.update(fixed)

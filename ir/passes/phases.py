@@ -55,15 +55,13 @@ def _phases(r: Rewriter, b: dict[str, Node]) -> Node | None:
         plans.append((rhos, axes))
     wt = r.op("permute", [w], dims=[1, 0, *range(2, rank + 2)])  # (Cout, Cin, *kernel)
     bias = ct.args[2] if len(ct.args) > 2 else None
-    ys = {}
-    for rhos, axes in plans:
-        ys[rhos] = _phase(r, x, wt, bias, axes, rank)  # type: ignore[arg-type]
-    return _interleave(r, ys, at["stride"], out, rank)
+    ys = {rhos: _phase(r, x, wt, bias, axes) for rhos, axes in plans}  # type: ignore[arg-type]
+    return _interleave(r, ys, at["stride"], out)
 
 
-def _phase(r: Rewriter, x: Node, wt: Node, bias: Node | None, axes: list[tuple[int, int, int, int]],
-           rank: int) -> Node:
+def _phase(r: Rewriter, x: Node, wt: Node, bias: Node | None, axes: list[tuple[int, int, int, int]]) -> Node:
     """One phase: its taps of the weight, reversed, over the input cropped or padded to its window."""
+    rank = len(axes)
     wp, xp = wt, x
     for d, (phi, taps, left, right) in enumerate(axes):
         dim = d + 2
@@ -84,9 +82,9 @@ def _phase(r: Rewriter, x: Node, wt: Node, bias: Node | None, axes: list[tuple[i
                 dilation=[1] * rank)
 
 
-def _interleave(r: Rewriter, ys: dict[tuple[int, ...], Node], stride: tuple[int, ...], out: tuple[int, ...],
-                rank: int) -> Node:
+def _interleave(r: Rewriter, ys: dict[tuple[int, ...], Node], stride: tuple[int, ...], out: tuple[int, ...]) -> Node:
     """out[..., rho + s*t, ...] = ys[rho][..., t, ...] per axis, cut to the output's size."""
+    rank = len(stride)
     def join(prefix: tuple[int, ...]) -> Node:
         d = len(prefix)
         if d == rank:
