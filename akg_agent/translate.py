@@ -21,6 +21,7 @@ from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
 from ir.kernel.implicit import masked_taps
+from ir.kernel.inplace import in_place_program
 from ir.kernel.ir import Kernel, KernelProgram, LibraryCall
 from ir.kernel.lower import LoweringError, conv_kinds, lower
 from ir.kernel.schedule import Schedule, Schedules
@@ -334,6 +335,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     prog = unroll_program(prog)  # small windows (pooling) as pointwise kernels
     if backend.stores_siblings(target):  # a value another kernel computes on the way is stored by it (one read)
         prog = replace(prog, steps=merge_siblings(prog.steps))
+    if "in_place" in backend.manifest.kinds:  # an epilogue stores over the dead GEMM or conv output it reads
+        prog = in_place_program(prog)
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}
@@ -408,7 +411,8 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
         sched = t.schedules[k.name].describe()
         why = (f"; schedule from the tuning database: {t.tuned[k.name] * 1e3:.4g} ms module time measured"
                if k.name in t.tuned else "")
-        also = f"; also stores {', '.join(b.name for b, _ in k.also)}" if k.also else ""
+        also = f"; also stores {', '.join(b.name for b, _ in k.also)}" if k.also else \
+            f"; stores over {k.in_place} in place" if k.in_place else ""
         lines.append(f"  {k.name}: generated {k.kind} kernel (group {k.group}) [{sched}]{why}{also}")
     for s in t.program.library_calls():
         lines.append(f"  {s.name}: library call torch {s.op} (declared in AKG_LIBRARY_CALLS; group {s.group})")

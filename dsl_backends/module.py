@@ -456,6 +456,9 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
         else:
             device = f"{dev}.device" if ins else "'cpu'"
             for b in step.outs():
+                if b is step.out and step.in_place:  # its operand's storage, dead after it (ir.kernel.inplace)
+                    body.append(f"{b.name} = {names[step.in_place]}")
+                    continue
                 shape, dtype, size = tuple(b.shape), torch_dtype(b.dtype), huge_allocation(b)
                 body.append(f"{b.name} = _akg_empty({shape!r}, {dtype}, {device}, {size})" if size else
                             f"{b.name} = torch.empty({shape!r}, dtype={dtype}, device={device})")

@@ -136,8 +136,11 @@ STYLE = CppStyle()
 
 def signature(k: Kernel, extra: tuple[str, ...] = ()) -> str:
     """`extra`: parameters after the sizes; a kernel with any returns an int (what it tells its caller)."""
-    ins = [f"const {STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b in k.inputs()]
-    outs = [f"{STYLE.ctype(k.out.dtype)}* {STYLE.restrict} out"] + [
+    def restrict(name: str) -> str:  # an in-place kernel's output and operand are one array
+        return "" if k.in_place and name in ("out", k.in_place) else STYLE.restrict
+
+    ins = [f"const {STYLE.ctype(b.dtype)}* {restrict(b.name)} {b.name}" for b in k.inputs()]
+    outs = [f"{STYLE.ctype(k.out.dtype)}* {restrict('out')} out"] + [
         f"{STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b, _ in k.also]
     params = ins + outs + [f"const int64_t {n}" for n in size_args(k)] + list(extra)
     return f'extern "C" {"int" if extra else "void"} {k.name}({", ".join(params)})'

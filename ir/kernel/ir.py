@@ -126,6 +126,9 @@ class Kernel:
     # more outputs, each stored at the same coordinates: (buffer, a sub-expression of `expr` over the
     # coordinates alone), e.g. the mean inside a variance (`ir.kernel.siblings`)
     also: tuple[tuple[Buf, Expr], ...] = ()
+    # the input whose storage `out` takes (`ir.kernel.inplace`): dead after this kernel, read only at
+    # the output's own coordinates; "" for a fresh output
+    in_place: str = ""
 
     def outs(self) -> list[Buf]:
         return [self.out, *(b for b, _ in self.also)]
