@@ -20,6 +20,7 @@ from ir.graph import Graph, Node
 from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
+from ir.kernel.flatten import flatten_program
 from ir.kernel.implicit import masked_taps
 from ir.kernel.inplace import in_place_program
 from ir.kernel.ir import Kernel, KernelProgram, LibraryCall
@@ -332,7 +333,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
         raise AkgError(f"--pure: the {backend.manifest.name} backend generates no kernel for {what} in "
                        f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
-    prog = unroll_program(prog)  # small windows (pooling) as pointwise kernels
+    prog = flatten_program(unroll_program(prog))  # small windows (pooling) as pointwise kernels; (H, W) as one axis
     if backend.stores_siblings(target):  # a value another kernel computes on the way is stored by it (one read)
         prog = replace(prog, steps=merge_siblings(prog.steps))
     if "in_place" in backend.manifest.kinds:  # an epilogue stores over the dead GEMM or conv output it reads

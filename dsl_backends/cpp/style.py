@@ -110,6 +110,7 @@ class CppStyle(CStyle):
     chunk_sums = True
     bounded_index = True
     simd_lanes = 16  # one AVX-512 vector of floats, two AVX2 ones
+    prefetch_bytes = 4096
     fmax_call = False  # gcc 12 vectorises no loop that calls fmax on strided loads (a pooling window)
 
     def fn(self, name: str, t: str = "double") -> str:
