@@ -107,3 +107,34 @@ def test_only_storage_forward_owns_is_taken():
         return in_place_program(prog).kernels()[0].in_place
 
     assert marked("conv") == "y" and marked("permute") == "" and marked("opaque") == ""
+
+
+def test_a_row_kernel_after_a_gemm_stores_over_it_and_never_over_the_residual(tmp_path):
+    """linear -> + x (an input) -> layer norm -> relu: the residual add stores over the GEMM's output,
+    the row kernel (its reductions read a row before its sweep writes it) over the add's; neither over
+    the input."""
+    path = _problem(tmp_path, "self.l = nn.Linear(32, 32); self.n = nn.LayerNorm(32)",
+                    "return torch.relu(self.n(self.l(x) + x))", "torch.randn(8, 32)")
+    t = build(path, "cpp", "cpu", tuned=False, library=("gemm",))
+    add, row = t.program.kernels()
+    (gemm,) = t.program.library_calls()
+    assert row.kind == "rownorm" and row.in_place == add.out.name and add.in_place == gemm.out.name
+    src = render(t)
+    assert_source_verifies(path, src, tmp_path)
+    x = torch.randn(8, 32)
+    keep = x.clone()
+    _load(path, src).ModelNew()(x)
+    assert torch.equal(x, keep)
+
+
+def test_a_softmax_after_a_gemm_stores_over_it(tmp_path):
+    """The row kernel that keeps a softmax's terms (exp(x - max), computed once a row) reads the whole
+    row before writing it."""
+    path = _problem(tmp_path, "self.l = nn.Linear(40, 72)", "return torch.softmax(self.l(x), -1) * 3.0",
+                    "torch.randn(9, 40)")
+    t = build(path, "cpp", "cpu", tuned=False, library=("gemm",))
+    (row,) = t.program.kernels()
+    assert row.kind == "rownorm" and row.in_place == t.program.library_calls()[0].out.name
+    src = render(t)
+    assert "akg_t[" in src  # the kept terms
+    assert_source_verifies(path, src, tmp_path)

@@ -1,7 +1,8 @@
-"""Pointwise kernels that store over a dead operand. A kernel whose output has the shape and dtype of
-an intermediate it reads, which it reads only at the output's own coordinates and nothing reads after
-it, may take that intermediate's storage instead of a fresh buffer: each element is read before the
-same element is written, and a fresh output's first write (a read for ownership of every line, and
+"""Pointwise and row kernels that store over a dead operand. A kernel whose output has the shape and
+dtype of an intermediate it reads, which it reads only at the output's own coordinates (a row kernel's
+reductions: anywhere in the row, all read before the row is written) and nothing reads after it, may
+take that intermediate's storage instead of a fresh buffer: each element is read before the same
+element is written, and a fresh output's first write (a read for ownership of every line, and
 new pages where the heap gives them) costs as much as the read. The epilogue after a library GEMM or
 convolution is the common case.
 
@@ -13,17 +14,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..passes.library import LIBRARY_FAMILIES
-from .ir import Kernel, KernelProgram, LibraryCall, Load, walk
+from .analysis import row_split
+from .ir import Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, walk
 
 # library ops whose torch call returns storage of its own
 FRESH_CALLS = frozenset({op for ops in LIBRARY_FAMILIES.values() for op in ops} |
                         {"conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool"})
 
 
-def _at_own_coords(k: Kernel, name: str) -> bool:
-    loads = [e for x in (k.expr, *(e for _, e in k.also)) for e in walk(x)
-             if isinstance(e, Load) and e.buf.name == name]
-    return bool(loads) and all(ld.mask is None and ld.index == k.coords for ld in loads)
+def _reads_safely(k: Kernel, name: str) -> bool:
+    """Each element of `name` is read before the same element of the output is written, and no other:
+    outside reductions, only at the output's own coordinates; a row kernel's reductions (all of a row's,
+    computed before its sweep writes) only within the row."""
+    def reads(e: Expr, skip: type | tuple[type, ...] = ()) -> list[Load]:
+        return [x for x in walk(e, skip) if isinstance(x, Load) and x.buf.name == name]
+
+    outside, inside = reads(k.expr, Reduce), [ld for r in k.reductions() for ld in reads(r.body)]
+    if not outside and not inside or any(ld.mask is not None or ld.index != k.coords for ld in outside):
+        return False
+    if k.kind == "pointwise":
+        return not inside
+    split = row_split(k) if k.kind == "rownorm" else None
+    return split is not None and all(ld.mask is None and ld.index[i] == c for ld in inside
+                                     for i, c in enumerate(k.coords) if c in split[0])
 
 
 def in_place_program(prog: KernelProgram) -> KernelProgram:
@@ -39,11 +52,11 @@ def in_place_program(prog: KernelProgram) -> KernelProgram:
             if s.op in FRESH_CALLS:
                 owned.add(s.out.name)
             continue
-        if s.kind == "pointwise" and not s.also:
+        if s.kind in ("pointwise", "rownorm") and not s.also:
             later = set().union(*reads[i + 1:])
             for b in s.inputs():
                 if (b.name in owned and b.name not in kept and b.name not in later and b.shape == s.out.shape
-                        and b.dtype == s.out.dtype and _at_own_coords(s, b.name)):
+                        and b.dtype == s.out.dtype and _reads_safely(s, b.name)):
                     steps[i] = s = replace(s, in_place=b.name)
                     break
         owned.update(b.name for b in s.outs())
