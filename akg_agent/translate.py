@@ -109,11 +109,12 @@ class Strategy:
 
 def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
                  library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0,
-                 channels_last: bool = False, phases: bool = False) -> str:
+                 channels_last: bool = False, phases: bool = False, chunk_bytes: int = 0) -> str:
     """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
     backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
     the ops of the `library` families; reductions over fewer rows than `units` (the target's parallel
-    units) split over chunks, as do GEMMs with few output tiles for `splitk` units (their K); with
+    units) split over chunks (of at most `chunk_bytes` where the row allows, 0: any), as do GEMMs with
+    few output tiles for `splitk` units (their K); with
     `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`); with `channels_last`, convolutions run
     over channels-last operands; with `phases`, strided transposed convolutions become one convolution per
     output phase (`ir.passes.phases`: where the convolutions are generated). It starts with simplify
@@ -124,7 +125,8 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     # with no primitive to mark, the pass still passes the views that feed kept composites (attention)
     mark = (",library" + (f"{{ops={':'.join(marked)}}}" if marked else "")) if library else ""
     rows = rows and "rownorm" in backend.manifest.kinds
-    split = f",splitreduce{{units={units}}}" if units > 0 else ""
+    bound = f" chunk_bytes={chunk_bytes}" if chunk_bytes > 0 else ""
+    split = f",splitreduce{{units={units}{bound}}}" if units > 0 else ""
     layout = ",kmajor" if kmajor else ""  # after the marks: a GEMM left to the library keeps its layout
     # before K-major: a split GEMM is batched, its B chunks read in place rather than copied
     layout = (f",splitk{{units={splitk}}}" if splitk > 0 else "") + layout
@@ -312,7 +314,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
                                backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32")),
                                target.units if target.kind == "gpu" else 0,
                                how.conv == "channels-last" and not pure,
-                               (how.conv == "generated" or pure) and "conv" in backend.manifest.kinds).split(",", 1)
+                               (how.conv == "generated" or pure) and "conv" in backend.manifest.kinds,
+                               _cache_chunk(target)).split(",", 1)
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})
@@ -342,6 +345,16 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}
     return g, plan, prog, schedules
+
+
+def _cache_chunk(target: HardwareModel) -> int:
+    """Bytes of a split reduction's chunk on a CPU: half a core's L2 (the rest for what else it reads)."""
+    if target.kind != "cpu":
+        return 0
+    try:
+        return int(target.chip("local_mem_per_group_bytes")) // 2
+    except KeyError:
+        return 0
 
 
 def _buckets(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,

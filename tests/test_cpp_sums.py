@@ -1,6 +1,7 @@
 """C++ serial fp32 sums in SIMD lanes of fp32 partials, one partial per chunk of the innermost axis
-(CHUNK_SUM terms), each added to the double accumulator; an innermost axis shorter than CHUNK_MIN keeps
-double lanes. Rows longer than a chunk (tails included) verified against the float64 reference."""
+(CHUNK_SUM terms, or the prefetch distance where the sum prefetches), each added to the double
+accumulator; an innermost axis shorter than CHUNK_MIN keeps double lanes. Rows longer than a chunk
+(tails included) verified against the float64 reference."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import re
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
+from dsl_backends.cpp.style import STYLE
 from dsl_backends.cstyle import CHUNK_MIN, CHUNK_SUM
 
 LONG = 2 * CHUNK_SUM + 808  # two whole chunks and a tail
+PREFETCH = STYLE.prefetch_bytes // 4  # floats: a prefetching sum's chunk
 SUMS = f'''
 import torch
 import torch.nn as nn
@@ -20,12 +23,13 @@ class Model(nn.Module):
     def forward(self, x, y, z):
         mean = x.mean(-1, keepdim=True)  # a row mean, then a variance that reads it: two chunked sums
         var = ((x - mean) ** 2).mean(-1, keepdim=True)
-        return (x - mean) / torch.sqrt(var + 1e-5), torch.log_softmax(y, -1), z.sum((1, 2))
+        return (x - mean) / torch.sqrt(var + 1e-5), torch.log_softmax(y, -1), z.sum(-1)
 
 
 def get_inputs():
-    # a large common offset: the variance's terms cancel, so an inexact mean shows in it
-    return [torch.randn(6, {LONG}) + 1000.0, torch.randn(5, {LONG}) * 8.0, torch.randn(7, 64, {CHUNK_MIN - 8})]
+    # a large common offset: the variance's terms cancel, so an inexact mean shows in it; z's rows: too
+    # long to unroll (unroll.WINDOW_MAX), too short to chunk
+    return [torch.randn(6, {LONG}) + 1000.0, torch.randn(5, {LONG}) * 8.0, torch.randn(7, 64, {CHUNK_MIN - 2})]
 
 
 def get_init_inputs():
@@ -37,13 +41,17 @@ def test_fp32_sums_run_in_chunks_of_fp32_lanes_added_in_double(tmp_path):
     path = tmp_path / "sums.py"
     path.write_text(SUMS)
     text = render(build(path, "cpp", "cpu", tuned=False))
-    chunked = re.findall(rf"for \(int64_t (t\d+)_c = 0; \1_c < {LONG}; \1_c \+= {CHUNK_SUM}\) {{\n\s*float \1 = 0;\n"
+    # each chunk prefetches the next 4 KiB (PREFETCH floats) of its row-major rows, and is that long
+    chunked = re.findall(rf"for \(int64_t (t\d+)_c = 0; \1_c < {LONG}; \1_c \+= {PREFETCH}\) {{\n"
+                         rf"\s*for \(int64_t akg_pf = \1_c; akg_pf < std::min<int64_t>\({LONG}, \1_c \+ {PREFETCH}\); "
+                         rf"akg_pf \+= 16\) __builtin_prefetch\(\w+ \+ \(.*\) \+ {PREFETCH} \+ akg_pf\);\n"
+                         rf"\s*float \1 = 0;\n"
                          rf"\s*#pragma omp simd reduction\(\+:\1\)\n\s*for \(int64_t \w+ = \1_c; \w+ < "
-                         rf"std::min<int64_t>\({LONG}, \1_c \+ {CHUNK_SUM}\)", text)
+                         rf"std::min<int64_t>\({LONG}, \1_c \+ {PREFETCH}\)", text)
     assert len(chunked) >= 3, text  # the mean, the variance, the log-softmax's sum of exps
     # the short innermost axis: its sum keeps the double's own SIMD lanes
-    short = re.search(rf"double (t\d+) = 0;\n.*\n\s*#pragma omp simd reduction\(\+:\1\)\n\s*for \(int64_t \w+ = 0; "
-                      rf"\w+ < {CHUNK_MIN - 8};", text)
+    short = re.search(rf"double (t\d+) = 0;\n\s*#pragma omp simd reduction\(\+:\1\)\n\s*for \(int64_t \w+ = 0; "
+                      rf"\w+ < {CHUNK_MIN - 2};", text)
     assert short, text
     cand = tmp_path / "cand.py"
     cand.write_text(text)

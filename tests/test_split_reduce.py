@@ -64,6 +64,10 @@ def test_chunks_give_every_unit_work_without_short_chunks():
     assert chunks(16, 1 << 15, 132, 1 << 16) == 1  # short rows: not split
     assert chunks(16, 1 << 22, 0, 1 << 16) == 1  # no units named: off
     assert chunks(1, 1 << 20, 2, 1 << 16) == 8  # a 2-core CPU: four partial rows a core
+    # ... whose chunks a core's cache keeps, where the row allows (a variance re-reads its chunk)
+    assert chunks(1, 1 << 20, 2, 1 << 16, 1 << 17) == 8 and chunks(1, 1 << 22, 2, 1 << 16, 1 << 17) == 32
+    assert chunks(1, 9 * (1 << 20), 2, 1 << 16, 1 << 17) == 128  # 9 x 2^20: 73728-long chunks (2^17 would not divide)
+    assert chunks(1, 1 << 20, 2, 1 << 16, 1 << 10) == 256  # never below MIN_CHUNK
 
 
 @pytest.mark.parametrize("why,g", [
@@ -81,6 +85,7 @@ def test_the_pipeline_splits_only_where_the_target_names_units():
     backend = get_backend("triton")
     assert "splitreduce{units=132}" in pipeline_for(backend, units=132)
     assert "splitreduce" not in pipeline_for(backend)
+    assert "splitreduce{units=2 chunk_bytes=1048576}" in pipeline_for(get_backend("cpp"), units=2, chunk_bytes=1 << 20)
 
 
 LN = """import torch

@@ -43,18 +43,21 @@ def _trailing(n: Node) -> int | None:
     return len(axes)
 
 
-def chunks(rows: int, length: int, units: int, min_length: int) -> int:
+def chunks(rows: int, length: int, units: int, min_length: int, max_chunk: int = 0) -> int:
     """How many chunks each row is split into (1: not split): the fewest, a power of two dividing the
-    row, that give every unit WAVES partial rows, each chunk at least MIN_CHUNK long."""
+    row, that give every unit WAVES partial rows, each chunk at least MIN_CHUNK long and, where
+    `max_chunk` is set, at most that long if it can be (a chunk a core's cache keeps: a variance's second
+    pass over its chunk, after the chunk's mean, reads the cache, not memory)."""
     if units <= 0 or rows >= units or length < min_length:
         return 1
     s = 2
-    while rows * s < WAVES * units and length % (2 * s) == 0 and length // (2 * s) >= MIN_CHUNK:
+    while (rows * s < WAVES * units or max_chunk and length // s > max_chunk) and length % (2 * s) == 0 and \
+            length // (2 * s) >= MIN_CHUNK:
         s *= 2
     return s if length % s == 0 and length // s >= MIN_CHUNK else 1
 
 
-def _split(units: int, min_length: int):
+def _split(units: int, min_length: int, chunk_bytes: int):
     # partials and their reductions shared between reductions of the same value (a layer norm's mean
     # and variance both take the chunks' means); the `views` pass gives each partial its own reshape
     memo: dict[tuple[object, ...], Node] = {}
@@ -69,7 +72,8 @@ def _split(units: int, min_length: int):
             return None
         lead = list(x.type.shape[:x.type.rank - k])
         length = math.prod(x.type.shape[x.type.rank - k:])
-        s = chunks(math.prod(lead), length, units, min_length)
+        itemsize = 8 if x.type.dtype == "f64" else 4
+        s = chunks(math.prod(lead), length, units, min_length, chunk_bytes // itemsize)
         if s == 1:
             return None
 
@@ -153,14 +157,16 @@ class SplitK(RewritePass):
 @dataclass(frozen=True)
 class SplitReductions(RewritePass):
     """Reductions over fewer rows than `units` (the target's SMs or cores; 0: off) and at least
-    `min_length` elements a row, as partial reductions over chunks and a reduction of the partials."""
+    `min_length` elements a row, as partial reductions over chunks and a reduction of the partials;
+    `chunk_bytes` (0: no bound): chunks no larger where the row allows (a CPU core's cache)."""
 
     name: ClassVar[str] = "splitreduce"
     units: int = 0
     min_length: int = 1 << 16
+    chunk_bytes: int = 0
 
     def run(self, g: Graph, trace: Trace) -> bool:
         if self.units <= 0:
             return False
-        rule = Rule("split-long-rows", P(SPLITTABLE, X("x")), _split(self.units, self.min_length))
+        rule = Rule("split-long-rows", P(SPLITTABLE, X("x")), _split(self.units, self.min_length, self.chunk_bytes))
         return self.apply((rule,), g, trace)
