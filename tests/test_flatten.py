@@ -4,6 +4,7 @@ values; a reduction whose axes are used any other way keeps them."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -60,8 +61,9 @@ def _problem(tmp_path: Path, body: str, shape: str) -> Path:
 
 
 def test_cpp_sums_over_rows_prefetch_ahead_and_verify(tmp_path):
-    """A global average pool (H x W = 1800 floats a row: chunks of 1024, each prefetching the next 4 KiB)
-    and a sum over short last rows (600 floats: the next rows); a sum over the middle axis reads no row."""
+    """A global average pool (H x W = 1800 floats a row: chunks of 1024, each prefetching the next 4 KiB),
+    a sum over short last rows (600 floats: the next rows) and a sum over a middle axis (its steps read
+    consecutive rows of 64); a sum over the first axis (its steps 3 x 64 floats apart) prefetches nothing."""
     pool = _problem(tmp_path, "torch.nn.functional.adaptive_avg_pool2d(x, 1)", "2, 6, 40, 45")
     src = render(build(pool, "cpp", "cpu", tuned=False))
     assert "__builtin_prefetch(x + " in src and "+ 1024 + akg_pf" in src and "< 1800;" in src
@@ -72,8 +74,13 @@ def test_cpp_sums_over_rows_prefetch_ahead_and_verify(tmp_path):
     assert_source_verifies(last, src, tmp_path)
     middle = _problem(tmp_path, "x.sum(1)", "3, 600, 64")
     src = render(build(middle, "cpp", "cpu", tuned=False))
-    assert "__builtin_prefetch" not in src
+    step = r"__builtin_prefetch\(x \+ \(c\d+ \* 38400 \+ r\d+ \* 64 \+ \(\(int64_t\)0\)\) \+ 1024 \+ akg_pf\)"
+    assert re.search(step, src)
     assert_source_verifies(middle, src, tmp_path)
+    first = _problem(tmp_path, "x.sum(0)", "600, 3, 64")
+    src = render(build(first, "cpp", "cpu", tuned=False))
+    assert "__builtin_prefetch" not in src
+    assert_source_verifies(first, src, tmp_path)
 
 
 def test_an_op_on_an_axis_keeps_it():
