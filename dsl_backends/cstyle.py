@@ -42,7 +42,7 @@ class CStyle:
     simd_sums = False  # a serial sum may be vectorised (OpenMP simd reduction: lanes of double partial sums)
     chunk_sums = False  # ... as fp32 lanes per chunk of the innermost axis, each chunk added to the double
     bounded_index = False  # loops never step past an extent: quotients and remainders may be split (divmod)
-    prefetch_bytes = 0  # a serial sum over short contiguous rows prefetches the rows this far ahead (0: never)
+    prefetch_bytes = 0  # a serial sum over row-major rows prefetches this far ahead of each chunk (0: never)
 
     def ctype(self, dt: str) -> str:
         return CTYPES[dt]

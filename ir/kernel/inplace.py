@@ -40,7 +40,8 @@ def _reads_safely(k: Kernel, name: str) -> bool:
 
 
 def in_place_program(prog: KernelProgram) -> KernelProgram:
-    """`prog` with each qualifying pointwise kernel marked to store over its operand (`Kernel.in_place`)."""
+    """`prog` with each qualifying pointwise or row kernel marked to store over its operand
+    (`Kernel.in_place`)."""
     kept = {b.name for b in [*prog.outputs, *prog.inputs, *prog.params]} | set(prog.aliases) | \
         set(prog.aliases.values()) | set(prog.consts)
     reads: list[set[str]] = [{b.name for b in s.inputs()} if isinstance(s, Kernel) else
