@@ -315,7 +315,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
                                target.units if target.kind == "gpu" else 0,
                                how.conv == "channels-last" and not pure,
                                (how.conv == "generated" or pure) and "conv" in backend.manifest.kinds,
-                               _cache_chunk(target)).split(",", 1)
+                               target.core_cache_bytes // 2).split(",", 1)  # the rest for what else it reads
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})
@@ -345,16 +345,6 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     cost_gate(prog, groups, problem.path.name)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}
     return g, plan, prog, schedules
-
-
-def _cache_chunk(target: HardwareModel) -> int:
-    """Bytes of a split reduction's chunk on a CPU: half a core's L2 (the rest for what else it reads)."""
-    if target.kind != "cpu":
-        return 0
-    try:
-        return int(target.chip("local_mem_per_group_bytes")) // 2
-    except KeyError:
-        return 0
 
 
 def _buckets(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,

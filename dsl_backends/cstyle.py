@@ -11,14 +11,13 @@ from typing import Any
 from ir.kernel.analysis import online_pairs, split_gemm
 from ir.kernel.build import ic, iop
 from ir.kernel.divmod import simplify_index
-from ir.kernel.flatten import row_major_parts
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, children, free_vars, walk
 from ir.kernel.siblings import row_vars
 from ir.sym import is_dynamic
-from ir.types import DTYPES
 
 from .base import UnsupportedKernel
 from .exprs import FLOATS
+from .prefetch import row_prefetches
 
 # elements per block of a serial arg-max/min: the block's extreme in SIMD lanes, then, where it beats the
 # running one, the block searched again for its index while it is in L1 (4 KiB of floats)
@@ -27,7 +26,6 @@ ARG_BLOCK = 1024
 # an innermost axis shorter than CHUNK_MIN keeps double lanes (a partial per few terms gains nothing).
 # Chunks of 512 made a log-softmax's exp-sum slower than double lanes (each chunk's horizontal add and tail)
 CHUNK_SUM, CHUNK_MIN = 4096, 32
-CACHE_LINE = 64  # bytes
 CTYPES = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t",
           "u8": "uint8_t", "bool": "bool", "f16": "uint16_t", "bf16": "uint16_t"}
 
@@ -238,28 +236,6 @@ class CPrinter:
             return self.s.op(e, [self(a) for a in e.args])
         raise UnsupportedKernel(type(e).__name__)
 
-    def prefetches(self, e: Reduce) -> list[tuple[str, str, int, int]]:
-        """A sum over one contiguous axis of row-major operands (consecutive outputs read consecutive
-        rows) prefetches `prefetch_bytes` ahead of each chunk it reads, into the next rows past a row's
-        end: the hardware prefetchers stop at every 4 KiB page, so short rows restart them every page
-        or two. (operand, its row's start, elements ahead, elements a cache line) each; a prefetch never
-        faults (one past the end is dropped)."""
-        if not self.s.prefetch_bytes or len(e.axes) != 1 or not isinstance(e.axes[0].extent, int):
-            return []
-        out: dict[str, tuple[str, str, int, int]] = {}
-        for ld in walk(e.body):
-            if not isinstance(ld, Load) or ld.buf.name in out or ld.mask is not None:
-                continue
-            # the row's coordinates: the axis alone, or its row-major split (a flattened (H, W))
-            n = next((n for n in range(1, len(ld.index)) if ld.index[-n:] ==
-                      row_major_parts(e.axes[0], tuple(ld.buf.shape[-n:]))), 0)
-            outer = ld.index[:-n] if n else ()
-            if outer and all(isinstance(i, Var) and i.extent == d for i, d in zip(outer, ld.buf.shape)):
-                start = self.flat_index(Load(ld.buf, (*outer, *(ic(0) for _ in range(n)))))
-                size = DTYPES[ld.buf.dtype].itemsize
-                out[ld.buf.name] = (ld.buf.name, start, self.s.prefetch_bytes // size, max(1, CACHE_LINE // size))
-        return list(out.values())
-
     def flat_index(self, e: Load) -> str:
         strides = e.buf.strides()
         nodes = [x for i in e.index for x in walk(i)]
@@ -308,7 +284,7 @@ class CPrinter:
         # each added to the double: a conversion and a double add per element halved the lanes' rate
         part = self.fresh() if (simd and self.s.chunk_sums and e.body.dtype == "f32" and isinstance(last, int)
                                 and last >= CHUNK_MIN) else ""
-        ahead = self.prefetches(e) if part else []
+        ahead = row_prefetches(e, self.flat_index, self.s.prefetch_bytes) if part else []
         chunk = min([CHUNK_SUM, *(n for _, _, n, _ in ahead)])
         if nested:
             for i, v in enumerate(e.axes):

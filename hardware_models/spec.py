@@ -56,6 +56,12 @@ class HardwareModel:
         return int(self.chip("units"))
 
     @property
+    def core_cache_bytes(self) -> int:
+        """A CPU core's own cache (its L2, `local_mem_per_group_bytes`); 0 on other targets or where unknown."""
+        f = self.fig("chip", "local_mem_per_group_bytes") if self.kind == "cpu" else None
+        return int(f.value) if f is not None else 0
+
+    @property
     def dram_bw(self) -> float:
         return self.figures["memory"]["dram_bw"].value
 

@@ -8,16 +8,15 @@ from pathlib import Path
 
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
-from ir.kernel.build import ic
 from ir.kernel.interior import interior
 from ir.kernel.ir import Expr, Kernel, KernelProgram, Load, Reduce, Var, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
-from ir.types import DTYPES
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template
 from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
+from ..prefetch import next_row_prefetches
 from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_params, packed_place, weight_bufs
@@ -171,23 +170,6 @@ def _strided_ok(k: Kernel) -> list[Reduce] | None:
     return tops
 
 
-def _next_rows(r: Reduce, inner: Var, n_in: int, pr: CPrinter) -> list[str]:
-    """Prefetches, each step of a strided reduction, `prefetch_bytes` ahead of the row of `n_in` it reads
-    where consecutive steps read consecutive rows (x[..., j, c] with c the contiguous outputs): the
-    whole operand is one stream, which the hardware prefetchers drop at every page."""
-    out, seen = [], set()
-    for ld in walk(r.body):
-        if (isinstance(ld, Load) and ld.buf.name not in seen and ld.mask is None and len(r.axes) == 1
-                and len(ld.index) >= 2 and ld.index[-1] == inner and ld.index[-2] == r.axes[0]
-                and ld.buf.shape[-1] == n_in):
-            seen.add(ld.buf.name)
-            size = DTYPES[ld.buf.dtype].itemsize
-            start = pr.flat_index(Load(ld.buf, (*ld.index[:-1], ic(0))))
-            out.append(f"            for (int64_t akg_pf = 0; akg_pf < {n_in}; akg_pf += {max(1, 64 // size)}) "
-                       f"__builtin_prefetch({ld.buf.name} + ({start}) + {STYLE.prefetch_bytes // size} + akg_pf);")
-    return out
-
-
 def _strided(k: Kernel, s: Schedule) -> list[str]:
     """Per outer output (in parallel): one double accumulator per contiguous output (and an index, for an
     arg- reduction), the reduction loop outside and the contiguous outputs inside (a SIMD loop reading
@@ -221,7 +203,7 @@ def _strided(k: Kernel, s: Schedule) -> list[str]:
             pr.env[v.name] = v.name
             pr.emit(f"const int64_t {v.name} = (akg_j / {stride}) % {v.extent};")
             stride *= v.extent
-        ahead = _next_rows(r, inner, n_in, pr)
+        ahead = next_row_prefetches(r, inner, n_in, pr.flat_index, STYLE.prefetch_bytes, "            ")
         out += pr.lines + ahead
         out += ["            #pragma omp simd", f"            for (int64_t akg_c = 0; akg_c < {n_in}; ++akg_c) {{"]
         pb = CPrinter(STYLE, dict(pr.env, **{inner.name: "akg_c"}), prefix=f"b{i}_", indent="                ")
