@@ -182,3 +182,36 @@ def test_tune_a_dynamic_module_times_it_at_the_bound(tmp_path, monkeypatch):
     assert r["verdict"].startswith("accepted") and r["measured"] >= 2
     text = out.read_text()
     assert "measured at batch=48:" in text and "AKG_DYNAMIC = {'batch': {'traced': 48" in text
+
+
+SE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        s = torch.sigmoid(self.fc(x.mean((2, 3))))
+        return x * s[:, :, None, None]
+
+
+def get_inputs():
+    return [torch.randn(3, 8, 5, 5)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_gemm_whose_reshaped_epilogue_hides_its_columns_is_a_one_line_error(tmp_path):
+    """A linear whose epilogue reshapes it to (batch, C, 1, 1), over a run-time batch: the C++ blocked
+    GEMM cannot tell its columns from its rows; the error names the way out, which works."""
+    path = tmp_path / "se.py"
+    path.write_text(SE)
+    with pytest.raises(AkgError, match=r"cannot express a kernel of se\.py: .*--library gemm"):
+        render(build(path, "cpp", "cpu", tuned=False, dynamic="batch"))
+    assert "F.linear" in render(build(path, "cpp", "cpu", tuned=False, dynamic="batch", library=("gemm",)))

@@ -12,7 +12,7 @@ from ir.kernel.interior import interior
 from ir.kernel.ir import Expr, Kernel, KernelProgram, Load, Reduce, Var, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import BackendBase, Frame, Manifest, Ref, Template
+from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
 from ..cstyle import CPrinter, decode, row_sweep
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
@@ -295,6 +295,9 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
         return render_small_m(k, s)
     g = split_gemm(k)
     dot, a_e, b_e, kv, n_vars = g.dot, g.a, g.b, g.k, g.cols
+    if not n_vars:  # both operands index every output coordinate (a reshaped epilogue over run-time sizes)
+        raise UnsupportedKernel(f"{k.name}: its GEMM's columns cannot be told from its rows (an epilogue reshape "
+                                f"over run-time sizes); leave GEMMs to torch with --library gemm")
     row_vars = [(v.name, v.extent) for v in k.coords if (v.name, v.extent) not in n_vars]  # batch, then rows
     rows, n, kk = math.prod(e for _, e in row_vars), math.prod(e for _, e in n_vars), kv.extent
     batches = math.prod(e for _, e in g.batch)
