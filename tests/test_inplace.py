@@ -107,6 +107,13 @@ def test_only_storage_forward_owns_is_taken():
         return in_place_program(prog).kernels()[0].in_place
 
     assert marked("conv") == "y" and marked("permute") == "" and marked("opaque") == ""
+    # y viewed by a reshape before the kernel, the view read after it: y's storage is not dead
+    v, o2 = Buf("v", (20,), "f32"), Buf("o2", (20,), "f32", "output")
+    t = Var("t", 20)
+    prog = KernelProgram("p", [x], [], {}, [LibraryCall("c", "conv", (x,), {}, y),
+                                            LibraryCall("r", "reshape", (y,), {}, v), k,
+                                            Kernel("k2", "pointwise", o2, (t,), Load(v, (t,)))], [out, o2])
+    assert in_place_program(prog).kernels()[0].in_place == ""
 
 
 def test_a_row_kernel_after_a_gemm_stores_over_it_and_never_over_the_residual(tmp_path):

@@ -42,8 +42,11 @@ def _reads_safely(k: Kernel, name: str) -> bool:
 def in_place_program(prog: KernelProgram) -> KernelProgram:
     """`prog` with each qualifying pointwise or row kernel marked to store over its operand
     (`Kernel.in_place`)."""
+    # a buffer another name views (a library view, an opaque call that may return it) shares its storage
+    viewed = {b.name for s in prog.steps if isinstance(s, LibraryCall) and s.op not in FRESH_CALLS
+              for b in s.args if b is not None}
     kept = {b.name for b in [*prog.outputs, *prog.inputs, *prog.params]} | set(prog.aliases) | \
-        set(prog.aliases.values()) | set(prog.consts)
+        set(prog.aliases.values()) | set(prog.consts) | viewed
     reads: list[set[str]] = [{b.name for b in s.inputs()} if isinstance(s, Kernel) else
                              {b.name for b in s.args if b is not None} for s in prog.steps]
     owned: set[str] = set()  # buffers forward allocates (or a library call returns new)
