@@ -145,3 +145,15 @@ def test_a_softmax_after_a_gemm_stores_over_it(tmp_path):
     src = render(t)
     assert "akg_t[" in src  # the kept terms
     assert_source_verifies(path, src, tmp_path)
+
+
+def test_a_gemm_output_viewed_before_its_epilogue_keeps_its_storage(tmp_path):
+    """qkv = linear(x); q, k, v = views of qkv; g = gelu(qkv); attention(q, k, v): the views are made before
+    the GELU kernel and read after it, so the GELU never stores over qkv (it did, and the attention read
+    GELU's values)."""
+    path = _problem(tmp_path, "self.qkv = nn.Linear(32, 96)",
+                    "qkv = self.qkv(x); q, k, v = qkv.reshape(2, 8, 3, 4, 8).permute(2, 0, 3, 1, 4); "
+                    "g = F.gelu(qkv); return g, F.scaled_dot_product_attention(q, k, v)", "torch.randn(2, 8, 32)")
+    t = build(path, "cpp", "cpu", tuned=False, library=("gemm", "attention"))
+    assert [k.in_place for k in t.program.kernels()] == [""]
+    assert_source_verifies(path, render(t), tmp_path)
