@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 
 from akg_agent.translate import build, render
-from akg_agent.verifier import verify
 from dsl_backends.cpp.style import STYLE
 from dsl_backends.cstyle import CHUNK_MIN, CHUNK_SUM
+
+from .helpers import assert_source_verifies
 
 LONG = 2 * CHUNK_SUM + 808  # two whole chunks and a tail
 PREFETCH = STYLE.prefetch_bytes // 4  # floats: a prefetching sum's chunk
@@ -53,7 +54,4 @@ def test_fp32_sums_run_in_chunks_of_fp32_lanes_added_in_double(tmp_path):
     short = re.search(rf"double (t\d+) = 0;\n\s*#pragma omp simd reduction\(\+:\1\)\n\s*for \(int64_t \w+ = 0; "
                       rf"\w+ < {CHUNK_MIN - 2};", text)
     assert short, text
-    cand = tmp_path / "cand.py"
-    cand.write_text(text)
-    v = verify(path, cand, target="cpu", seeds=(0, 1))
-    assert v.accepted, v.line()
+    assert_source_verifies(path, text, tmp_path)

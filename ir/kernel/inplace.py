@@ -47,8 +47,10 @@ def in_place_program(prog: KernelProgram) -> KernelProgram:
               for b in s.args if b is not None}
     kept = {b.name for b in [*prog.outputs, *prog.inputs, *prog.params]} | set(prog.aliases) | \
         set(prog.aliases.values()) | set(prog.consts) | viewed
-    reads: list[set[str]] = [{b.name for b in s.inputs()} if isinstance(s, Kernel) else
-                             {b.name for b in s.args if b is not None} for s in prog.steps]
+    last_read: dict[str, int] = {}  # buffer -> the last step that reads it
+    for i, s in enumerate(prog.steps):
+        for b in s.inputs() if isinstance(s, Kernel) else [a for a in s.args if a is not None]:
+            last_read[b.name] = i
     owned: set[str] = set()  # buffers forward allocates (or a library call returns new)
     steps = list(prog.steps)
     for i, s in enumerate(steps):
@@ -57,9 +59,8 @@ def in_place_program(prog: KernelProgram) -> KernelProgram:
                 owned.add(s.out.name)
             continue
         if s.kind in ("pointwise", "rownorm") and not s.also:
-            later = set().union(*reads[i + 1:])
             for b in s.inputs():
-                if (b.name in owned and b.name not in kept and b.name not in later and b.shape == s.out.shape
+                if (b.name in owned and b.name not in kept and last_read[b.name] == i and b.shape == s.out.shape
                         and b.dtype == s.out.dtype and _reads_safely(s, b.name)):
                     steps[i] = s = replace(s, in_place=b.name)
                     break
