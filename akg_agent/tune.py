@@ -404,6 +404,8 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
         best = _fastest(times)
         ok = best is not None and math.isfinite(times[best])
         t.schedules = _with(t, alike[sig], cands[best] if ok else default).schedules
+        if ok and best is not None:
+            db.put_kernel_choice(hw, dsl, sig, ver, cands[best], times[best])
         rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried}
     firsts = {name: alike[sig][0] for name, sig in sigs.items()}

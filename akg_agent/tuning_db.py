@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS strategies (
 CREATE TABLE IF NOT EXISTS choices (
     hardware TEXT, dsl TEXT, problem TEXT, versions TEXT, strategy TEXT, time_s REAL, at REAL,
     PRIMARY KEY (hardware, dsl, problem, versions));
+CREATE TABLE IF NOT EXISTS kernel_choices (
+    hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, time_s REAL, at REAL,
+    PRIMARY KEY (hardware, dsl, kernel, versions));
 CREATE TABLE IF NOT EXISTS verified_modules (
     hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
     PRIMARY KEY (hardware, dsl, problem, by))"""
@@ -70,6 +73,13 @@ class TuningDB:
         with self.db:  # committed at once: a killed run keeps it
             self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?)",
                             (hw, dsl, kernel, ver, _key(sched), t, verdict, time.time()))
+
+    def put_kernel_choice(self, hw: str, dsl: str, kernel: str, ver: str, sched: Schedule, t: float) -> None:
+        """The schedule `akg tune` chose for a kernel signature: among medians within its tie band the cost
+        model's ranking decides, which the measurements alone cannot tell translate."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO kernel_choices VALUES (?,?,?,?,?,?,?)",
+                            (hw, dsl, kernel, ver, _key(sched), t, time.time()))
 
     def put_strategy(self, hw: str, dsl: str, problem: str, ver: str, strategy: dict[str, Any], t: float,
                      verdict: str) -> None:
@@ -182,11 +192,19 @@ def best_strategy(path: Path, hw: str, dsl: str, problem: str, ver: str) -> tupl
 
 
 def best_schedule(path: Path, hw: str, dsl: str, kernel: str, ver: str) -> tuple[Schedule, float] | None:
-    """The fastest accepted schedule measured for this kernel on this hardware and versions, if any
-    (read-only: a machine that never tuned has no database, and none is made for it)."""
+    """The schedule a tune chose for this kernel on this hardware and versions, else the fastest accepted one
+    measured (a tune cut short), if any (read-only: a machine that never tuned has no database, and none is
+    made for it)."""
     if not path.is_file():
         return None
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        try:
+            chosen = db.execute("SELECT schedule, time_s FROM kernel_choices WHERE hardware=? AND dsl=? AND kernel=? "
+                                "AND versions=?", (hw, dsl, kernel, ver)).fetchone()
+        except sqlite3.OperationalError:  # a database from before kernel choices
+            chosen = None
+        if chosen is not None and chosen[1] is not None and math.isfinite(chosen[1]):
+            return Schedule(json.loads(chosen[0])), chosen[1]
         rows = db.execute("SELECT schedule, time_s FROM measurements WHERE hardware=? AND dsl=? AND kernel=? AND "
                           "versions=? ORDER BY time_s, schedule", (hw, dsl, kernel, ver)).fetchall()
     for sched, t in rows:

@@ -73,6 +73,29 @@ def test_translate_takes_each_kernels_best_schedule_from_the_tuning_database(tmp
     assert build(path, "cpp", "cpu", tuned=False).schedules == plain.schedules
 
 
+def test_translate_takes_the_schedule_the_tune_chose_within_the_timers_tie(tmp_path, monkeypatch):
+    """Medians within `tune.TIE` go by the cost model's rank, which the measurements alone do not hold: the
+    tune records its choice and translate takes it (before, translate took the marginally faster one, so a
+    translate after a tune could run other schedules than the tune reported)."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tune_module, "TIE", 100.0)  # every median ties: the ranking's first must win
+    path = problem_path("l2_gemm_scale_sigmoid_sum")
+    plain = build(path, "cpp", "cpu", tuned=False)
+    db = TuningDB()
+    k = next(k for k in plain.program.kernels() if k.kind == "matmul")
+    sig = kernel_signature(problem_signature(path), k)
+    hw, ver = hardware_key(plain.target), versions(get_backend("cpp").manifest)
+    rep = tune(str(path), "cpu", "cpp", budget=3, out=tmp_path / "tuned.py", db=db, strategies=False)
+    row = next(r for r in rep["kernels"] if r["kernel"] == k.name)
+    assert row["tried"] == 3 and row["best"] == dict(plain.schedules[k.name])  # the default is ranked first
+    # the default measured slowest, however the run went: the raw fastest is another schedule
+    db.put(hw, "cpp", sig, ver, plain.schedules[k.name], 1.0, "accepted: measured")
+    assert build(path, "cpp", "cpu").schedules[k.name] == plain.schedules[k.name]
+    db.db.execute("DELETE FROM kernel_choices")  # a tune cut short chose nothing: the fastest measured
+    db.db.commit()
+    assert build(path, "cpp", "cpu").schedules[k.name] != plain.schedules[k.name]
+
+
 def test_tune_measures_row_fusion_against_split_kernels_and_translate_takes_the_faster(tmp_path, monkeypatch):
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
     path = problem_path("softmax_logsoftmax")
