@@ -58,9 +58,9 @@ def get_init_inputs():
 '''
 
 
-BMM_WHOLE_BLOCKS = BMM.replace("(3, 5, 70)", "(3, 24, 70)")  # a batch's 24 rows: whole blocks of MR 4, 6 or 8
-BMM_PRIME_ROWS = BMM.replace("(3, 5, 70)", "(3, 11, 70)")  # no MR from the tile down to half of it divides 11
-BATCH_ROWS = {BMM: 5, BMM_WHOLE_BLOCKS: 24, BMM_PRIME_ROWS: 11}
+BMM_WHOLE_BLOCKS = BMM.replace("(3, 5, 70)", "(3, 24, 70)")  # a batch's 24 rows: whole blocks of MR 4, 6, 8 or 12
+BMM_PRIME_ROWS = BMM.replace("(3, 5, 70)", "(3, 13, 70)")  # no MR from the tile down to 4 rows divides 13
+BATCH_ROWS = {BMM: 5, BMM_WHOLE_BLOCKS: 24, BMM_PRIME_ROWS: 13}
 
 
 @pytest.mark.parametrize("src", [LINEAR, BMM, BMM_WHOLE_BLOCKS, BMM_PRIME_ROWS],
@@ -82,7 +82,7 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
     outer = "akg_cb" if s["COLS_OUTER"] else "akg_rb"  # the block loop right after the parallel pragma
     assert re.search(rf"parallel for collapse\(2\)[^\n]*\n\s*for \(int64_t {outer} = 0", text)
     per_batch = BATCH_ROWS.get(src, 0)
-    if not tile and per_batch:  # a batched GEMM's default MR divides a batch's rows, down to half the tile
+    if not tile and per_batch:  # a batched GEMM's default MR divides a batch's rows, down to 4 rows
         assert (per_batch % s["MR"] == 0) == (src is not BMM_PRIME_ROWS), s
     if src is LINEAR or per_batch % s["MR"] == 0:  # one B a block: the vector register tile, vectors the host has
         vec = vector_width(s["NR"], int(t.target.chip("simd_width")))
@@ -90,6 +90,7 @@ def test_blocked_gemm_edges(src, tile, tmp_path):
         nv = s["NR"] // vec  # vectors a row: the last row's last one is there, no further one
         assert f"vector_size({4 * vec})" in text and f"akg_c{s['MR'] - 1}_{nv - 1} +=" in text, text
         assert f"akg_c{s['MR'] - 1}_{nv} +=" not in text
+        assert f"__builtin_prefetch(akg_bq + (akg_q + {1024 // (4 * s['NR'])}) * {s['NR']} + 0);" in text  # panel ahead
         # each panel's sums reach the double accumulators half a vector at a time, not lane by lane
         assert "__builtin_convertvector" in text and "akg_l <" not in text
     else:  # rows of a block may lie in different batches (each its own B): the array tile

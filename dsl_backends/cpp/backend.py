@@ -242,11 +242,13 @@ COLS_OUTER_ROWS = 512  # at most this many rows: column blocks outside by defaul
 
 def gemm_schedule(target: HardwareModel) -> Schedule:
     """The register tile from the host's SIMD width: two vectors per row, as many rows as the vector
-    registers hold beside the B vectors (AVX-512: 8 x 32 floats in 16 of 32 registers; AVX2: 6 x 16 in
-    12 of 16). Measured here (AVX-512, 2 cores, 512x1024x1024 linear+relu): 4 x 16 20.3 ms, 6 x 32
-    8.7 ms, 8 x 32 7.0 ms."""
+    registers hold beside the B vectors and a broadcast (AVX-512: 12 x 32 floats in 24 of 32 registers;
+    AVX2: 6 x 16 in 12 of 16): each B vector loaded from the panel (streamed from L2) feeds MR FMAs.
+    Measured here (AVX-512, 2 cores, 512x1024x1024 linear+relu): 4 x 16 20.3 ms, 6 x 32 8.7 ms, 8 x 32
+    7.0 ms; with the panel prefetched (1024 x 2048 x 2048 linear): 8 x 32 13.99 ms, 12 x 32 11.65 ms
+    (14 x 32 spills: slower)."""
     lanes = _lanes(target)
-    return Schedule(GEMM_SCHEDULE, MR=8 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
+    return Schedule(GEMM_SCHEDULE, MR=12 if lanes >= 16 else 6, NR=2 * max(lanes, 4))
 
 
 def _lanes(target: HardwareModel) -> int:
@@ -276,8 +278,10 @@ def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
     s = s.replace(COLS_OUTER=int(cols_outer(per_batch * math.prod(e for _, e in g.batch), g.k.extent, s["NB"], target)))
     mr = s["MR"]
     if g.batch and per_batch % mr:  # blocks across batches take the scalar tile: fewer rows a block instead,
-        # down to half the tile (a thinner one reloads B for too few rows; a batch of 7 rows keeps the scalar one)
-        s = s.replace(MR=next((m for m in range(mr - 1, (mr + 1) // 2 - 1, -1) if per_batch % m == 0), mr))
+        # down to 4 rows or half the tile (a thinner one reloads B for too few rows; a batch of 13 rows keeps the
+        # scalar one)
+        low = min((mr + 1) // 2, 4)
+        s = s.replace(MR=next((m for m in range(mr - 1, low - 1, -1) if per_batch % m == 0), mr))
     return s
 
 
@@ -453,7 +457,7 @@ def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     if small_m(k):
         return small_m_space(k, target, _threads_space(k, target))
     g = split_gemm(k)
-    per_batch, mrs = math.prod(e for _, e in g.rows), (2, 4, 6)
+    per_batch, mrs = math.prod(e for _, e in g.rows), (2, 4, 6, 8, 12)
     if g.batch and per_batch % gemm_default(k, target)["MR"] == 0:
         mrs = tuple(m for m in mrs if per_batch % m == 0)  # the others' blocks straddle batches: scalar tile
     return [t.replace(MR=mr, NR=nr, NB=nb, KC=kc, COLS_OUTER=co) for t in _threads_space(k, target)

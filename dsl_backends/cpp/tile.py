@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+PANEL_AHEAD = 1024  # bytes of B's packed panel prefetched ahead of the register tile's loads
+
 
 def vector_width(nr: int, lanes: int) -> int | None:
     """Floats per vector of an NR-wide tile: the widest of 16, 8 and 4 the host has (`lanes`) that
@@ -23,6 +25,11 @@ def vector_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
              f"* {nr};",
              "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
              "                        akg_v " + ", ".join(f"akg_v{v}" for v in range(nv)) + ";"]
+    # the panel streams from L2 (a panel of KC x NR floats fills L1): its lines prefetched PANEL_AHEAD bytes
+    # ahead, where the hardware's prefetchers left the loads waiting on L2
+    ahead = max(1, PANEL_AHEAD // (4 * nr))
+    lines += [f"                        __builtin_prefetch(akg_bq + (akg_q + {ahead}) * {nr} + {off});"
+              for off in range(0, nr, 16)]
     lines += [f"                        __builtin_memcpy(&akg_v{v}, akg_bq + akg_q * {nr} + {v * vec}, sizeof(akg_v));"
               for v in range(nv)]
     for i in range(mr):
