@@ -59,9 +59,14 @@ def test_a_transposed_input_is_read_in_place_by_the_packing(case, tmp_path):
     t = build(path, "cpp", "cpu", pure=True)
     assert [k.kind for k in t.program.kernels()] == ["matmul"], t.program.kernels()
     text = render(t)
-    # B's packing tile: the inner loop along B's stored rows (its columns, or K where it is transposed)
-    inner = re.search(r"for \(int64_t akg_(?:p|col) = akg_(?:p|c)0;[^\n]*\n\s*for \(int64_t akg_(p|col) = ", text)
-    assert inner is not None and inner.group(1) == ("col" if b_cols else "p"), text
+    # B's packing tile: the inner loop along B's stored rows (its columns, a strip of NR at a time to a
+    # contiguous destination; or K where it is transposed)
+    if b_cols:
+        strip = r"for \(int64_t akg_col = akg_s;[^\n]*\n(\s*const[^\n]*\n)*\s*akg_dst\[akg_col\] = "
+        assert re.search(strip, text), text
+    else:
+        inner = re.search(r"for \(int64_t akg_col = akg_c0;[^\n]*\n\s*for \(int64_t akg_(p|col) = ", text)
+        assert inner is not None and inner.group(1) == "p", text
     # A's panel: K outside the block's rows where A is read along its rows
     after_k = text.split("for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {", 1)[1].split("\n")[1:3]
     assert any("for (int akg_i = 0; akg_i <" in line for line in after_k) == a_rows, text

@@ -19,7 +19,7 @@ from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
 from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
-from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_params, packed_place, weight_bufs
+from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
 from .scan import render_scan
 from .stream import blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
@@ -285,9 +285,6 @@ def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
     return s
 
 
-PACK = 64  # side of the tiles B is packed in
-
-
 def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Few rows: the streaming template of gemv.py. Otherwise blocked and packed: B packed once per call
     (prologue applied once per element, in strips of NR columns along K);
@@ -318,26 +315,11 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     gathered = not reads_along(a_e, row_vars[-1][0])  # A packed row by row: its index decoded per element
     a_e, tables = index_tables(a_e, kv) if gathered else (a_e, [])
     out = [*tables, f"    std::vector<{bt}> akg_own;", f"    {bt}* akg_bp = akg_bpc;"] if cached else \
-        [*tables, f"    std::vector<{bt}> akg_own((size_t){kp * npad});", f"    {bt}* akg_bp = akg_own.data();"]
+        [*tables, f"    {bt}* akg_bp = akg_pack_scratch<{bt}>({kp * npad});"]
     if cached:  # the module's copy, packed by an earlier call: checked where a write could hide from torch
         out += pack_check(g, n, nr, bt)
     out += [*(["    if (akg_fresh || akg_stale) {"] if cached else []),
-            omp(s).replace("parallel for", "parallel for collapse(2)"),
-           f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {PACK}) {{",
-           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {PACK}) {{"]
-    # inside a tile, the inner loop runs along B's stored rows: a row a power of two long puts a tile's
-    # column of elements in one cache set, which does not hold the tile
-    loops = [f"for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {PACK}, {n}); ++akg_col) {{",
-             f"for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {PACK}, {kp}); ++akg_p) {{"]
-    outer, inner = loops[::-1] if reads_along(b_e, n_vars[-1][0]) else loops
-    out += ["    " + outer, "        " + inner]
-    out.append(f"            const int64_t akg_batch = akg_p / {kk}, {kv.name} = akg_p % {kk};")
-    pp = CPrinter(STYLE, {kv.name: kv.name}, prefix="p", indent="            ")
-    decode(g.batch, "akg_batch", pp)
-    decode(n_vars, "akg_col", pp)
-    b_val = pp(b_e)
-    out += pp.lines + [f"            akg_bp[{packed_place(kk, npad, nr, kv.name)}] = {b_val};",
-                       "        }", "    }", "    }", "    }"]
+            omp(s).replace("parallel for", "parallel for collapse(2)"), *pack_loops(g, n, nr, bt)]
     out += ["    }"] if cached else []
     bflat = "0"
     for name, ext in g.batch:

@@ -16,10 +16,12 @@ from ir.kernel.analysis import GemmParts, split_gemm
 from ir.kernel.ir import Buf, Kernel, Load, size_args, walk
 
 from ..cstyle import CPrinter, decode
+from ..exprs import reads_along
 from .gemv import small_m
 from .style import STYLE
 
 PACK_SAMPLES = 64
+PACK = 64  # side of the tiles B is packed in
 _DTYPES = {"float": "torch.float32", "double": "torch.float64"}
 
 
@@ -40,6 +42,38 @@ def pack_params(k: Kernel) -> tuple[str, ...]:
     if not weight_bufs(k):
         return ()
     return (f"{STYLE.ctype_compute(split_gemm(k).b.dtype)}* akg_bpc", "const int64_t akg_fresh")
+
+
+def pack_loops(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
+    """The loops (after the parallel pragma) that pack B into `akg_bp` in PACK x PACK tiles of its K rows
+    (batches stacked) and N columns. Inside a tile the inner loop runs along B's stored rows: a row a power
+    of two long puts a tile's column of elements in one cache set, which does not hold the tile. Where that
+    is along N, a strip of NR columns at a time goes to one contiguous run of the packed copy (the copy
+    vectorises; an index with a division and a modulo per element did not)."""
+    kk, kv = g.k.extent, g.k.name
+    kp, npad = kk * math.prod(e for _, e in g.batch), -(-n // nr) * nr
+    out = [f"    for (int64_t akg_p0 = 0; akg_p0 < {kp}; akg_p0 += {PACK}) {{",
+           f"    for (int64_t akg_c0 = 0; akg_c0 < {n}; akg_c0 += {PACK}) {{"]
+    cols = f"for (int64_t akg_col = akg_c0; akg_col < std::min<int64_t>(akg_c0 + {PACK}, {n}); ++akg_col) {{"
+    ks = f"for (int64_t akg_p = akg_p0; akg_p < std::min<int64_t>(akg_p0 + {PACK}, {kp}); ++akg_p) {{"
+    at_k = f"const int64_t akg_batch = akg_p / {kk}, {kv} = akg_p % {kk};"
+    pp = CPrinter(STYLE, {kv: kv}, prefix="p", indent="            ")
+    decode(g.batch, "akg_batch", pp, bounded=True)
+    decode(g.cols, "akg_col", pp, bounded=True)
+    b_val = pp(g.b)
+    along = reads_along(g.b, g.cols[-1][0])
+    if along and PACK % nr == 0:
+        return out + ["    " + ks, "        " + at_k,
+                      f"        for (int64_t akg_s = akg_c0; akg_s < std::min<int64_t>(akg_c0 + {PACK}, {n}); "
+                      f"akg_s += {nr}) {{",
+                      f"        {bt}* akg_dst = akg_bp + akg_batch * {kk * npad} + ((akg_s / {nr}) * {kk} + {kv}) "
+                      f"* {nr} - akg_s;",
+                      f"        for (int64_t akg_col = akg_s; akg_col < std::min<int64_t>(akg_s + {nr}, {n}); "
+                      "++akg_col) {", *pp.lines, f"            akg_dst[akg_col] = {b_val};",
+                      "        }", "        }", "    }", "    }", "    }"]
+    outer, inner = (ks, cols) if along else (cols, ks)
+    return out + ["    " + outer, "        " + inner, "            " + at_k, *pp.lines,
+                  f"            akg_bp[{packed_place(kk, npad, nr, kv)}] = {b_val};", "        }", *["    }"] * 3]
 
 
 def packed_place(kk: int, npad: int, nr: int, kv: str) -> str:

@@ -60,6 +60,11 @@ static inline float* akg_row_scratch(int64_t n) {  // one per thread, kept betwe
     if ((int64_t)v.size() < n) v.resize(n);
     return v.data();
 }
+template <typename T> static inline T* akg_pack_scratch(int64_t n) {  // B's packed copy: one per thread, kept
+    static thread_local std::vector<T> v;                           // (no zeroing and no page faults a call)
+    if ((int64_t)v.size() < n) v.resize(n);
+    return v.data();
+}
 // a tile stored column by column (column c at src + c * stride, its rows contiguous) to dst row-major
 // (dst[r * ld + c], 64-byte aligned rows), rows x cols of it, at most 16 x 16; AVX-512: 16 loads,
 // 64 shuffles, 16 stores
