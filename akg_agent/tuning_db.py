@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from dsl_backends import Manifest
-from hardware_models.spec import HardwareModel, cache_dir
+from hardware_models.spec import HardwareModel, cache_dir, host_cpu_id
 from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 from ir.kernel.structure import structure_key
@@ -156,10 +156,11 @@ def kernel_signature(problem: str, k: Kernel) -> str:
 def hardware_key(target: HardwareModel) -> str:
     """The hardware a measurement belongs to: the model's name, the calibrated profile's if any, and the
     card that times where it is not the target's (an H200 lent for an H100 target: its times are the
-    H200's, never served to a tune or translate on a real H100)."""
+    H200's, never served to a tune or translate on a real H100); for the host CPU, which CPU it is (a
+    database copied to, or a VM moved onto, another CPU under the same name measures again)."""
     card = timed_on(target.name, device_for(target.name)) if target.kind == "gpu" else None
     return target.name + (f" ({target.calibrated_from})" if target.calibrated_from else "") + \
-        (f" timed on {card}" if card else "")
+        (f" timed on {card}" if card else "") + (f" on {host_cpu_id()}" if target.kind == "cpu" else "")
 
 
 def problem_signature(path: Path) -> str:

@@ -181,6 +181,23 @@ def _cache_size(text: str) -> int:
     return int(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2)]
 
 
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+             "amx_bf16", "asimd", "sve")  # what the C++ backend's -march=native code and the library's paths use
+
+
+def host_cpu_id() -> str:
+    """This host's CPU as its timings depend on it: the model name, the cores this process may use and the
+    vector extensions. A cloud VM's generic model name ("Intel Xeon Processor") covers hosts with and
+    without AMX or AVX-512 BF16, whose library GEMMs differ several times over."""
+    cpuinfo = _read("/proc/cpuinfo")
+    m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", cpuinfo, re.M)
+    flags = set(m.group(1).split()) if m else set()
+    name = (re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M) or [None, platform.processor()])[1]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return f"{(name or platform.machine()).strip()}, {cores} cores, " + (" ".join(f for f in ISA_FLAGS if f in flags)
+                                                                         or "no vector extensions named")
+
+
 def detect_cpu() -> HardwareModel:
     cpuinfo = _read("/proc/cpuinfo")
     flags = set(re.search(r"^flags\s*:\s*(.*)$", cpuinfo, re.M).group(1).split()) if "flags" in cpuinfo else set()

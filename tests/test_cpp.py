@@ -458,3 +458,17 @@ def test_outputs_past_half_the_last_level_cache_are_streamed_by_default():
     assert stream_default(k(1 << 20), llc).get("stream") is None  # 4 MiB: its reader finds it cached
     assert stream_default(k(4 << 20, "f64"), llc).get("stream") is None
     assert stream_default(k(4 << 20, kind="reduce"), llc).get("stream") is None
+
+
+def test_a_compiled_library_is_keyed_by_the_cpus_extensions_not_only_its_name(tmp_path):
+    """-march=native code built on a host with AMX or AVX-512 BF16 dies of an illegal instruction on a host
+    without them; cloud VMs of both kinds share one model name, so the build cache's key holds the flags."""
+    path = tmp_path / "p.py"
+    path.write_text(BMM)
+    text = render(build(path, "cpp", "cpu"))
+    start = text.index("def _akg_cpu():")
+    scope: dict = {"_platform": __import__("platform")}
+    exec(text[start:text.index("\n\n\n", start)], scope)
+    key = scope["_akg_cpu"]()
+    flags = next(ln for ln in open("/proc/cpuinfo") if ln.startswith(("flags", "Features")))
+    assert flags in key and key.count(flags) == 1

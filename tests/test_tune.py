@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
+import hardware_models.spec as spec
 from akg_agent import tune as tune_module
 from akg_agent.ranking import ranked_space
 from akg_agent.translate import Strategy, build, header, render
 from akg_agent.tune import tune
 from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from dsl_backends import get_backend
+from hardware_models.spec import load_target
 from ir.errors import AkgError
 
 from .conftest import problem_path
@@ -382,7 +384,26 @@ def test_measurements_on_another_card_are_kept_apart_from_the_targets(tmp_path, 
     assert hardware_key(load_target("h200")) == "h200"
     monkeypatch.setattr(vf, "_gpu_name", lambda visible: "NVIDIA H100 80GB HBM3")
     assert hardware_key(load_target("h100")) == "h100"
-    assert hardware_key(load_target("cpu")) == load_target("cpu").name
+    assert hardware_key(load_target("cpu")).startswith("cpu on ")
+
+
+CPUINFO = """processor\t: 0
+model name\t: Intel(R) Xeon(R) Processor @ 2.50GHz
+flags\t\t: fpu sse2 avx2 fma avx512f avx512bw{extra}
+
+"""
+
+
+def test_two_cpus_under_one_model_name_keep_their_measurements_apart(monkeypatch):
+    """A cloud VM's generic model name covers hosts with and without AMX: a tuning database measured on one
+    is not served on the other (the library's bf16 GEMM differs several times over between them)."""
+    target = load_target("cpu")
+    keys = []
+    for extra in ("", " avx512_bf16 amx_tile amx_bf16"):
+        monkeypatch.setattr(spec, "_read", lambda path, e=extra: CPUINFO.format(extra=e) if "cpuinfo" in path else "")
+        keys.append(hardware_key(target))
+    assert keys[0] != keys[1] and all("Intel(R) Xeon(R) Processor @ 2.50GHz" in k for k in keys)
+    assert keys[0].endswith("avx2 fma avx512f avx512bw") and keys[1].endswith("avx512_bf16 amx_tile amx_bf16")
 
 
 LSTM_STEPS = '''import torch

@@ -35,10 +35,12 @@ import platform as _platform
 _AKG_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"]
 
 
-def _akg_cpu():  # -march=native ties a library to the host CPU: part of the cache key
+def _akg_cpu():  # -march=native ties a library to the host CPU (its name and extensions): part of the cache key
     try:
-        return next(ln for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
-    except (OSError, StopIteration):
+        with open("/proc/cpuinfo") as f:
+            lines = [ln for ln in f if ln.startswith(("model name", "flags", "Features"))]
+        return "".join(dict.fromkeys(lines)) or _platform.machine()
+    except OSError:
         return _platform.processor() or _platform.machine()
 
 
