@@ -26,9 +26,11 @@ HEADER = '''"""Tests of {module} against {problem}, written by `akg testgen` (ak
 Needs torch and the module's DSL runtime. Run: pytest {out}; time it: AKG_BENCHMARK=1 pytest {out}
 """
 
+import atexit
 import copy
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -51,7 +53,8 @@ DYNAMIC = {dynamic}  # the module's run-time sizes (akg translate --dynamic): na
 SIZES = {sizes}  # sizes inside its envelope that the tests run it at
 RANDOM_SEED = 10007  # seeds torch before each call of either model (random ops inside forward)
 TRIALS = 20
-_DIR = Path(tempfile.mkdtemp(prefix="akg-testgen-"))
+_DIR = Path(tempfile.mkdtemp(prefix="akg-testgen-"))  # the sources the tests import, removed at exit
+atexit.register(shutil.rmtree, _DIR, True)
 '''
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -14,8 +15,15 @@ from .conftest import problem_path
 
 
 def _pytest(path, tmp_path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    """The generated file run by pytest in a process of its own, its temporary files in a folder of their own
+    (which must be left empty: the file's imported sources are removed when it ends)."""
+    tmp = tmp_path / f"tmp-{path.stem}"
+    tmp.mkdir()
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "TMPDIR": str(tmp)})
+    assert not any(tmp.glob("akg-testgen-*")), list(tmp.iterdir())
+    return res
 
 
 @pytest.fixture(scope="module")
