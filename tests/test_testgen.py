@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +19,7 @@ from .conftest import problem_path
 def _pytest(path, tmp_path) -> subprocess.CompletedProcess:
     """The generated file run by pytest in a process of its own, its temporary files in a folder of their own
     (which must be left empty: the file's imported sources are removed when it ends)."""
-    tmp = tmp_path / f"tmp-{path.stem}"
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=tmp_path))
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env={**os.environ, "TMPDIR": str(tmp)})
