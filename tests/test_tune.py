@@ -13,7 +13,7 @@ import torch
 import hardware_models.spec as spec
 from akg_agent import tune as tune_module
 from akg_agent.ranking import ranked_space
-from akg_agent.translate import Strategy, build, header, render
+from akg_agent.translate import Strategy, build, header, model_gemm_library, render
 from akg_agent.tune import tune
 from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from dsl_backends import get_backend
@@ -457,3 +457,16 @@ def test_unrolled_steps_are_searched_once_and_translate_gives_every_step_the_bes
     tuned = build(path, "cpp", "cpu")
     assert set(tuned.tuned) == {r["kernel"] for r in searched + shared}
     assert all(dict(tuned.schedules[n]) == r["best"] for n, r in rows.items())
+
+
+def test_a_tune_measures_first_the_strategy_an_untuned_translate_takes():
+    """Where the cost model leaves the GEMMs to the library, an untuned translate runs them so: a tune cut by
+    --time must have measured that strategy first, or translate takes a slower measured one (a new user's
+    SwiGLU block: tuned 0.92x eager where untuned ran 1.07x)."""
+    root = Path(__file__).resolve().parent.parent / "benchmarks" / "realsize" / "cpu"
+    lin = build(root / "linear.py", "cpp", "cpu", tuned=False)
+    assert model_gemm_library(lin.plan, get_backend("cpp"), lin.target)
+    order = tune_module._untuned_first(lin)
+    assert order[0] == Strategy(library=("gemm",)) and Strategy() in order[1:]
+    soft = build(problem_path("softmax_logsoftmax"), "cpp", "cpu", tuned=False)
+    assert tune_module._untuned_first(soft) == tune_module.strategies_for(soft)
