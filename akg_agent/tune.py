@@ -95,10 +95,10 @@ def _untuned_first(t: Translation) -> list[Strategy]:
     """`strategies_for`, the strategy an untuned translate takes first: where the cost model leaves the GEMMs
     to the library, that strategy (a --time limit that cut the tune after the all-generated default left
     translate a measured module slower than the untuned one)."""
-    out = strategies_for(t)
-    if model_gemm_library(t.plan, get_backend(t.dsl), t.target) and Strategy(library=("gemm",)) in out:
-        out.remove(Strategy(library=("gemm",)))
-        out.insert(0, Strategy(library=("gemm",)))
+    out, lib = strategies_for(t), Strategy(library=("gemm",))
+    if lib in out and model_gemm_library(t.plan, get_backend(t.dsl), t.target):
+        out.remove(lib)
+        out.insert(0, lib)
     return out
 
 
@@ -413,10 +413,10 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
             times = _on_one_device(t, src, alike[sig], cands, times, where, measure, report,
                                    lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
         best = _fastest(times)
-        ok = best is not None and math.isfinite(times[best])
-        t.schedules = _with(t, alike[sig], cands[best] if ok else default).schedules
-        if ok and best is not None:
-            db.put_kernel_choice(hw, dsl, sig, ver, cands[best], times[best])
+        chosen = cands[best] if best is not None and math.isfinite(times[best]) else None
+        t.schedules = _with(t, alike[sig], chosen if chosen is not None else default).schedules
+        if chosen is not None and best is not None:
+            db.put_kernel_choice(hw, dsl, sig, ver, chosen, times[best])
         rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried}
     firsts = {name: alike[sig][0] for name, sig in sigs.items()}

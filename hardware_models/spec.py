@@ -185,24 +185,25 @@ ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
              "amx_bf16", "asimd", "sve")  # what the C++ backend's -march=native code and the library's paths use
 
 
+def _cpu_facts(cpuinfo: str) -> tuple[set[str], str, int]:
+    """The vector extensions (x86 `flags`, Arm `Features`), the model name and the cores this process may use."""
+    m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", cpuinfo, re.M)
+    name = (re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M) or [None, platform.processor()])[1]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return set(m.group(1).split()) if m else set(), (name or platform.machine()).strip(), cores
+
+
 def host_cpu_id() -> str:
     """This host's CPU as its timings depend on it: the model name, the cores this process may use and the
     vector extensions. A cloud VM's generic model name ("Intel Xeon Processor") covers hosts with and
     without AMX or AVX-512 BF16, whose library GEMMs differ several times over."""
-    cpuinfo = _read("/proc/cpuinfo")
-    m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", cpuinfo, re.M)
-    flags = set(m.group(1).split()) if m else set()
-    name = (re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M) or [None, platform.processor()])[1]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return f"{(name or platform.machine()).strip()}, {cores} cores, " + (" ".join(f for f in ISA_FLAGS if f in flags)
-                                                                         or "no vector extensions named")
+    flags, name, cores = _cpu_facts(_read("/proc/cpuinfo"))
+    return f"{name}, {cores} cores, " + (" ".join(f for f in ISA_FLAGS if f in flags) or "no vector extensions named")
 
 
 def detect_cpu() -> HardwareModel:
     cpuinfo = _read("/proc/cpuinfo")
-    flags = set(re.search(r"^flags\s*:\s*(.*)$", cpuinfo, re.M).group(1).split()) if "flags" in cpuinfo else set()
-    model_name = (re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M) or [None, platform.processor()])[1]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    flags, model_name, cores = _cpu_facts(cpuinfo)
     simd_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
     mhz = _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     ghz = int(mhz) / 1e6 if mhz.isdigit() else 0.0
