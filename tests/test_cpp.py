@@ -130,7 +130,7 @@ def test_pointwise_loops_vectorise_with_vector_math(tmp_path, monkeypatch):
     path.write_text(SELECT_EXP)
     t = build(path, "cpp", "cpu")
     text = render(t)
-    body = text.split("extern \"C\" void")[1]
+    body = re.split(r'extern "C" (?:AKG_WIDE )?void', text)[1]
     assert "akg_select<float>(" in text and "expf(" in text and "x[(akg_o * 96 + akg_c)]" in text and " ? " not in body
     mod, syms = _load_with_symbols(text, tmp_path, monkeypatch)
     assert "_expf" in syms and "_ZGV" in syms, syms
@@ -167,6 +167,46 @@ def test_a_blocked_gemms_epilogue_vectorises_with_vector_math(tmp_path, monkeypa
     m = mod.ModelNew()
     x = torch.randn(40, 300)
     torch.testing.assert_close(m(x), torch.tanh(F.linear(x * 0.5, m.fc.weight, m.fc.bias)), rtol=1e-5, atol=1e-5)
+
+
+def test_vector_math_takes_512_bit_loops_on_avx512_hosts(tmp_path, monkeypatch):
+    """gcc vectorises for 256-bit registers on an AVX-512 host unless told: a kernel that calls vector math
+    is marked AKG_WIDE by default there (libmvec's 16-wide functions: twice the throughput of the 8-wide
+    ones), one without keeps 256 bits; the tuning space has the other width; hosts of 8-float vectors
+    have no knob. Verified either way."""
+    from dsl_backends.cpp.backend import TEMPLATES
+
+    class Lanes:  # the host's target with another vector width
+        def __init__(self, target, n):
+            self.target, self.n = target, n
+
+        def chip(self, key):
+            return self.n if key == "simd_width" else self.target.chip(key)
+
+        def __getattr__(self, name):
+            return getattr(self.target, name)
+
+    path = tmp_path / "p.py"
+    path.write_text(LINEAR.replace("(13, 300)", "(40, 300)"))
+    t = build(path, "cpp", "cpu")
+    k = next(k for k in t.program.kernels() if k.kind == "matmul")  # tanh in its epilogue
+    for lanes in (16, 8):
+        target = Lanes(t.target, lanes)
+        assert TEMPLATES[k.kind].default(k, target).get("wide") == (1 if lanes == 16 else None)
+        assert {s.get("wide") for s in TEMPLATES[k.kind].space(k, target)} == ({1, 0} if lanes == 16 else {None})
+    t.schedules = {n: s.replace(wide=1) if n == k.name else s for n, s in t.schedules.items()}
+    text = render(t)
+    assert 'extern "C" AKG_WIDE ' in text and "prefer-vector-width=512" in text
+    mod, syms = _load_with_symbols(text, tmp_path, monkeypatch)
+    if " avx512f" in mod._akg_cpu():
+        assert re.search(r"_ZGVeN16v_tanhf", syms), syms
+    m = mod.ModelNew()
+    x = torch.randn(40, 300)
+    torch.testing.assert_close(m(x), torch.tanh(F.linear(x * 0.5, m.fc.weight, m.fc.bias)), rtol=1e-5, atol=1e-5)
+    # no vector math: 256-bit loops by default
+    path.write_text(LINEAR.replace("(13, 300)", "(40, 300)").replace("torch.tanh(", "torch.relu("))
+    t = build(path, "cpp", "cpu")
+    assert "AKG_WIDE void" not in render(t) and all("wide" not in s for s in t.schedules.values())
 
 
 SMALL_BATCH = '''

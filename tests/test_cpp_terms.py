@@ -5,6 +5,7 @@ added to a double."""
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import torch
 
@@ -38,7 +39,7 @@ def get_init_inputs():
 
 def _kernels(text: str) -> dict[str, str]:
     """Each generated C++ kernel's body by name."""
-    parts = text.split('extern "C" void ')[1:]
+    parts = re.split(r'extern "C" (?:AKG_WIDE )?void ', text)[1:]
     return {part.split("(")[0]: part.split("\n}\n")[0] for part in parts}
 
 

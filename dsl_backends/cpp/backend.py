@@ -26,6 +26,7 @@ from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 from .terms import cache_terms
 from .tile import vector_tile, vector_width
 from .transpose import transposed_coord, transposed_tiles
+from .wide import with_width
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
@@ -455,13 +456,13 @@ def _launch(k: Kernel, schedule: Schedule, ref: Ref) -> list[str]:
     return [f"_AKG_LIB.{k.name}({', '.join(args)})"]
 
 
-TEMPLATES = {
+TEMPLATES = {kind: with_width(t, _lanes) for kind, t in {
     "pointwise": Template(kernel(_elementwise), _launch, stream_default, _threads_space),
     "reduce": Template(kernel(_reduce), _launch, space=_threads_space),
     "rownorm": Template(kernel(_rownorm), _launch, stream_default, _threads_space),
     "matmul": Template(kernel(_matmul, pack_params), _launch, gemm_default, _gemm_space),
     "scan": Template(kernel(render_scan), _launch, space=_threads_space),
-}
+}.items()}
 
 
 class CppBackend(BackendBase):

@@ -29,6 +29,11 @@ PRELUDE_CPP = r"""
 #include <vector>
 #include <algorithm>
 #include <type_traits>
+#if defined(__x86_64__) && defined(__AVX512F__)
+#define AKG_WIDE __attribute__((target("prefer-vector-width=512")))
+#else
+#define AKG_WIDE
+#endif
 template <typename T> static inline T akg_select(bool c, T a, T b) {
     using U = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
     U ua, ub; std::memcpy(&ua, &a, sizeof(T)); std::memcpy(&ub, &b, sizeof(T));
@@ -166,5 +171,8 @@ def kernel(body: Body, extra: Callable[[Kernel], tuple[str, ...]] = lambda k: ()
     kernel's buffers and sizes)."""
     def render(k: Kernel, s: Schedule, target: HardwareModel) -> str:
         with c_syntax():  # run-time sizes (--dynamic) in C
-            return "\n".join([signature(k, extra(k)) + " {", *body(k, s, target), "}"])
+            sig = signature(k, extra(k))
+            if s.get("wide"):  # 512-bit loops (wide.py)
+                sig = sig.replace('extern "C" ', 'extern "C" AKG_WIDE ', 1)
+            return "\n".join([sig + " {", *body(k, s, target), "}"])
     return render
