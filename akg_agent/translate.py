@@ -174,6 +174,13 @@ def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel
             f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
 
 
+def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel) -> tuple[Strategy, str]:
+    """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
+    cost model estimates them faster (`model_gemm_library`), else the default."""
+    why = model_gemm_library(plan, backend, target)
+    return (Strategy(library=("gemm",)) if why else Strategy()), why
+
+
 def cost_gate(prog: KernelProgram, groups: dict[int, Group], name: str) -> None:
     """Refuses a kernel that would do far more work than its group needs (values recomputed per
     element), before anything is rendered or run."""
@@ -288,9 +295,9 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
     g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
     strategy_why = ""
     if tuned and strategy_s is None and how == Strategy() and not pure:
-        strategy_why = model_gemm_library(plan, backend, target)
-        if strategy_why:  # nothing measured here yet: the cost model's choice
-            how = Strategy(library=("gemm",))
+        untuned, strategy_why = untuned_strategy(plan, backend, target)
+        if untuned != how:  # nothing measured here yet: the cost model's choice
+            how = untuned
             g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
     buckets = _buckets(problem, backend, target, train, allow_opaque, how, pure, dynamic, g, prog, schedules)
     times: dict[str, float] = {}

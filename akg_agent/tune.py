@@ -25,7 +25,7 @@ from ir.passes.library import check_families
 
 from .cluster import Cluster, Done, LocalPool, Work, build_dir, shared_build_dir
 from .ranking import ranked_space
-from .translate import Strategy, Translation, build, model_gemm_library, module_body, render
+from .translate import Strategy, Translation, build, module_body, render, untuned_strategy
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import TRANSIENT, Verdict, device_for, verify
 from .verifier.timing import host_lock
@@ -92,13 +92,13 @@ def strategies_for(t: Translation) -> list[Strategy]:
 
 
 def _untuned_first(t: Translation) -> list[Strategy]:
-    """`strategies_for`, the strategy an untuned translate takes first: where the cost model leaves the GEMMs
-    to the library, that strategy (a --time limit that cut the tune after the all-generated default left
-    translate a measured module slower than the untuned one)."""
-    out, lib = strategies_for(t), Strategy(library=("gemm",))
-    if lib in out and model_gemm_library(t.plan, get_backend(t.dsl), t.target):
-        out.remove(lib)
-        out.insert(0, lib)
+    """`strategies_for`, the strategy an untuned translate takes first (`untuned_strategy`: a --time limit
+    that cut the tune after the all-generated default left translate a measured module slower than the
+    untuned one)."""
+    out, first = strategies_for(t), untuned_strategy(t.plan, get_backend(t.dsl), t.target)[0]
+    if first in out:
+        out.remove(first)
+        out.insert(0, first)
     return out
 
 
@@ -413,10 +413,10 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
             times = _on_one_device(t, src, alike[sig], cands, times, where, measure, report,
                                    lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
         best = _fastest(times)
-        chosen = cands[best] if best is not None and math.isfinite(times[best]) else None
-        t.schedules = _with(t, alike[sig], chosen if chosen is not None else default).schedules
-        if chosen is not None and best is not None:
-            db.put_kernel_choice(hw, dsl, sig, ver, chosen, times[best])
+        chosen = (cands[best], times[best]) if best is not None and math.isfinite(times[best]) else None
+        t.schedules = _with(t, alike[sig], chosen[0] if chosen else default).schedules
+        if chosen:
+            db.put_kernel_choice(hw, dsl, sig, ver, *chosen)
         rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried}
     firsts = {name: alike[sig][0] for name, sig in sigs.items()}

@@ -145,8 +145,9 @@ class CppStyle(CStyle):
 STYLE = CppStyle()
 
 
-def signature(k: Kernel, extra: tuple[str, ...] = ()) -> str:
-    """`extra`: parameters after the sizes; a kernel with any returns an int (what it tells its caller)."""
+def signature(k: Kernel, extra: tuple[str, ...] = (), wide: bool = False) -> str:
+    """`extra`: parameters after the sizes; a kernel with any returns an int (what it tells its caller).
+    `wide`: 512-bit loops (`AKG_WIDE`, wide.py)."""
     def restrict(name: str) -> str:  # an in-place kernel's output and operand are one array
         return "" if k.in_place and name in ("out", k.in_place) else STYLE.restrict
 
@@ -154,7 +155,7 @@ def signature(k: Kernel, extra: tuple[str, ...] = ()) -> str:
     outs = [f"{STYLE.ctype(k.out.dtype)}* {restrict('out')} out"] + [
         f"{STYLE.ctype(b.dtype)}* {STYLE.restrict} {b.name}" for b, _ in k.also]
     params = ins + outs + [f"const int64_t {n}" for n in size_args(k)] + list(extra)
-    return f'extern "C" {"int" if extra else "void"} {k.name}({", ".join(params)})'
+    return f'extern "C" {"AKG_WIDE " if wide else ""}{"int" if extra else "void"} {k.name}({", ".join(params)})'
 
 
 def omp(s: Schedule) -> str:
@@ -171,8 +172,5 @@ def kernel(body: Body, extra: Callable[[Kernel], tuple[str, ...]] = lambda k: ()
     kernel's buffers and sizes)."""
     def render(k: Kernel, s: Schedule, target: HardwareModel) -> str:
         with c_syntax():  # run-time sizes (--dynamic) in C
-            sig = signature(k, extra(k))
-            if s.get("wide"):  # 512-bit loops (wide.py)
-                sig = sig.replace('extern "C" ', 'extern "C" AKG_WIDE ', 1)
-            return "\n".join([sig + " {", *body(k, s, target), "}"])
+            return "\n".join([signature(k, extra(k), bool(s.get("wide"))) + " {", *body(k, s, target), "}"])
     return render
