@@ -26,6 +26,10 @@ ARG_BLOCK = 1024
 # an innermost axis shorter than CHUNK_MIN keeps double lanes (a partial per few terms gains nothing).
 # Chunks of 512 made a log-softmax's exp-sum slower than double lanes (each chunk's horizontal add and tail)
 CHUNK_SUM, CHUNK_MIN = 4096, 32
+# a chunk's fp32 partials: this many, each element's term added to the one of its position mod this, so the
+# adds of neighbouring vectors do not wait on each other (one vector's add latency bounded an L2-resident
+# sum at half the cache's rate)
+SUM_LANES = 32
 CTYPES = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t",
           "u8": "uint8_t", "bool": "bool", "f16": "uint16_t", "bf16": "uint16_t"}
 
@@ -298,9 +302,12 @@ class CPrinter:
                     for buf, start, n, line in ahead:  # one prefetch a cache line
                         self.emit(f"for (int64_t akg_pf = {lo}; akg_pf < {hi}; akg_pf += {line}) "
                                   f"__builtin_prefetch({buf} + ({start}) + {n} + akg_pf);")
-                    self.emit(f"float {part} = 0;")
-                    self.emit(f"#pragma omp simd reduction(+:{part})")
-                    self.emit(f"for (int64_t {v.name} = {lo}; {v.name} < {hi}; ++{v.name}) {{")
+                    self.emit(f"const int64_t {part}_e = {hi};")
+                    self.emit(f"float {part}[{SUM_LANES}] = {{}};")
+                    self.emit(f"int64_t {part}_b = {lo};")
+                    self.emit(f"for (; {part}_b + {SUM_LANES} <= {part}_e; {part}_b += {SUM_LANES}) {{")
+                    self.emit("#pragma omp simd")
+                    self.emit(f"for (int64_t {part}_l = 0; {part}_l < {SUM_LANES}; ++{part}_l) {{")
                     continue
                 if simd and i == depth - 1:
                     self.emit(simd)
@@ -318,11 +325,24 @@ class CPrinter:
             if not nested:
                 inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
             stride *= v.extent
+        if part:  # the innermost axis's position in the chunk's run of lanes
+            inner.emit(f"const int64_t {e.axes[-1].name} = {part}_b + {part}_l;")
         b = inner(e.body)
         if part:
-            inner.emit(f"{part} += {b};")
-            inner.emit("}")  # the chunk's run, then its partial into the double
-            inner.emit(f"{acc} += {part};")
+            inner.emit(f"{part}[{part}_l] += {b};")
+            inner.emit("}")
+            inner.emit("}")  # the chunk's whole runs of lanes, then its tail into the first lane
+            tail = self.scope(self.env, self.indent + "    ")
+            tail.env.update((v.name, v.name) for v in e.axes)
+            tail.emit(f"for (int64_t {e.axes[-1].name} = {part}_b; {e.axes[-1].name} < {part}_e; "
+                      f"++{e.axes[-1].name}) {{")
+            bt = tail(e.body)
+            tail.emit(f"{part}[0] += {bt};")
+            tail.emit("}")
+            tail.emit(f"float {part}_s = 0;")
+            tail.emit(f"for (int {part}_l = 0; {part}_l < {SUM_LANES}; ++{part}_l) {part}_s += {part}[{part}_l];")
+            tail.emit(f"{acc} += {part}_s;")
+            inner.lines += tail.lines
         elif e.op in ("sum", "dot"):
             inner.emit(f"{acc} += {b};")
         elif e.op == "prod":
@@ -449,13 +469,16 @@ def views(k: Kernel, bk: int) -> dict[str, View]:
 
 
 def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,
-              pragma: str = "", hoist: bool = False, store_to: str | None = None, once: str = "") -> list[str]:
+              pragma: str = "", hoist: bool = False, store_to: str | None = None, once: str = "",
+              segment: str = "") -> list[str]:
     """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
     once (innermost first), its sibling outputs (`k.also`, a value per row; `once`: the condition of
     the one thread that stores them), then `col_loop` (a loop header over akg_col, after `pragma`)
     writing each output (to `store_to` in place of its element of `out`). `hoist`: the values of the row
     alone (the log of a log-softmax's sum, say) computed before the loop, not per column (a compiler
-    keeps a math call that may set errno inside it)."""
+    keeps a math call that may set errno inside it). `segment`: the loop covers columns from `segment` on
+    that share every column coordinate but the last (see `segmented_columns`): those are decoded once
+    from it, before the loop, and the last one counts on from its value there."""
     reds = list(dict.fromkeys(k.reductions()))
     for m, s in online_pairs(reds):
         if id(m) not in p.names:
@@ -478,14 +501,47 @@ def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]]
                 p(x)  # prints its operands first
             else:
                 stack.extend(children(x))
-    col_loop, inner = p.column_loop(cols, col_loop, p.indent + "    ")
-    inner.names, inner.fixed, inner.counter = dict(p.names), p.fixed, p.counter
-    decode(cols, "akg_col", inner)
+    head = p
+    if segment:  # the leading columns fixed over the loop: decoded once, before it
+        last, n_last = cols[-1]
+        head = p.scope(dict(p.env), p.indent)
+        decode(cols[:-1], f"({segment} / {n_last})", head)
+        head.emit(f"const int64_t akg_first = {segment} % {n_last} - {segment};")
+    col_loop, inner = head.column_loop(cols, col_loop, p.indent + "    ")
+    inner.names, inner.fixed, inner.counter = dict(head.names), p.fixed, p.counter
+    if segment:
+        inner.env[last] = last
+        inner.emit(f"const int64_t {last} = akg_first + akg_col;")
+    else:
+        decode(cols, "akg_col", inner)
     val = inner(k.expr)
     flat = " + ".join(f"{inner.env[v.name]} * {st}" if st != 1 else inner.env[v.name]
                       for v, st in zip(k.coords, k.out.strides())) or "0"
-    return p.lines + [p.indent + ln for ln in (pragma, col_loop) if ln] + inner.lines + [
-        f"{inner.indent}{store_to or f'out[{flat}]'} = {style.store(k.out.dtype, val)};", p.indent + "}"]
+    return p.lines + (head.lines if segment else []) + [p.indent + ln for ln in (pragma, col_loop) if ln] \
+        + inner.lines + [f"{inner.indent}{store_to or f'out[{flat}]'} = {style.store(k.out.dtype, val)};",
+                         p.indent + "}"]
+
+
+def segmented_columns(k: Kernel, cols: list[tuple[str, int]], block: int) -> bool:
+    """Whether a row kernel's sweep should run in segments of its last column coordinate (each segment's
+    other column coordinates fixed): a value read in the sweep depends on a leading column coordinate and
+    not on the last (a group norm's per-channel weight in the group's [C/G, H*W] columns), which a flat
+    loop over the columns would gather per element. `block`: the sweep's block of columns (a streamed
+    store's), which must not straddle two segments."""
+    if len(cols) < 2 or cols[-1][1] % block:
+        return False
+    lead, last = {c for c, _ in cols[:-1]}, cols[-1][0]
+    memo: dict[int, frozenset[str]] = {}
+    stack, seen = [k.expr], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, Reduce):
+            continue
+        seen.add(id(x))
+        if isinstance(x, Load) and (fv := free_vars(x, memo)) & lead and last not in fv:
+            return True
+        stack.extend(children(x))
+    return False
 
 
 def decode(names: list[tuple[str, int]], flat: str, p: CPrinter, bounded: bool = False, suffix: str = "") -> None:

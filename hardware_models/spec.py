@@ -204,6 +204,7 @@ def host_cpu_id() -> str:
 def detect_cpu() -> HardwareModel:
     cpuinfo = _read("/proc/cpuinfo")
     flags, model_name, cores = _cpu_facts(cpuinfo)
+    intel = re.search(r"^vendor_id\s*:\s*GenuineIntel", cpuinfo, re.M) is not None
     simd_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
     mhz = _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     ghz = int(mhz) / 1e6 if mhz.isdigit() else 0.0
@@ -240,6 +241,9 @@ def detect_cpu() -> HardwareModel:
             "l2_bytes": Figure(caches.get("l3", caches.get("l2", 1 << 22)), src, "last-level cache"),
             "dram_bytes": Figure(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), src),
             "launch_overhead_s": Figure(2e-6, "estimate", "OpenMP fork/join, order of magnitude"),
+            # non-temporal stores for outputs past the last-level cache: measured a loss on this project's
+            # Intel Xeon host (every memory-bound row and pointwise kernel tried), a gain on its AMD EPYC one
+            "stream_stores": Figure(int(not intel), "measured", "non-temporal stores pay for large outputs"),
         },
         "compute.tensor": {"bf16": Figure(2 * f32, src, "AVX512-BF16 dot products")} if bf16 else {},
         "compute.vector": {"f32": Figure(f32, src, note), "f64": Figure(f32 / 2, src),

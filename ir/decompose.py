@@ -173,8 +173,10 @@ def _group_norm(e, a, at):
     x, w, b = a
     shape = e.shape(x)
     n, c, g = shape[0], shape[1], at["groups"]
-    rest = math.prod(shape[1:]) // g if g else 0
-    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, rest]), [2], at["eps"])
+    # grouped as [N, G, C/G, spatial]: the per-channel affine stays a strided read in the group's coordinates
+    per = c // g if g else 0
+    rest = math.prod(shape[2:])
+    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, per, rest]), [2, 3], at["eps"])
     y = e.emit("reshape", [y], shape=list(shape))
     return _affine(e, y, w, b, _bshape(len(shape), c))
 

@@ -46,7 +46,7 @@ def test_the_verifiers_cpu_fork_server_preloads_and_imports_as_its_jobs_run():
 # the host the C++ golden text was written for: a host CPU's model is read from the machine (SIMD width,
 # caches) and picks the GEMM's register tile, so the text is rendered for these figures on any machine
 GOLDEN_HOST = {"units": 2, "simd_width": 16, "vector_registers": 32, "local_mem_per_unit_bytes": 49152,
-               "local_mem_per_group_bytes": 1 << 20, "l2_bytes": 32 << 20}
+               "local_mem_per_group_bytes": 1 << 20, "l2_bytes": 32 << 20, "stream_stores": 1}
 
 
 @pytest.fixture

@@ -477,18 +477,21 @@ def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
     assert v.accepted, v.line()
 
 
-def test_outputs_past_half_the_last_level_cache_are_streamed_by_default():
+def test_outputs_past_half_the_last_level_cache_are_streamed_by_default_where_such_stores_pay(monkeypatch):
     from dataclasses import replace
 
+    from dsl_backends.cpp.backend import TEMPLATES
     from dsl_backends.cpp.stream import stream_default
-    from hardware_models.spec import detect_cpu
+    from hardware_models import spec
     from ir.kernel.ir import Buf, Const, Kernel, Var
 
-    cpu = detect_cpu()
+    cpu = spec.detect_cpu()
 
-    def with_llc(n: int):
-        return replace(cpu, figures={**cpu.figures, "chip": {**cpu.figures["chip"], "l2_bytes": replace(
-            cpu.figures["chip"]["l2_bytes"], value=n)}})
+    def with_llc(n: int, pays: int = 1):
+        chip = cpu.figures["chip"]
+        return replace(cpu, figures={**cpu.figures, "chip": {
+            **chip, "l2_bytes": replace(chip["l2_bytes"], value=n), "stream_stores": replace(chip["stream_stores"],
+                                                                                             value=pays)}})
 
     def k(numel: int, dtype: str = "f32", kind: str = "pointwise") -> Kernel:
         return Kernel("k", kind, Buf("o", (numel,), dtype), (Var("c", numel),), Const(1.0, dtype))
@@ -498,6 +501,13 @@ def test_outputs_past_half_the_last_level_cache_are_streamed_by_default():
     assert stream_default(k(1 << 20), llc).get("stream") is None  # 4 MiB: its reader finds it cached
     assert stream_default(k(4 << 20, "f64"), llc).get("stream") is None
     assert stream_default(k(4 << 20, kind="reduce"), llc).get("stream") is None
+    plain = with_llc(32 << 20, pays=0)  # a host where they lose: plain stores, the streamed ones in the space
+    assert stream_default(k(4 << 20), plain).get("stream") is None
+    assert {s.get("stream") for s in TEMPLATES["pointwise"].space(k(4 << 20), plain)} == {None, True}
+    for vendor, pays in (("GenuineIntel", 0), ("AuthenticAMD", 1)):  # measured on the project's two hosts
+        monkeypatch.setattr(spec, "_read", lambda path, v=vendor: f"vendor_id\t: {v}\nflags\t: avx2 fma\n"
+                            if "cpuinfo" in path else "")
+        assert spec.detect_cpu().chip("stream_stores") == pays
 
 
 def test_a_compiled_library_is_keyed_by_the_cpus_extensions_not_only_its_name(tmp_path):

@@ -1,6 +1,6 @@
-"""C++ serial fp32 sums in SIMD lanes of fp32 partials, one partial per chunk of the innermost axis
-(CHUNK_SUM terms, or the prefetch distance where the sum prefetches), each added to the double
-accumulator; an innermost axis shorter than CHUNK_MIN keeps double lanes. Rows longer than a chunk
+"""C++ serial fp32 sums in SUM_LANES fp32 partials (SIMD lanes of several vectors) per chunk of the
+innermost axis (CHUNK_SUM terms, or the prefetch distance where the sum prefetches), each chunk's sum
+added to the double accumulator; an innermost axis shorter than CHUNK_MIN keeps double lanes. Rows longer than a chunk
 (tails included) verified against the float64 reference."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 
 from akg_agent.translate import build, render
 from dsl_backends.cpp.style import STYLE
-from dsl_backends.cstyle import CHUNK_MIN, CHUNK_SUM
+from dsl_backends.cstyle import CHUNK_MIN, CHUNK_SUM, SUM_LANES
 
 from .helpers import assert_source_verifies
 
@@ -46,10 +46,14 @@ def test_fp32_sums_run_in_chunks_of_fp32_lanes_added_in_double(tmp_path):
     chunked = re.findall(rf"for \(int64_t (t\d+)_c = 0; \1_c < {LONG}; \1_c \+= {PREFETCH}\) {{\n"
                          rf"\s*for \(int64_t akg_pf = \1_c; akg_pf < std::min<int64_t>\({LONG}, \1_c \+ {PREFETCH}\); "
                          rf"akg_pf \+= 16\) __builtin_prefetch\(\w+ \+ \(.*\) \+ {PREFETCH} \+ akg_pf\);\n"
-                         rf"\s*float \1 = 0;\n"
-                         rf"\s*#pragma omp simd reduction\(\+:\1\)\n\s*for \(int64_t \w+ = \1_c; \w+ < "
-                         rf"std::min<int64_t>\({LONG}, \1_c \+ {PREFETCH}\)", text)
+                         rf"\s*const int64_t \1_e = std::min<int64_t>\({LONG}, \1_c \+ {PREFETCH}\);\n"
+                         rf"\s*float \1\[{SUM_LANES}\] = {{}};\n\s*int64_t \1_b = \1_c;\n"
+                         rf"\s*for \(; \1_b \+ {SUM_LANES} <= \1_e; \1_b \+= {SUM_LANES}\) {{\n"
+                         rf"\s*#pragma omp simd\n\s*for \(int64_t \1_l = 0; \1_l < {SUM_LANES}; \+\+\1_l\) {{\n"
+                         rf"\s*const int64_t \w+ = \1_b \+ \1_l;\n", text)
     assert len(chunked) >= 3, text  # the mean, the variance, the log-softmax's sum of exps
+    # each chunk's tail (808 is no multiple of the lanes) into its first partial, then the partials summed
+    assert len(re.findall(r"(t\d+)\[0\] \+= \w+;\n\s*}\n\s*float \1_s = 0;\n", text)) >= 3, text
     # the short innermost axis: its sum keeps the double's own SIMD lanes
     short = re.search(rf"double (t\d+) = 0;\n\s*#pragma omp simd reduction\(\+:\1\)\n\s*for \(int64_t \w+ = 0; "
                       rf"\w+ < {CHUNK_MIN - 2};", text)

@@ -1,8 +1,8 @@
 """Reshapes moved toward the outputs (ir.passes.reshapes): the value is kept (the IR interpreter), a
-parameter the moved op reads is viewed in place where that stays a strided read, a computed operand or a
-group norm's per-channel weight stops the move, an output reshape of a computed value becomes a torch
-view, and a softmax scaled and reshaped is then one row kernel that verifies (C++ natively, Triton
-through its interpreter)."""
+parameter the moved op reads is viewed in place where that stays a strided read (a group norm's
+per-channel weight in its [N, G, C/G, H*W] groups), a computed operand or that weight seen per flat group
+stops the move, an output reshape of a computed value becomes a torch view, and a softmax scaled and
+reshaped is then one row kernel that verifies (C++ natively, Triton through its interpreter)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,30 @@ def get_init_inputs():
     return []
 """
 
+GN_FLAT = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(16) + 0.5)
+        self.b = nn.Parameter(torch.rand(16) - 0.5)
+
+    def forward(self, x):
+        g = x.reshape(3, 4, 256)
+        y = (g - g.mean(-1, keepdim=True)) * torch.rsqrt(g.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        return y.reshape(3, 16, 8, 8) * self.w[:, None, None] + self.b[:, None, None]
+
+
+def get_inputs():
+    return [torch.randn(3, 16, 8, 8) * 2 + 1]
+
+
+def get_init_inputs():
+    return []
+"""
+
 SOFTMAX = """import torch
 import torch.nn as nn
 
@@ -70,7 +94,7 @@ def _problem(tmp_path, src: str, name: str):
     return p
 
 
-@pytest.mark.parametrize("src,name", [(SOFTMAX, "softmax"), (GN, "gn")])
+@pytest.mark.parametrize("src,name", [(SOFTMAX, "softmax"), (GN, "gn"), (GN_FLAT, "gn_flat")])
 def test_the_value_is_kept_and_the_output_is_a_view_where_the_move_reads_in_place(src, name, tmp_path):
     prob = load_problem(_problem(tmp_path, src, name))
     g = lift(prob)
@@ -81,7 +105,9 @@ def test_the_value_is_kept_and_the_output_is_a_view_where_the_move_reads_in_plac
     out = g.outputs[0]
     if name == "softmax":  # the scale and the per-column weight (w[h * 256 + t], strided) now in [4, 8, 256]
         assert out.op == "reshape" and out.meta.get(LIBRARY_MARK) and out.args[0].type.shape == (4, 8, 256)
-    else:  # w[(g * 256 + j) // 64] is no strided read: the per-channel affine stays after the reshape
+    elif name == "gn":  # nn.GroupNorm's groups are [N, G, C/G, H*W]: its weight is w[g * 4 + c] there
+        assert out.op == "reshape" and out.meta.get(LIBRARY_MARK) and out.args[0].type.shape == (3, 4, 4, 64)
+    else:  # over flat groups w[(g * 256 + j) // 64] is no strided read: the affine stays after the reshape
         assert out.op == "add" and not any(n.meta.get(LIBRARY_MARK) for n in g.nodes)
     torch.testing.assert_close(run(g, [x])[0], want)
 

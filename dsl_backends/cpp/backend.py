@@ -13,7 +13,7 @@ from ir.kernel.ir import Expr, Kernel, KernelProgram, Load, Reduce, Var, size_ar
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
-from ..cstyle import CPrinter, decode, row_sweep
+from ..cstyle import CPrinter, decode, row_sweep, segmented_columns
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
@@ -21,7 +21,7 @@ from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
 from .scan import render_scan
-from .stream import blocks, parallel, stream_default, streamable, streamed
+from .stream import STREAM_BLOCK, blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 from .terms import cache_terms
 from .tile import vector_tile, vector_width
@@ -140,11 +140,19 @@ def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     pre, fixed = precompute(column_values(k, cols), cols, n)  # the columns' own values, once
     p.fixed.update(fixed)
     if stream:  # the row's values, then its columns in streamed blocks
+        seg = "akg_cb" if segmented_columns(k, cols, STREAM_BLOCK) else ""
         body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {",
-                         "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]")
+                         "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]", segment=seg)
         row, sweep = body[:len(p.lines)], body[len(p.lines):]
         cols_out = blocks(n, f"out + akg_row * {n}", lambda ind: ["    " + ln for ln in sweep], p.indent)
         return [*pre, *parallel(s, [*loop, *row, *cols_out, "    }"])]
+    if segmented_columns(k, cols, 1):  # a loop per segment of the last column coordinate
+        seg = cols[-1][1]
+        body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_cb + "
+                         f"{seg}; ++akg_col) {{", "#pragma omp simd", hoist=True, segment="akg_cb")
+        row, sweep = body[:len(p.lines)], body[len(p.lines):]
+        return [*pre, omp(s), *loop, *row, f"{p.indent}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {seg}) {{",
+                *("    " + ln for ln in sweep), f"{p.indent}}}", "    }"]
     body = row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", "#pragma omp simd",
                      hoist=True)
     return [*pre, omp(s), *loop, *body, "    }"]

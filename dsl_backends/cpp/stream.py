@@ -1,7 +1,8 @@
 """Streamed outputs of the C++ backend's pointwise and row kernels: each block of STREAM_BLOCK floats
 is computed into an aligned stack buffer, then written with non-temporal stores (no read for
 ownership, no eviction of the inputs), where the output is larger than the last-level cache can keep
-for its reader anyway. A schedule knob (`stream`), its default by output size."""
+for its reader anyway. A schedule knob (`stream`), its default by output size, on hosts where such stores
+pay (the host model's `stream_stores`)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,5 @@ def stream_default(k: Kernel, target: HardwareModel) -> Schedule:
     """Streamed stores for an output at least half the last-level cache: its reader finds little of it
     cached anyway, and plain stores would first read every line they write."""
     big = k.out.numel * 4 >= target.chip("l2_bytes") / 2
-    return Schedule(stream=True) if streamable(k) and big and target.kind == "cpu" else Schedule()
+    pays = (f := target.fig("chip", "stream_stores")) is None or bool(f.value)
+    return Schedule(stream=True) if streamable(k) and big and target.kind == "cpu" and pays else Schedule()

@@ -7,7 +7,8 @@ kernel per row, and three kernels run. With the reshape moved past the pointwise
 scalar, or an input or parameter that stays a strided read in the new coordinates), the whole chain runs
 in the [B, H, T] coordinates, and the final reshape, a graph output, is a torch view of that kernel's
 output (no cost: kernel outputs are contiguous), not a copy kernel or an epilogue that moves the
-coordinates. A group norm's per-channel weight seen per group is not a strided read; it stays.
+coordinates. A per-channel weight seen per flat group ([N, G, C/G*H*W], a group norm written by hand) is not
+a strided read; it stays (nn.GroupNorm is decomposed in [N, G, C/G, H*W], where it is one).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _computed(n: Node | None) -> bool:
 
 def _strided_at(a: Node, full: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     """`a` (an input or parameter, or a view of one) broadcast to `full` and viewed as `shape` is still a
-    strided read. A per-channel weight of a group norm seen per group is not (`w[(g*L + j) // (H*W)]`):
+    strided read. A per-channel weight seen per flat group is not (`w[(g*L + j) // (H*W)]`):
     read per element in a row loop it is a gather, measured twice as slow on the CPU as the plan it
     would replace, so the reshape stays."""
     got = (a, contiguous(a.type.shape)) if a.op in SOURCES else view_strides(a, SOURCES)
