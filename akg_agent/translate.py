@@ -166,7 +166,9 @@ def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel
     """Where the target and the backend both state their GEMMs' efficiency: the cost model's reason to
     leave the program's GEMMs to the library ("" where generating them is estimated no slower)."""
     eff = generated_gemm_efficiency(backend, target)
-    choices = [c for grp in plan.groups if eff and (c := gemm_library_choice(grp, target, eff)) is not None]
+    # an attention's GEMMs are one generated kernel with its softmax (the scores never stored), not GEMMs
+    choices = [c for grp in plan.groups if eff and not grp.flash and (c := gemm_library_choice(grp, target, eff))
+               is not None]
     gen, lib = sum(c.generated_s for c in choices), sum(c.library_s for c in choices)
     if not choices or lib >= gen:
         return ""
@@ -176,9 +178,15 @@ def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel
 
 def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel) -> tuple[Strategy, str]:
     """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
-    cost model estimates them faster (`model_gemm_library`), else the default."""
+    cost model estimates them faster (`model_gemm_library`), else the default. With them, an attention the
+    default plan runs as one kernel stays one library call (marking its GEMMs alone would split it into
+    two library GEMMs around a stored score tensor)."""
     why = model_gemm_library(plan, backend, target)
-    return (Strategy(library=("gemm",)) if why else Strategy()), why
+    if not why:
+        return Strategy(), why
+    if any(grp.flash for grp in plan.groups):
+        return Strategy(library=("gemm", "attention")), why + " (attention kept whole: one library call)"
+    return Strategy(library=("gemm",)), why
 
 
 def cost_gate(prog: KernelProgram, groups: dict[int, Group], name: str) -> None:

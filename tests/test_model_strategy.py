@@ -146,3 +146,45 @@ def test_triton_states_no_gpu_gemm_efficiency_so_its_3xtf32_gemm_stays_until_a_t
     # figure would mislead either way
     assert "gpu" not in get_backend("triton").manifest.gemm_efficiency
     assert build(_problem(tmp_path, 4096, 4096, 4096), "triton", "h100").strategy == Strategy()
+
+
+ATTENTION_BLOCK = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(256, 256)
+
+    def forward(self, q, k, v):
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return {tail}
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 128, 64) for _ in range(3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_an_attention_is_not_taken_apart_for_the_librarys_gemms(tmp_path, projected):
+    """An attention the default plan runs as one kernel is no pair of GEMMs to the model: alone, it stays
+    generated (the C++ template); beside a GEMM the model leaves to the library, it is one library call
+    (marking its GEMMs alone stored the score tensor between two library GEMMs and a softmax kernel)."""
+    path = tmp_path / "att.py"
+    path.write_text(ATTENTION_BLOCK.format(tail="self.proj(a.transpose(1, 2).reshape(2, 128, 256))" if projected
+                                           else "a * 2.0"))
+    t = translate(path, "cpp", "cpu", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.line()
+    calls = sorted(s.op for s in t.program.library_calls())
+    if projected:
+        assert t.strategy == Strategy(library=("gemm", "attention")) and "attention" in calls and "linear" in calls
+        assert not any(k.kind == "attention" for k in t.program.kernels())
+    else:
+        assert t.strategy == Strategy() and [k.kind for k in t.program.kernels()] == ["attention"], calls

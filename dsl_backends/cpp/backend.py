@@ -17,6 +17,7 @@ from ..cstyle import CPrinter, decode, row_sweep, segmented_columns
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
+from . import flash
 from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
@@ -470,6 +471,7 @@ TEMPLATES = {kind: with_width(t, _lanes) for kind, t in {
     "rownorm": Template(kernel(_rownorm), _launch, stream_default, _threads_space),
     "matmul": Template(kernel(_matmul, pack_params), _launch, gemm_default, _gemm_space),
     "scan": Template(kernel(render_scan), _launch, space=_threads_space),
+    "attention": Template(kernel(flash.render_attention), _launch, flash.default_schedule, flash.space),
 }.items()}
 
 
