@@ -14,8 +14,9 @@ from ir.kernel.ir import Expr, Kernel, Load, Reduce, Var, free_vars
 from ir.kernel.schedule import Schedule
 from ir.sym import is_dynamic
 
-from .cstyle import CPrinter, CStyle, decode, row_sweep
+from .cstyle import CPrinter, CStyle, decode
 from .exprs import fold_grid, row_coords, strided_reduction
+from .sweep import row_sweep
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 

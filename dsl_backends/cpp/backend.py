@@ -13,10 +13,11 @@ from ir.kernel.ir import Expr, Kernel, KernelProgram, Load, Reduce, Var, size_ar
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
-from ..cstyle import CPrinter, decode, row_sweep, segmented_columns
+from ..cstyle import CPrinter, decode
 from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
 from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
+from ..sweep import row_sweep, segmented_columns
 from . import flash
 from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
