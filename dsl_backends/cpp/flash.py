@@ -4,7 +4,7 @@ so no n x n score tensor is stored. Everything runs transposed, queries along th
 S^T (keys x queries) is K @ Q^T in register tiles (a key's element broadcast against a vector of queries,
 Q^T packed once per task), the softmax update is elementwise across queries (their maxima and sums are
 vectors), and O^T += V^T-broadcast x P^T the same way; K and V are copied per tile as they are stored (no
-transposed packing: a transposed K tile's stores, 1 KiB apart, took half of a first version's time). Each
+transposed packing: a transposed K tile's stores land a power of two apart, in one cache set). Each
 element of Q, K, V is read through the kernel's own expressions (views, scales, transposes) and the score
 through its score expression (scale, causal or added masks). Padding rows, keys and columns are zeros and
 never stored."""
