@@ -141,23 +141,23 @@ def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     cache_terms(k, p, cols)  # a softmax's terms: once per element, kept for the sweep
     pre, fixed = precompute(column_values(k, cols), cols, n)  # the columns' own values, once
     p.fixed.update(fixed)
-    if stream:  # the row's values, then its columns in streamed blocks
-        seg = "akg_cb" if segmented_columns(k, cols, STREAM_BLOCK) else ""
-        body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {",
-                         "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]", segment=seg)
-        row, sweep = body[:len(p.lines)], body[len(p.lines):]
-        cols_out = blocks(n, f"out + akg_row * {n}", lambda ind: ["    " + ln for ln in sweep], p.indent)
+    segments = segmented_columns(k, cols, STREAM_BLOCK if stream else 1)
+    if not stream and not segments:
+        body = row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
+                         "#pragma omp simd", hoist=True)
+        return [*pre, omp(s), *loop, *body, "    }"]
+    # the row's values, then its columns in blocks [akg_cb, akg_ce): streamed ones, or one segment of the last
+    # column coordinate each
+    body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {",
+                     "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]" if stream else None,
+                     segment="akg_cb" if segments else "")
+    row, sweep = body[:len(p.lines)], ["    " + ln for ln in body[len(p.lines):]]
+    if stream:
+        cols_out = blocks(n, f"out + akg_row * {n}", lambda ind: sweep, p.indent)
         return [*pre, *parallel(s, [*loop, *row, *cols_out, "    }"])]
-    if segmented_columns(k, cols, 1):  # a loop per segment of the last column coordinate
-        seg = cols[-1][1]
-        body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_cb + "
-                         f"{seg}; ++akg_col) {{", "#pragma omp simd", hoist=True, segment="akg_cb")
-        row, sweep = body[:len(p.lines)], body[len(p.lines):]
-        return [*pre, omp(s), *loop, *row, f"{p.indent}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {seg}) {{",
-                *("    " + ln for ln in sweep), f"{p.indent}}}", "    }"]
-    body = row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", "#pragma omp simd",
-                     hoist=True)
-    return [*pre, omp(s), *loop, *body, "    }"]
+    step = cols[-1][1]
+    return [*pre, omp(s), *loop, *row, f"{p.indent}for (int64_t akg_cb = 0; akg_cb < {n}; akg_cb += {step}) {{",
+            f"{p.indent}    const int64_t akg_ce = akg_cb + {step};", *sweep, f"{p.indent}}}", "    }"]
 
 
 STACK_ACC = 2048  # contiguous outputs whose accumulators live on the stack (16 KB of doubles)

@@ -43,14 +43,15 @@ def _vector(s: Schedule, target: HardwareModel) -> int:
     return lanes if s.get("wide") else min(lanes, 8)
 
 
-def _scratch(a: AttnParts, bm: int, bn: int, tc: int) -> tuple[int, ...]:
-    """Floats of each part of a task's scratch, in order: Q^T (E x BM), the K tile (BN x E), the V tile
-    (BN x D), the score tile S^T (BN x BM), the output accumulators O^T (D x BM), five vectors over the
-    queries (maxima, sums, the tile's maxima, sums and rescales), padded to the register tile; their total."""
+def _scratch(a: AttnParts, bm: int, bn: int, tc: int) -> dict[str, int]:
+    """Floats of each part of a task's scratch, in its order (padded to the register tile): Q^T (E x BM), the
+    K tile (BN x E), the V tile (BN x D), the score tile S^T (BN x BM), the output accumulators O^T (D x BM),
+    and five vectors over the queries: maxima, sums, the tile's maxima (then its rescales), sums, and the
+    exponents' offsets."""
     _, _, e, d, _ = _dims(a)
     bmp, bnp, dp = _up(bm, tc), _up(bn, TR), _up(d, TR)
-    parts = (e * bmp, bnp * e, bnp * dp, bnp * bmp, dp * bmp, 5 * bmp)
-    return (*parts, sum(parts))
+    return {"qt": e * bmp, "kp": bnp * e, "vp": bnp * dp, "st": bnp * bmp, "ot": dp * bmp, "m": bmp, "l": bmp,
+            "mx": bmp, "sum": bmp, "ms": bmp}
 
 
 def _tile(out: str, a_at: str, b_row: str, rows: str, cols: str, depth: str, tc: int, chunk: int = 0) -> list[str]:
@@ -88,18 +89,18 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
     tc = 2 * _vector(s, target)
     bm, bn = min(s["BM"], _up(M, tc)), min(s["BN"], _up(N, TR))
     bmp, bnp, dp = _up(bm, tc), _up(bn, TR), _up(D, TR)
-    nq, nk, nv, ns, no, nr, total = _scratch(a, bm, bn, tc)
+    parts = _scratch(a, bm, bn, tc)
+    nq, nk, nv, no = parts["qt"], parts["kp"], parts["vp"], parts["ot"]
     blocks = -(-M // bm)
     ind, inner = "        ", "            "
     vec = f"for (int64_t akg_i = 0; akg_i < {bmp}; ++akg_i)"
     out = [omp(s), f"    for (int64_t akg_task = 0; akg_task < {B * blocks}; ++akg_task) {{",
            f"{ind}const int64_t akg_bid = akg_task / {blocks}, akg_i0 = (akg_task % {blocks}) * {bm};",
            f"{ind}const int64_t akg_bm = std::min<int64_t>({bm}, {M} - akg_i0);",
-           f"{ind}float* __restrict__ akg_qt = akg_pack_scratch<float>({total});"]
-    for name, prev, n in (("kp", "qt", nq), ("vp", "kp", nk), ("st", "vp", nv), ("ot", "st", ns), ("m", "ot", no),
-                          ("l", "m", bmp), ("mx", "l", bmp), ("sum", "mx", bmp), ("ms", "sum", bmp)):
-        out.append(f"{ind}float* __restrict__ akg_{name} = akg_{prev} + {n};")
-    assert nr == 5 * bmp
+           f"{ind}float* __restrict__ akg_qt = akg_pack_scratch<float>({sum(parts.values())});"]
+    names = list(parts)
+    for prev, name in zip(names, names[1:]):  # each part after the one before it
+        out.append(f"{ind}float* __restrict__ akg_{name} = akg_{prev} + {parts[prev]};")
     pb = CPrinter(STYLE, {}, prefix="b", indent=ind)
     decode(a.batch, "akg_bid", pb)
     out += pb.lines
@@ -214,7 +215,7 @@ def default_schedule(k: Kernel, target: HardwareModel) -> Schedule:
         ((64, 256), (64, 128), (32, 128), (32, 64), (32, 32), (32, 16), (32, 8))
     for bm, bn in tiles:
         bm, bn = min(bm, _up(M, tc)), min(bn, _up(N, TR))
-        if 4 * _scratch(a, bm, bn, tc)[-1] <= SCRATCH_BYTES:
+        if 4 * sum(_scratch(a, bm, bn, tc).values()) <= SCRATCH_BYTES:
             break
     return Schedule(BM=bm, BN=bn)
 
@@ -224,6 +225,6 @@ def space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     M, N, _, _, _ = _dims(a)
     tc = 2 * int(target.chip("simd_width"))
     first = default_schedule(k, target)
-    rest = [Schedule(BM=bm, BN=bn) for bm in (16, 32, 64, 128) for bn in (64, 128, 256, 512)
-            if bm <= _up(M, tc) and bn <= _up(N, TR) and 4 * _scratch(a, bm, bn, tc)[-1] <= 4 * SCRATCH_BYTES]
+    rest = [Schedule(BM=bm, BN=bn) for bm in (16, 32, 64, 128) for bn in (64, 128, 256, 512)  # scratch: up to L2
+            if bm <= _up(M, tc) and bn <= _up(N, TR) and 4 * sum(_scratch(a, bm, bn, tc).values()) <= 4 * SCRATCH_BYTES]
     return [first] + [s for s in rest if s != first]
