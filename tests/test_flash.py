@@ -24,7 +24,7 @@ from ir.problem import load_problem
 from .conftest import ROOT, problem_path
 
 FIX = ROOT / "tests" / "fixtures"
-CASES = ["attention_plain", "attention_causal", "attention_masked"]
+CASES = ["attention_plain", "attention_causal", "attention_masked", "attention_mostly_masked"]
 
 
 def _plan(path):
@@ -43,7 +43,9 @@ def test_attention_lowers_to_one_kernel_the_interpreter_runs(name):
     assert len(prog.kernels()) == len(flash) + (2 if name == "attention_masked" else 0)  # q * 2, shared K^T
     assert any("attention fusion" in n and "scores never stored" in n for n in plan.notes)
     inputs = [x for x in p.make_inputs(3) if isinstance(x, torch.Tensor)]
+    want = p.build_model()(*inputs)  # torch's attention: 0 on a query whose every key is masked
     for a, b in zip(run(g, inputs), run_program(prog, inputs, g.weights), strict=True):
+        torch.testing.assert_close(a, want, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
 
 
@@ -135,47 +137,19 @@ def test_attention_schedules_fit_the_gpus_shared_memory(tmp_path):
     assert flash.local_bytes(k, s.replace(BM=128, BN=32, num_stages=2)) == 4 * (128 * 256 + 2 * 32 * 512 + 128 * 32)
 
 
-MOSTLY_MASKED = '''
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def forward(self, q, k, v, keep):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-
-
-def get_inputs():
-    keep = torch.rand(2, 1, 37, 45) > 0.3
-    keep[:, :, 5, 1:] = False  # a query with one key left
-    keep[:, :, 6, 8:] = False  # one whose later key tiles are all masked (their exponents against its maximum)
-    keep[:, :, 5:7, 0] = True  # (a query masked everywhere is NaN in the IR's softmax, 0 in torch's attention)
-    return [torch.randn(2, 3, 37, 24), torch.randn(2, 3, 45, 24), torch.randn(2, 3, 45, 20), keep]
-
-
-def get_init_inputs():
-    return []
-'''
-
-
-@pytest.mark.parametrize("name", CASES + ["mostly_masked"])
+@pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("bm,bn", [(32, 8), (64, 256)])
-def test_cpp_attention_verifies_over_several_key_tiles(name, bm, bn, monkeypatch, tmp_path):
+def test_cpp_attention_verifies_over_several_key_tiles(name, bm, bn, monkeypatch):
     """The C++ template (generated: --pure) natively, over partial query blocks and key tiles (8 keys: every
     fixture sweeps several; 256: one), causal, added and boolean masks, a value width no multiple of the
-    register tile (20), queries with all but one key masked, or every key past the first tile."""
+    register tile (20), queries with all but one key masked, every key past the first tile, or every key."""
     real = tr.choose_schedule
 
     def tiles(backend, k, grp, target):
         s = real(backend, k, grp, target)
         return s.replace(BM=bm, BN=bn) if k.kind == "attention" else s
     monkeypatch.setattr(tr, "choose_schedule", tiles)
-    path = FIX / f"{name}.py"
-    if name == "mostly_masked":
-        path = tmp_path / "mostly_masked.py"
-        path.write_text(MOSTLY_MASKED)
-    t = tr.translate(path, "cpp", "cpu", timing=False, seeds=(0, 1), pure=True)
+    t = tr.translate(FIX / f"{name}.py", "cpp", "cpu", timing=False, seeds=(0, 1), pure=True)
     assert t.verdict.accepted, t.verdict.reason
     assert any(k.kind == "attention" for k in t.program.kernels())
     assert ("akg_j0 += 8) {" in t.source) == (bn == 8), t.source

@@ -148,7 +148,7 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
                                              f"akg_qt + akg_t * {bmp} + akg_c0", str(bnp), str(bmp), str(E), tc)]
     # the score expression at each (key, query), the tile's maxima, the running ones, the rescale; a query
     # whose scores so far are all -inf keeps m = -inf and takes exponents against 0 (p and the rescale 0,
-    # not NaN); a query masked everywhere ends 0 / 0, as torch's does
+    # not NaN); a query masked everywhere ends 0 / 0, guarded to 0 where the kernel's value says so
     ps = per_query(inner + "    ", "s")
     ps.env[a.j.name] = "akg_j"
     ps.fixed[id(a.qk)] = f"akg_st[akg_jj * {bmp} + akg_i]"
@@ -194,7 +194,8 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
     qlines = pe.lines[:]
     pe.lines = []
     decode(a.cols, "akg_d", pe, bounded=True)
-    pe.fixed[id(a.out)] = f"(akg_ot[akg_d * {bmp} + akg_i] / akg_l[akg_i])"
+    o = f"akg_ot[akg_d * {bmp} + akg_i] / akg_l[akg_i]"
+    pe.fixed[id(a.out)] = f"(akg_m[akg_i] == {ninf} ? 0.0f : {o})" if a.guarded else f"({o})"
     val = pe(k.expr)
     flat = " + ".join(f"{pe.env[v.name]} * {st}" if st != 1 else pe.env[v.name]
                       for v, st in zip(k.coords, k.out.strides())) or "0"

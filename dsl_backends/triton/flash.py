@@ -65,7 +65,8 @@ def render(k: Kernel, sched: Schedule) -> str:
     pv = Printer(Ctx(v_env, [(jv, "vnmask"), (cv, "dmask")]).render, prefix="_vv")
     v_code = pv(a.v)
     # a row whose scores so far are all -inf (masked) keeps m = -inf: exponents are taken against 0
-    # there, so its p and the rescale are 0, not NaN; a row masked everywhere ends 0 / 0 as torch's does
+    # there, so its p and the rescale are 0, not NaN; a row masked everywhere ends 0 / 0, guarded to 0
+    # where the kernel's value says so
     loop += ps.lines + [f"_s = tl.where(nmask, tl.broadcast_to(({s_code}).to(tl.float32), (BM, BN)), "
                         'float("-inf"))',
                         "_mn = tl.maximum(_m, tl.max(_s, 1))",
@@ -75,7 +76,8 @@ def render(k: Kernel, sched: Schedule) -> str:
                         f"_v = tl.broadcast_to(({v_code}).to({TL[in_ty]}), (BN, {bd}))",
                         f"_acc = _acc * _alpha[:, None] + {dot(f'_p.to({TL[in_ty]})', '_v')}", "_m = _mn"]
     out_env = dict(row_env)
-    tail = ["_o = _acc / _l[:, None]"]
+    tail = ['_o = tl.where((_m == float("-inf"))[:, None], 0.0, _acc / _l[:, None])' if a.guarded
+            else "_o = _acc / _l[:, None]"]
     py_decode(a.cols, "do[None, :]", tail, out_env)
     pe = Printer(Ctx(out_env, [(rv, "mmask"), (cv, "dmask")], accs={id(a.out): "_o"}).render, prefix="_ev")
     val = pe(k.expr)

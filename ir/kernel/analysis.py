@@ -69,6 +69,7 @@ class AttnParts:
     cols: list[tuple[str, int]]
     batch: list[tuple[str, int]]
     key_limit: int | None = None  # the score is -inf wherever j > i + key_limit (causal): later keys are skipped
+    guarded: bool = False  # P is 0 on a query whose every score is -inf (its value 0, not 0 / 0)
 
 
 def _key_limit(score: Expr, j: Var, rows: list[tuple[str, int]]) -> int | None:
@@ -153,6 +154,9 @@ def split_attention(k: Kernel) -> AttnParts:
         raise UnsupportedKernel("not attention: the output is not one P @ V contraction")
     j = out.axes[0]
     p, v = out.body.args
+    guard = _dead_guard(p)
+    if guard is not None:
+        p = p.args[2]  # type: ignore[attr-defined]
     if not (isinstance(p, Op) and p.op == "div" and isinstance(p.args[1], Reduce) and p.args[1].op == "sum"):
         raise UnsupportedKernel("not attention: P is not exp(S - M) / L")
     num, lsum = p.args
@@ -165,6 +169,8 @@ def split_attention(k: Kernel) -> AttnParts:
     if not same_renamed(score, mx.body, {mx.axes[0].name: j.name}) or \
             not same_renamed(num, lsum.body, {lsum.axes[0].name: j.name}):
         raise UnsupportedKernel("not attention: the row maximum or sum is not over the scores")
+    if guard is not None and not same_renamed(score, guard.body, {guard.axes[0].name: j.name}):
+        raise UnsupportedKernel("not attention: the masked-row guard is not over the scores")
     dots = [r for r in walk(score) if isinstance(r, Reduce)]
     if len(dots) != 1 or dots[0].op != "dot" or len(dots[0].axes) != 1 or not isinstance(dots[0].body, Op) \
             or dots[0].body.op != "mul":
@@ -192,7 +198,21 @@ def split_attention(k: Kernel) -> AttnParts:
     if width > MAX_HEAD:
         raise UnsupportedKernel(f"not template-sized attention: head width {width} > {MAX_HEAD} (a query tile and "
                                 "its output accumulator must stay on chip)")
-    return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch, _key_limit(score, j, rows))
+    return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch, _key_limit(score, j, rows),
+                     guard is not None)
+
+
+def _dead_guard(p: Expr) -> Reduce | None:
+    """M' where P is where(M' == -inf, 0, P0) (torch's attention: a query whose every key is masked
+    answers 0); None otherwise."""
+    if not (isinstance(p, Op) and p.op == "where" and isinstance(p.args[1], Const) and p.args[1].value == 0.0):
+        return None
+    cond = p.args[0]
+    if not (isinstance(cond, Op) and cond.op == "eq" and isinstance(cond.args[1], Const)
+            and cond.args[1].value == float("-inf") and isinstance(cond.args[0], Reduce)
+            and cond.args[0].op == "max" and len(cond.args[0].axes) == 1):
+        return None
+    return cond.args[0]
 
 
 def row_split(k: Kernel) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
