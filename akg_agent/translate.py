@@ -11,12 +11,12 @@ from typing import Any
 from dsl_backends import Backend, UnsupportedKernel, available, get_backend
 from dsl_backends.jax_bridge import jax_entry
 from dsl_backends.module import Bucket, with_header
-from hardware_models.cost import SPLIT_PRODUCTS, gemm_library_choice
+from hardware_models.cost import SPLIT_PRODUCTS
 from hardware_models.counting import necessary_ops
 from hardware_models.spec import HardwareModel, load_target
 from ir.dynamic import bucket_bounds
 from ir.errors import AkgError
-from ir.graph import Graph, Node
+from ir.graph import Graph
 from ir.jax_lift import JaxProblem, is_jax_problem, lift_jax, load_jax_problem
 from ir.kernel.analysis import work
 from ir.kernel.expand import expand_program
@@ -35,6 +35,7 @@ from ir.passes.library import VIEW_OPS, check_families, families_of, kept_compos
 from ir.problem import load_problem
 
 from .ranking import ranked_space
+from .strategy import CONV_STRATEGIES, Strategy, has_long_recurrence, untuned_strategy
 from .tuning_db import (
     TuningDB,
     best_schedule,
@@ -81,32 +82,6 @@ class Translation:
 
 # convolutions as torch calls, generated (implicit GEMMs; depthwise ones as windows), only the depthwise
 # ones generated, or torch calls over channels-last operands (`ir.passes.layout.ChannelsLast`)
-CONV_STRATEGIES = ("library", "generated", "depthwise", "channels-last")
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """Plan-level choices a tune compares by measurement (schedules are searched inside each): row
-    fusion (a softmax or norm as one row kernel) or split kernels; convolutions (`CONV_STRATEGIES`); op
-    families left to the library (`ir.passes.library`: GEMMs, norms, softmax, attention, reductions,
-    pooling, scans) with their prologues and epilogues generated."""
-
-    rows: bool = True
-    conv: str = "library"
-    library: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        return f"rows={'fused' if self.rows else 'split'}, conv={self.conv}" + \
-            (f", library={'+'.join(self.library)}" if self.library else "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rows": self.rows, "conv": self.conv, "library": list(self.library)}
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Strategy:
-        return Strategy(bool(d["rows"]), str(d["conv"]), check_families(d.get("library", ())))
-
-
 def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
                  library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0,
                  channels_last: bool = False, phases: bool = False, chunk_bytes: int = 0) -> str:
@@ -139,54 +114,7 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
         (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 
-RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a hybrid plan calls the library
-
-
-def has_long_recurrence(g: Graph) -> bool:
-    """A recurrent layer whose generated form would launch more than RECURRENCE_STEPS steps' kernels:
-    torch (cuDNN on NVIDIA GPUs) runs it as one persistent kernel per layer instead."""
-    def step_kernels(n: Node) -> int:
-        x, at = n.args[0], n.attrs
-        steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
-        return steps * at["layers"] * (2 if at["bidirectional"] else 1)
-    return any(n.op == "recurrence" and step_kernels(n) > RECURRENCE_STEPS for n in g.nodes)
-
-
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
-
-
-def generated_gemm_efficiency(backend: Backend, target: HardwareModel) -> float | None:
-    """The backend's GEMM as a fraction of the target's compute peak: measured on this host by `akg hw
-    calibrate` (library.generated_gemm_<dsl>) where it was, else the manifest's figure."""
-    measured = target.fig("library", f"generated_gemm_{backend.manifest.name}")
-    return measured.value if measured is not None else backend.manifest.gemm_efficiency.get(target.kind)
-
-
-def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
-    """Where the target and the backend both state their GEMMs' efficiency: the cost model's reason to
-    leave the program's GEMMs to the library ("" where generating them is estimated no slower)."""
-    eff = generated_gemm_efficiency(backend, target)
-    # an attention's GEMMs are one generated kernel with its softmax (the scores never stored), not GEMMs
-    choices = [c for grp in plan.groups if eff and not grp.flash and (c := gemm_library_choice(grp, target, eff))
-               is not None]
-    gen, lib = sum(c.generated_s for c in choices), sum(c.library_s for c in choices)
-    if not choices or lib >= gen:
-        return ""
-    return (f"the cost model's: {len(choices)} GEMM group{'s' if len(choices) > 1 else ''} estimated "
-            f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
-
-
-def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel) -> tuple[Strategy, str]:
-    """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
-    cost model estimates them faster (`model_gemm_library`), else the default. With them, an attention the
-    default plan runs as one kernel stays one library call (marking its GEMMs alone would split it into
-    two library GEMMs around a stored score tensor)."""
-    why = model_gemm_library(plan, backend, target)
-    if not why:
-        return Strategy(), why
-    if any(grp.flash for grp in plan.groups):
-        return Strategy(library=("gemm", "attention")), why + " (attention kept whole: one library call)"
-    return Strategy(library=("gemm",)), why
 
 
 def cost_gate(prog: KernelProgram, groups: dict[int, Group], name: str) -> None:

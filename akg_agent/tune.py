@@ -25,7 +25,8 @@ from ir.passes.library import check_families
 
 from .cluster import Cluster, Done, LocalPool, Work, build_dir, shared_build_dir
 from .ranking import ranked_space
-from .translate import Strategy, Translation, build, module_body, render, untuned_strategy
+from .strategy import Strategy, untuned_strategy
+from .translate import Translation, build, module_body, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import TRANSIENT, Verdict, device_for, verify
 from .verifier.timing import host_lock

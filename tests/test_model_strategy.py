@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from akg_agent.agents.designer import rules_plan
-from akg_agent.translate import Strategy, build, model_gemm_library, translate
+from akg_agent.strategy import Strategy, model_gemm_library
+from akg_agent.translate import build, translate
 from akg_agent.tuning_db import TuningDB, hardware_key, problem_signature, versions
 from dsl_backends import get_backend
 from hardware_models.cost import gemm_library_choice

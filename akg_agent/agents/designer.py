@@ -15,7 +15,8 @@ from hardware_models.cost import estimate_group, speed_of_light
 from ir.graph import print_graph
 from ir.passes.library import LIBRARY_FAMILIES, VIEW_OPS
 
-from ..translate import RECURRENCE_STEPS, Translation
+from ..strategy import RECURRENCE_STEPS
+from ..translate import Translation
 from .ask import ask
 from .llm import Model
 from .parse import ReplyError, extract_json

@@ -14,7 +14,7 @@ from ir.passes.library import LIBRARY_FAMILIES
 from ..agents import RunConfig, run
 from ..agents.human import ConsoleHuman, FileHuman
 from ..examples import DEFAULT_PROBLEM
-from ..translate import CONV_STRATEGIES
+from ..strategy import CONV_STRATEGIES
 from ..tuning_db import TuningDB
 
 

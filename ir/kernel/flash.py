@@ -8,6 +8,7 @@ permute); the merged group lowers to one kernel whose value is the plain nested 
     out[b, i, d] = dot_j( exp(S[b, i, j] - M[b, i]) / L[b, i] * V[b, j, d] )
     M = max_j' S[b, i, j'],  L = sum_j'' exp(S[b, i, j''] - M)
 
+(under a mask, P is guarded: 0 on a query whose every score is -inf, as torch's attention answers),
 which the kernel interpreter evaluates as it stands; `analysis.split_attention` takes it apart for
 templates and refuses anything else, so a merge is kept only where the template can run it.
 """
