@@ -1,9 +1,10 @@
 """`akg hw calibrate`: measure the present device and store a profile the cost model then prefers.
 
-Measured: copy bandwidth (DRAM), matrix-multiply rate per dtype and unit, and launch latency: warm-up,
-then the fastest of several trials (CUDA events on the GPU, perf_counter on the CPU). A figure here is
-what the device can do, and another process on the host only ever slows a trial down, so the fastest
-trial estimates it; a median taken on a busy host stored a rate many times too low.
+Measured: copy bandwidth (DRAM), matrix-multiply rate per dtype and unit (on a CPU: the library's GEMM and the
+cores' FMA peak, `fma_peak`), and launch latency: warm-up, then the fastest of several trials (CUDA events on
+the GPU, perf_counter on the CPU). A figure here is what the device can do, and another process on the host
+only ever slows a trial down, so the fastest trial estimates it; a median taken on a busy host stored a rate
+many times too low.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import torch
 
 from ir.errors import AkgError
 
-from .spec import calibrated_path, load_target
+from .fma_peak import fma_peak
+from .spec import apply_calibration, calibrated_path, load_target
 
 # the device-name fragment each GPU target expects (guards against calibrating an H200 as an H100)
 DEVICE_NAMES = {"h100": "H100", "h200": "H200", "a100": "A100", "l40s": "L40S", "b200": "B200",
@@ -92,8 +94,19 @@ def measure(device: str, quick: bool = False) -> dict[str, float]:
 
         out["chip.launch_overhead_s"] = timer(launches, 5) / reps
     else:
-        out["compute.vector.f32"] = 2 * size**3 / timer(lambda: a @ b, trials)
+        out["library.gemm_rate"] = 2 * size**3 / timer(lambda: a @ b, trials)
     return out
+
+
+def cpu_peaks(model: Any, quick: bool) -> dict[str, float]:
+    """The detected model's compute figures (vector and dot-product, all cores x clock x lanes x pipes)
+    scaled by the measured fp32 FMA peak over the detected one: the clock correction. {} where nothing
+    compiles the measurement."""
+    measured, detected = fma_peak(quick), model.peak("vector", "f32")
+    if not measured or not detected:
+        return {}
+    return {f"{section}.{key}": f.value * measured / detected for section in ("compute.vector", "compute.tensor")
+            for key, f in model.figures.get(section, {}).items()}
 
 
 def calibrate(target: str, force: bool = False, quick: bool = False, path: Path | None = None,
@@ -115,10 +128,15 @@ def calibrate(target: str, force: bool = False, quick: bool = False, path: Path 
         if want not in name and not force:
             raise AkgError(f"this device is {name!r}, not {want}: pick the matching --target or pass --force")
     figures = measure(device, quick=quick)
-    peak = model.peak("vector", "f32") if model.kind == "cpu" else None
-    if peak:  # torch's GEMM rate is the library's, not the cores' peak: the cost
-        # model weighs it against a generated GEMM's (manifest gemm_efficiency), both fractions of the peak
-        figures["library.gemm_f32"] = figures.pop("compute.vector.f32") / peak
+    if model.kind == "cpu":
+        peaks = cpu_peaks(model, quick)
+        figures.update(peaks)
+        model = apply_calibration(model, {"figures": peaks})
+        # torch's GEMM rate is the library's, not the cores' peak: the cost model weighs it against a
+        # generated GEMM's (manifest gemm_efficiency, `more`), both fractions of the peak
+        rate, peak = figures.pop("library.gemm_rate"), model.peak("vector", "f32")
+        if peak:
+            figures["library.gemm_f32"] = rate / peak
     if more is not None:
         figures.update(more(model, quick))
     doc = {"target": target, "device": name, "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

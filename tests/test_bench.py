@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 import pytest
 
 from akg_agent.bench.metrics import fast_p, geomean, summarize
 from akg_agent.cli import main
+from akg_agent.verifier import sol_bound
 from akg_agent.verifier.timing import paired_quartiles
+from hardware_models.spec import calibrated_path, load_target
+from ir.problem import load_problem
 
 from .conftest import ROOT, problem_path
 
@@ -60,6 +64,9 @@ def test_bench_end_to_end(tmp_path, capsys):
     recs = {r["problem"]: r for r in doc["records"]}
     assert recs["mm_scalar_mul"]["correct"] and recs["mm_scalar_mul"]["speedup"]["eager"] > 0
     assert recs["mm_scalar_mul"]["sol_fraction"] > 0  # the CPU is the target here
+    # tests see no calibrated profile: the fractions rest on the detected model's estimates, and say so
+    assert "estimates" in doc["meta"]["sol_model"] and "akg hw calibrate" in doc["meta"]["sol_model"]
+    assert "speed-of-light from: " in capsys.readouterr().out
     lo, hi = recs["mm_scalar_mul"]["speedup_quartiles"]["eager"]  # paired over the 4 turns
     assert 0 < lo <= hi
     assert not recs["mm_matvec"]["correct"] and recs["red_sum_mean"]["reason"] == "no solution"
@@ -388,3 +395,34 @@ def test_peers_share_one_float64_reference(monkeypatch):
     assert len(calls) == 1
     assert results[0][0] is not None and results[1][0] is not None
     assert results[2][0] is None and "wrong values" in results[2][1]["error"]
+
+
+def test_a_merge_recomputes_speed_of_light_from_a_calibration_the_run_did_not_have(tmp_path, monkeypatch):
+    """merge_bench --sol-now: the timings as measured, each fraction of speed-of-light (the peers' too) from
+    the target's model as it is now; here a profile with twice the detected bandwidth and peak."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("merge_bench", ROOT / "benchmarks/realsize/merge_bench.py")
+    mb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mb)
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    path = problem_path("red_sum_mean")
+    before = sol_bound(load_problem(path), "cpu")
+    run = tmp_path / "run"
+    run.mkdir()
+    rec = {"problem": "red_sum_mean", "path": str(path), "correct": True, "candidate_ms": 1.0, "sol_ms": 5.0,
+           "sol_fraction": 5.0, "speedup": {"eager": 1.0}, "peers": {"pure": {"correct": True, "candidate_ms": 2.0}}}
+    meta = {"target": "cpu", "baselines": ["eager"], "solutions": f"hybrid={run},pure={run}"}
+    (run / "results.json").write_text(json.dumps({"meta": meta, "records": [rec]}))
+    m = load_target("cpu")
+    cal = calibrated_path("cpu")
+    cal.parent.mkdir(parents=True)
+    cal.write_text(json.dumps({"device": "test", "date": "today", "figures": {
+        "memory.dram_bw": 2 * m.dram_bw, "compute.vector.f32": 2 * m.peak("vector", "f32")}}))
+    monkeypatch.setattr(sys, "argv", ["merge_bench", str(tmp_path / "merged"), str(run), "--sol-now"])
+    assert mb.main() == 0
+    doc = json.loads((tmp_path / "merged.json").read_text())
+    (r,) = doc["records"]
+    assert r["sol_ms"] < 0.6 * before * 1e3 and r["sol_fraction"] == pytest.approx(r["sol_ms"] / 1.0)
+    assert r["peers"]["pure"]["sol_fraction"] == pytest.approx(r["sol_ms"] / 2.0)
+    assert "calibrated on test" in doc["meta"]["sol_model"] and "--sol-now" in doc["meta"]["sol_model"]

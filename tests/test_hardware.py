@@ -14,6 +14,7 @@ from akg_agent.cli import main
 from dsl_backends import dsls_for
 from hardware_models.calibrate import _time_cpu
 from hardware_models.cost import Tiling, estimate_group, speed_of_light
+from hardware_models.fma_peak import fma_peak
 from hardware_models.spec import DATA_DIR, calibrated_path, load_file, load_target, target_names
 from ir.errors import AkgError
 from ir.lift import lift
@@ -202,9 +203,20 @@ def test_calibration_on_cpu_is_preferred_afterwards(capsys, tmp_path, monkeypatc
     m = load_target("cpu")
     assert m.dram_bw == doc["figures"]["memory.dram_bw"] and m.calibrated_from
     assert m.fig("memory", "dram_bw").source == "calibrated"
-    # the library's GEMM rate is a fraction of the detected peak, which stays the compute roofline
+    # the compute roofline: the detected peak (nominal clock) scaled by the measured FMA peak; the library's
+    # GEMM rate a fraction of it
     assert m.fig("library", "gemm_f32").source == "calibrated"
-    assert m.fig("compute.vector", "f32").source == "detected"
+    detected = load_target("cpu", calibrated=False)
+    ratio = m.peak("vector", "f32") / detected.peak("vector", "f32")
+    assert m.fig("compute.vector", "f32").source == "calibrated" and 0.2 < ratio < 4
+    assert m.peak("vector", "f64") / detected.peak("vector", "f64") == pytest.approx(ratio)
+
+
+def test_the_fma_peak_counts_every_cores_vector_fmas():
+    """Against the detected peak (cores x nominal clock x lanes x 2 pipes x 2): within a clock's range, not a
+    scalar loop's (1/16 of it at 512 bits) nor a folded one's (far above)."""
+    peak = fma_peak(quick=True)
+    assert peak is not None and 0.3 < peak / load_target("cpu", calibrated=False).peak("vector", "f32") < 3
 
 
 def test_calibration_takes_the_fastest_trial():

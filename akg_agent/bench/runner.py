@@ -143,6 +143,17 @@ def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: 
     return rec
 
 
+def sol_basis(target: str) -> str:
+    """What the fractions of speed-of-light rest on: the target's model, measured or estimated."""
+    m = load_target(target)
+    if m.calibrated_from:
+        return f"{m.description}, {m.calibrated_from}"
+    if m.figures["memory"]["dram_bw"].source == "estimate":
+        return (f"{m.description}, estimates (nominal clock, guessed bandwidth; `akg hw calibrate --target "
+                f"{target}` measures them)")
+    return f"{m.description}, its data file"
+
+
 def parse_solutions(spec: str) -> dict[str, Path]:
     """`DIR` or `label=DIR,label=DIR,...` (one folder of solutions per DSL, timed side by side)."""
     if "=" not in spec:
@@ -314,7 +325,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
     records.sort(key=lambda r: order[r["path"]])
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
             "solutions": solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items()),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs, "sol_model": sol_basis(target),
             "ray": None if cluster is None else {"workers": cluster.workers, "timers": len(cluster.timers)}}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}

@@ -82,6 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 console.print(f"slower than {b} in 3 of 4 turns: {', '.join(s[f'slower_beyond_noise_vs_{b}'])}")
         if s.get("guard_us_median") is not None:
             console.print(f"input guard: {s['guard_us_median']:.2f} us per call (median; max {s['guard_us_max']:.2f})")
+    console.print(f"speed-of-light from: {doc['meta']['sol_model']}")
     timed_on = Counter(r["timed_on"] for r in doc["records"] if r.get("timed_on"))
     if timed_on:
         console.print("timed on: " + ", ".join(f"{d} ({n})" for d, n in sorted(timed_on.items())))

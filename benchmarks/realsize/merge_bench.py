@@ -2,8 +2,11 @@
 with the same --solutions labels) merged into one results.json and report.html. A problem found in more
 than one run keeps its first run's row: pass the runs in order of preference.
 
-    python benchmarks/realsize/merge_bench.py OUT RUN [RUN ...] --note "..." [--command "..."]
+    python benchmarks/realsize/merge_bench.py OUT RUN [RUN ...] --note "..." [--command "..."] [--sol-now]
     (RUN: a bench's --out folder; its results.json, or results.partial.json where the run was cut)
+
+--sol-now recomputes every row's speed-of-light with the target's model as it is now (after an `akg hw
+calibrate` that the run did not have: its fractions rested on estimates); the timings stay as measured.
 """
 
 from __future__ import annotations
@@ -53,15 +56,31 @@ def merge(runs: list[list[dict[str, Any]]], names: list[Path], baselines: list[s
     return doc
 
 
+def resol(records: list[dict[str, Any]], target: str) -> None:
+    """Each record's speed-of-light, and its fraction and its peers', from the target's present model."""
+    from akg_agent.verifier import sol_bound
+    from ir.problem import load_problem
+
+    for r in records:
+        if not r.get("correct") or not r.get("candidate_ms"):
+            continue
+        r["sol_ms"] = sol_bound(load_problem(ROOT / r["path"]), target) * 1e3
+        r["sol_fraction"] = r["sol_ms"] / r["candidate_ms"]
+        for pr in r.get("peers", {}).values():
+            if pr.get("candidate_ms"):
+                pr["sol_fraction"] = r["sol_ms"] / pr["candidate_ms"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="file name without suffix: OUT.json and OUT.html")
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--note", default="")
     ap.add_argument("--command", default="")
+    ap.add_argument("--sol-now", action="store_true", help="speed-of-light from the target's model as it is now")
     args = ap.parse_args()
     from akg_agent.bench.report import render
-    from akg_agent.bench.runner import parse_solutions
+    from akg_agent.bench.runner import parse_solutions, sol_basis
 
     read = [_rows(r) for r in args.runs]  # each run's file read once
     metas = [m for _, m in read if m]
@@ -69,6 +88,10 @@ def main() -> int:
         raise SystemExit("no run finished: the labels and baselines come from a finished run's results.json")
     meta = dict(metas[0], runs=[str(r) for r in args.runs], note=args.note, command=args.command)
     labels = list(parse_solutions(meta["solutions"])) if meta.get("solutions") else [""]
+    if args.sol_now:
+        for rows, _ in read:
+            resol(rows, meta["target"])
+        meta["sol_model"] = f"{sol_basis(meta['target'])} (recomputed after the run: --sol-now)"
     doc = merge([rows for rows, _ in read], args.runs, meta["baselines"], labels)
     doc = {"meta": meta, **doc}
     Path(args.out + ".json").write_text(json.dumps(doc, indent=2, default=str))
