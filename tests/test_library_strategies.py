@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 from akg_agent.bench.runner import strategy_of
 from akg_agent.cli import main
-from akg_agent.translate import Strategy, build, render, translate
+from akg_agent.strategy import Strategy
+from akg_agent.translate import build, render, translate
 from akg_agent.tune import _grow, _together, strategies_for, tune
 from akg_agent.tuning_db import TuningDB
 from dsl_backends.module import LIBRARY_DECLARATIONS, declared_calls, library_line

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import akg_agent.translate as translate_module
+import akg_agent.strategy as strategy_module
 from akg_agent.translate import build, translate
 from ir import run
 from ir.errors import AkgError
@@ -139,7 +139,7 @@ def test_recurrent_layers_run_natively_on_the_gpu(dsl, tmp_path):
 def test_a_long_recurrence_is_torchs_layer_in_a_hybrid_plan_and_generated_when_pure(tmp_path, monkeypatch):
     """Past RECURRENCE_STEPS steps x layers x directions (lowered here to keep the test small), a hybrid plan
     calls torch's layer; --pure still generates every step."""
-    monkeypatch.setattr(translate_module, "RECURRENCE_STEPS", 4)
+    monkeypatch.setattr(strategy_module, "RECURRENCE_STEPS", 4)
     path = _problem(tmp_path, "LSTM", bi=True, steps=3, batch=2)
     t = translate(path, "cpp", "cpu", timing=False, seeds=(0, 1))
     assert t.verdict.accepted, t.verdict.reason

@@ -13,7 +13,8 @@ import torch
 import hardware_models.spec as spec
 from akg_agent import tune as tune_module
 from akg_agent.ranking import ranked_space
-from akg_agent.translate import Strategy, build, header, model_gemm_library, render
+from akg_agent.strategy import Strategy, model_gemm_library
+from akg_agent.translate import build, header, render
 from akg_agent.tune import tune
 from akg_agent.tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from dsl_backends import get_backend
@@ -289,7 +290,7 @@ def test_strategies_that_won_elsewhere_go_first_so_a_time_limit_cuts_the_others(
     never tried, though that family had won on nine GEMM programs of the same set. Strategies are ordered
     by their wins on this hardware and DSL: with the limit past after one, that one is the family that won."""
     import akg_agent.tune as tune_mod
-    from akg_agent.translate import Strategy
+    from akg_agent.strategy import Strategy
     from akg_agent.tuning_db import versions
     from akg_agent.verifier import Verdict
     from dsl_backends import get_backend
