@@ -452,8 +452,8 @@ def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
     """With `stream` every pointwise and row kernel computes blocks into an aligned buffer and writes
     them with non-temporal stores, fenced before its parallel region ends: a flat loop with a tail
     (1003 elements), rows of 100 (every other row's start not 32-byte aligned: plain stores there),
-    a layer norm's rows, a softmax's (its terms kept in a scratch row). The verifier's poisoned
-    outputs catch any element left unwritten."""
+    a layer norm's rows; a softmax's rows, whose terms are kept in the output's row, stay plain. The
+    verifier's poisoned outputs catch any element left unwritten."""
     from dsl_backends.cpp.stream import streamable
 
     path = tmp_path / "p.py"
@@ -470,7 +470,8 @@ def test_streamed_stores_write_every_element_whatever_the_alignment(tmp_path):
         src = src[:src.index("\n}\n")]
         assert ("akg_stream(out" in src and "akg_sfence();" in src) == streamable(k), src
     assert "akg_stream(out + akg_o * 100 + akg_cb" in text  # the rows-then-columns loop streams too
-    assert "akg_row_scratch(100)" in text  # the softmax's terms in a scratch row, its quotients streamed
+    # the softmax keeps its terms in its output's row and stores in place: not streamable, never streamed
+    assert "float* akg_t = out + akg_row * 100;" in text and "akg_row_scratch(100)" not in text
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))

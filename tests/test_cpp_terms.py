@@ -57,6 +57,9 @@ def test_a_softmaxs_terms_are_computed_once_and_summed_in_fp32_chunks(tmp_path):
     for name in kept:
         body = kernels[name]
         assert body.count("expf(") == 1 and f"akg_kc += {CHUNK}" in body and "((float)(akg_t[akg_col])) /" in body
+    # the plain softmax's terms in its output's row (stored in place); the head softmax's output is wider
+    # than its rows of 1300 (3 heads a row of the [40, 3900] output): also its own rows, in place
+    assert sum("float* akg_t = out + akg_row * 1300;" in kernels[name] for name in kept) == 2
     others = [b for n, b in kernels.items() if n not in kept]  # log-softmax, the norm: their own loops
     assert len(others) >= 2 and not any("akg_kc +=" in b or "akg_row_scratch" in b for b in others)
     cand = tmp_path / "cand.py"

@@ -12,11 +12,16 @@ from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel, size_args
 from ir.kernel.schedule import Schedule
 
+from .terms import terms_in_output
+
 STREAM_BLOCK = 64
 
 
 def streamable(k: Kernel) -> bool:
-    return k.kind in ("pointwise", "rownorm") and k.out.dtype == "f32" and not size_args(k)
+    """Pointwise and row kernels with fp32 outputs, but a row kernel that keeps its terms in its output's
+    row: its sweep reads them back there (`terms.terms_in_output`)."""
+    return k.kind in ("pointwise", "rownorm") and k.out.dtype == "f32" and not size_args(k) \
+        and not terms_in_output(k)
 
 
 def streamed(k: Kernel, s: Schedule) -> bool:

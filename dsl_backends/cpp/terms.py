@@ -1,27 +1,28 @@
 """A row kernel whose output reads the terms of its own row sum (a softmax, t = exp(x - max), then
 out = f(t / sum t) for any pointwise f: a scale, a weight per column): each term computed once. The
-sum's loop keeps the terms in a scratch row of the thread's (in L1), the output's sweep reads them
-there instead of computing them again (an exp per element saved), and the sum is kept in fp32
+sum's loop keeps the terms in the output's own row where the output is that row (fp32: the sweep then
+stores in place, never streamed; no second row in the cache and no copy through one), else in a scratch
+row of the thread's (in L1); the output's sweep reads them there instead of computing them again (an exp
+per element saved), and the sum is kept in fp32
 partial sums per chunk of the row, added to a double per chunk (a conversion and a 4-lane double add
 per element cost as much as the exp)."""
 
 from __future__ import annotations
 
-from ir.kernel.analysis import same_renamed
-from ir.kernel.ir import Kernel, Op, Reduce, walk
+from ir.kernel.analysis import row_split, same_renamed
+from ir.kernel.ir import Expr, Kernel, Op, Reduce, walk
 
 from ..cstyle import CPrinter, decode
+from ..exprs import row_coords
 
 CHUNK = 512  # terms per fp32 partial sum (each SIMD lane adds CHUNK / lanes of them)
 
 
-def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
-    """Where `k` is of that form (one column coordinate, an fp32 row sum over it whose term the output
-    reads, no other reduction reading the sum): the row's other reductions and the sum's loop printed
-    into `p`, the sum and each term the output reads fixed to what that loop left (the output's sweep
-    then reads `akg_t[akg_col]`). False, `p` untouched, otherwise."""
+def kept_sum(k: Kernel, cols: list[tuple[str, int]]) -> tuple[Reduce, list[Expr]] | None:
+    """The fp32 row sum over the one column coordinate whose terms the output reads (no other reduction
+    reading the sum), and those terms; None where `k` is not of that form."""
     if k.also or len(cols) != 1:
-        return False
+        return None
     col, n = cols[0]
     reds = list(dict.fromkeys(k.reductions()))
     for total in reds:
@@ -30,25 +31,44 @@ def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
             continue
         ren = {total.axes[0].name: col}
         terms = [x for x in walk(k.expr, skip=Reduce) if same_renamed(x, total.body, ren)]
-        if not terms or any(total is y for r in reds if r is not total for y in walk(r.body)):
-            continue
-        for r in reds:
-            if r is not total:
-                p(r)  # the terms' own reductions (the row maximum), before the sum reads them
-        part, acc = p.fresh(), p.fresh()
-        ind = p.indent
-        inner = p.scope(p.env, ind + "        ")
-        decode([(total.axes[0].name, n)], "akg_col", inner)
-        val = inner(total.body)
-        p.lines += [f"{ind}float* akg_t = akg_row_scratch({n});", f"{ind}double {acc} = 0;",
-                    f"{ind}for (int64_t akg_kc = 0; akg_kc < {n}; akg_kc += {CHUNK}) {{",
-                    f"{ind}    const int64_t akg_ke = std::min<int64_t>({n}, akg_kc + {CHUNK});",
-                    f"{ind}    float {part} = 0;", f"{ind}    #pragma omp simd reduction(+:{part})",
-                    f"{ind}    for (int64_t akg_col = akg_kc; akg_col < akg_ke; ++akg_col) {{", *inner.lines,
-                    f"{inner.indent}akg_t[akg_col] = {val};", f"{inner.indent}{part} += {val};", f"{ind}    }}",
-                    f"{ind}    {acc} += {part};", f"{ind}}}"]
-        p.fixed[id(total)] = f"((float){acc})"
-        for t in terms:
-            p.fixed[id(t)] = "akg_t[akg_col]"
-        return True
-    return False
+        if terms and not any(total is y for r in reds if r is not total for y in walk(r.body)):
+            return total, terms
+    return None
+
+
+def terms_in_output(k: Kernel) -> bool:
+    """Whether a row kernel keeps its sum's terms in its output's row (fp32, the rows leading it)."""
+    if k.kind != "rownorm" or k.out.dtype != "f32" or row_split(k) is None:
+        return False
+    row_c, cols = row_coords(k)
+    return tuple(k.coords[:len(row_c)]) == row_c and kept_sum(k, cols) is not None
+
+
+def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
+    """Where `k` is of `kept_sum`'s form: the row's other reductions and the sum's loop printed into `p`,
+    the sum and each term the output reads fixed to what that loop left (the output's sweep then reads
+    `akg_t[akg_col]`, in the output's row where `terms_in_output`). False, `p` untouched, otherwise."""
+    found = kept_sum(k, cols)
+    if found is None:
+        return False
+    total, terms = found
+    n, ind = cols[0][1], p.indent
+    for r in dict.fromkeys(k.reductions()):
+        if r is not total:
+            p(r)  # the terms' own reductions (the row maximum), before the sum reads them
+    part, acc = p.fresh(), p.fresh()
+    inner = p.scope(p.env, ind + "        ")
+    decode([(total.axes[0].name, n)], "akg_col", inner)
+    val = inner(total.body)
+    into = f"out + akg_row * {n}" if terms_in_output(k) else f"akg_row_scratch({n})"
+    p.lines += [f"{ind}float* akg_t = {into};", f"{ind}double {acc} = 0;",
+                f"{ind}for (int64_t akg_kc = 0; akg_kc < {n}; akg_kc += {CHUNK}) {{",
+                f"{ind}    const int64_t akg_ke = std::min<int64_t>({n}, akg_kc + {CHUNK});",
+                f"{ind}    float {part} = 0;", f"{ind}    #pragma omp simd reduction(+:{part})",
+                f"{ind}    for (int64_t akg_col = akg_kc; akg_col < akg_ke; ++akg_col) {{", *inner.lines,
+                f"{inner.indent}akg_t[akg_col] = {val};", f"{inner.indent}{part} += {val};", f"{ind}    }}",
+                f"{ind}    {acc} += {part};", f"{ind}}}"]
+    p.fixed[id(total)] = f"((float){acc})"
+    for t in terms:
+        p.fixed[id(t)] = "akg_t[akg_col]"
+    return True
