@@ -148,7 +148,8 @@ def sol_basis(target: str) -> str:
     m = load_target(target)
     if m.calibrated_from:
         return f"{m.description}, {m.calibrated_from}"
-    if m.figures["memory"]["dram_bw"].source == "estimate":
+    bw = m.figures.get("memory", {}).get("dram_bw")
+    if bw is not None and bw.source == "estimate":
         return (f"{m.description}, estimates (nominal clock, guessed bandwidth; `akg hw calibrate --target "
                 f"{target}` measures them)")
     return f"{m.description}, its data file"

@@ -62,13 +62,12 @@ def resol(records: list[dict[str, Any]], target: str) -> None:
     from ir.problem import load_problem
 
     for r in records:
-        if not r.get("correct") or not r.get("candidate_ms"):
+        timed = [x for x in (r, *r.get("peers", {}).values()) if x.get("correct") and x.get("candidate_ms")]
+        if not timed or not r.get("path"):
             continue
         r["sol_ms"] = sol_bound(load_problem(ROOT / r["path"]), target) * 1e3
-        r["sol_fraction"] = r["sol_ms"] / r["candidate_ms"]
-        for pr in r.get("peers", {}).values():
-            if pr.get("candidate_ms"):
-                pr["sol_fraction"] = r["sol_ms"] / pr["candidate_ms"]
+        for x in timed:
+            x["sol_fraction"] = r["sol_ms"] / x["candidate_ms"]
 
 
 def main() -> int:
