@@ -196,7 +196,9 @@ def test_calibration_on_cpu_is_preferred_afterwards(capsys, tmp_path, monkeypatc
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # later tests of this process see no profile
     assert main(["hw", "calibrate", "--target", "cpu", "--quick"]) == 0
     doc = json.loads(calibrated_path("cpu").read_text())
-    assert doc["figures"]["memory.dram_bw"] > 1e8 and 0.01 < doc["figures"]["library.gemm_f32"] < 4
+    # a unit's sanity, not the host's speed: on a loaded 2-core host (make test's two workers) the quick
+    # GEMM's fastest of 9 trials once ran at 0.005 of the measured peak (two threads on one free core)
+    assert doc["figures"]["memory.dram_bw"] > 1e8 and 0.001 < doc["figures"]["library.gemm_f32"] < 4
     # the C++ backend's own GEMM, translated, verified and timed in the verifier's sandbox
     assert 0.005 < doc["figures"]["library.generated_gemm_cpp"] < 4
     assert load_target("cpu").fig("library", "generated_gemm_cpp").source == "calibrated"
