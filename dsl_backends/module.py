@@ -43,8 +43,11 @@ LIBRARY_DECLARATIONS = {
     "instance_norm": ["aten.native_batch_norm", "aten._native_batch_norm_legit*", "aten.cudnn_batch_norm",
                       "aten.miopen_batch_norm", "aten.repeat"],
     "rms_norm": ["aten._fused_rms_norm", "aten.pow", "aten.mean", "aten.add", "aten.add_", "aten.rsqrt", "aten.mul"],
+    # a boolean mask: torch's CPU attention turns it into an additive one (where(mask, 0, -inf)); shapes its
+    # fused kernels do not take (a value width other than the key's) go to its math path, in ATen ops
     "attention": ["aten._scaled_dot_product*", "aten.tril", "aten.bitwise_and", "aten.bitwise_not",
-                  "aten.logical_not", "aten.masked_fill"],
+                  "aten.logical_not", "aten.masked_fill", "aten.where", "aten.scalar_tensor", "aten._safe_softmax",
+                  "aten._softmax", "aten.bmm", "aten.mul", "aten.add", "aten.div", "aten.sqrt"],
 }
 
 REGISTER = '''

@@ -24,7 +24,7 @@ from ir.kernel.ir import Buf, LibraryCall
 from ir.passes.library import LIBRARY_FAMILIES, families_of
 from ir.verify import verify_graph
 
-from .conftest import problem_path
+from .conftest import ROOT, problem_path
 
 CASES = [  # op, argument shapes (None: absent; "bool": a boolean mask), attributes
     ("permute", [(2, 3, 4)], {"dims": [2, 0, 1]}),
@@ -59,6 +59,7 @@ CASES = [  # op, argument shapes (None: absent; "bool": a boolean mask), attribu
     ("attention", [(2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8)], {"scale": 0.5, "causal": True}),
     ("attention", [(2, 6, 8), (2, 6, 8), (2, 6, 8), "bool"], {"scale": None, "causal": True}),
     ("attention", [(2, 6, 8), (2, 6, 8), (2, 6, 8), (6, 6)], {"scale": None, "causal": True}),
+    ("attention", [(2, 6, 8), (2, 6, 8), (2, 6, 8), "bool-dead"], {"scale": None, "causal": False}),
 ]
 
 
@@ -69,8 +70,10 @@ def test_each_library_line_means_what_the_interpreter_says(op, shapes, attrs):
     for s in shapes:
         if s is None:
             args.append(None)
-        elif s == "bool":
+        elif s in ("bool", "bool-dead"):
             args.append(torch.rand(6, 6, generator=gen) > 0.3)
+            if s == "bool-dead":  # a query with every key masked: 0 in torch's attention and the IR's
+                args[-1][2] = False
         else:
             args.append(torch.randn(*s, generator=gen, dtype=torch.float64).abs().add(0.1)
                         if op == "batch_norm" else torch.randn(*s, generator=gen, dtype=torch.float64))
@@ -104,6 +107,16 @@ def test_each_family_forced_to_the_library_verifies(name, family, ops, tmp_path,
     src = (tmp_path / "m.py").read_text()
     assert f"library={family}" in src and "library call torch" in src
     verify_graph(t.graph)
+
+
+def test_a_library_attention_under_a_boolean_mask_verifies(tmp_path, monkeypatch):
+    """torch's CPU attention turns a boolean mask into an additive one through ATen's where (declared with
+    the call); padded queries, masked everywhere, answer 0 in the module as in the reference."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = ROOT / "tests" / "fixtures" / "attention_mostly_masked.py"
+    t = translate(path, "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1), library=("attention",))
+    assert t.verdict.accepted, t.verdict.line()
+    assert [s.op for s in t.program.library_calls()] == ["attention"]
 
 
 @pytest.mark.gpu
