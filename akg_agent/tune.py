@@ -93,14 +93,11 @@ def strategies_for(t: Translation) -> list[Strategy]:
 
 
 def _untuned_first(t: Translation) -> list[Strategy]:
-    """`strategies_for`, the strategy an untuned translate takes first (`untuned_strategy`: a --time limit
-    that cut the tune after the all-generated default left translate a measured module slower than the
-    untuned one)."""
+    """`strategies_for`, the strategy an untuned translate takes first, one of them or not (`untuned_strategy`,
+    e.g. GEMMs and an attention left to the library together: a --time limit that cut the tune after the
+    all-generated default left translate a measured module slower than the untuned one)."""
     out, first = strategies_for(t), untuned_strategy(t.plan, get_backend(t.dsl), t.target)[0]
-    if first in out:
-        out.remove(first)
-        out.insert(0, first)
-    return out
+    return [first, *(s for s in out if s != first)]
 
 
 def _families(t: Translation) -> list[str]:

@@ -471,3 +471,8 @@ def test_a_tune_measures_first_the_strategy_an_untuned_translate_takes():
     assert order[0] == Strategy(library=("gemm",)) and Strategy() in order[1:]
     soft = build(problem_path("softmax_logsoftmax"), "cpp", "cpu", tuned=False)
     assert tune_module._untuned_first(soft) == tune_module.strategies_for(soft)
+    # GEMMs beside an attention: the untuned strategy leaves both to the library, a pair no single-family
+    # strategy is, and still comes first (a new user's padded encoder measured only the default in 60 s)
+    block = build(root / "transformer_block.py", "cpp", "cpu", tuned=False)
+    order = tune_module._untuned_first(block)
+    assert order[0] == Strategy(library=("gemm", "attention")) and order[1:] == tune_module.strategies_for(block)
