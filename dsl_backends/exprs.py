@@ -136,6 +136,12 @@ def row_coords(k: Kernel) -> tuple[tuple[Var, ...], list[tuple[str, int]]]:
     return row_c, [(v.name, v.extent) for v in k.coords if v not in row_c]
 
 
+def rows_lead(k: Kernel) -> bool:
+    """Whether a row-fused kernel's row coordinates lead its output's: its row r at r x (its columns)."""
+    row_c, _ = row_coords(k)
+    return tuple(k.coords[:len(row_c)]) == row_c
+
+
 def row_count(k: Kernel) -> int:
     """How many rows a row-fused kernel has (its launch grid's extent, in rows)."""
     return math.prod(v.extent for v in row_coords(k)[0])

@@ -24,8 +24,6 @@ typedef float vf __attribute__((vector_size(32)));
 #else
 typedef float vf __attribute__((vector_size(16)));
 #endif
-int akg_lanes(void) { return (int)(sizeof(vf) / sizeof(float)); }
-int akg_threads(void) { return omp_get_max_threads(); }
 /* FMAs done by all threads in `iters` rounds of CHAINS independent vector FMAs (x = x * m + c, with m and c
    run-time values: nothing to fold); their sum goes to *sink so that none is dropped */
 #define EACH(F) F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11)

@@ -14,7 +14,7 @@ from typing import Any
 
 from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
-from akg_agent.verifier import DEFAULT_SEEDS, Verdict, verify
+from akg_agent.verifier import DEFAULT_SEEDS, Verdict, sol_trusted, verify
 from akg_agent.verifier.sandbox import Limits
 from akg_agent.verifier.timing import host_lock, paired_quartiles
 from hardware_models.spec import load_target
@@ -148,8 +148,7 @@ def sol_basis(target: str) -> str:
     m = load_target(target)
     if m.calibrated_from:
         return f"{m.description}, {m.calibrated_from}"
-    bw = m.figures.get("memory", {}).get("dram_bw")
-    if bw is not None and bw.source == "estimate":
+    if not sol_trusted(target):  # the bandwidth only estimated
         return (f"{m.description}, estimates (nominal clock, guessed bandwidth; `akg hw calibrate --target "
                 f"{target}` measures them)")
     return f"{m.description}, its data file"

@@ -14,7 +14,7 @@ from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
 from ..cstyle import CPrinter, decode
-from ..exprs import FLOATS, reads_along, row_coords, strided_reduction
+from ..exprs import FLOATS, reads_along, row_coords, rows_lead, strided_reduction
 from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
 from ..sweep import row_sweep, segmented_columns
@@ -137,7 +137,7 @@ def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     loop = [f"    for (int64_t akg_row = 0; akg_row < {rows}; ++akg_row) {{"]
     p = CPrinter(STYLE, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
-    stream = streamed(k, s) and tuple(k.coords[:len(row_c)]) == tuple(row_c)  # rows lead: row * n + col
+    stream = streamed(k, s) and rows_lead(k)  # the output's row at akg_row * n
     cache_terms(k, p, cols)  # a softmax's terms: once per element, kept for the sweep
     pre, fixed = precompute(column_values(k, cols), cols, n)  # the columns' own values, once
     p.fixed.update(fixed)

@@ -13,7 +13,7 @@ from ir.kernel.analysis import row_split, same_renamed
 from ir.kernel.ir import Expr, Kernel, Op, Reduce, walk
 
 from ..cstyle import CPrinter, decode
-from ..exprs import row_coords
+from ..exprs import row_coords, rows_lead
 
 CHUNK = 512  # terms per fp32 partial sum (each SIMD lane adds CHUNK / lanes of them)
 
@@ -36,12 +36,14 @@ def kept_sum(k: Kernel, cols: list[tuple[str, int]]) -> tuple[Reduce, list[Expr]
     return None
 
 
+def _output_row(k: Kernel) -> bool:
+    """A row kernel whose output's row may hold its terms (fp32, the rows leading it); the sum not looked at."""
+    return k.kind == "rownorm" and k.out.dtype == "f32" and row_split(k) is not None and rows_lead(k)
+
+
 def terms_in_output(k: Kernel) -> bool:
-    """Whether a row kernel keeps its sum's terms in its output's row (fp32, the rows leading it)."""
-    if k.kind != "rownorm" or k.out.dtype != "f32" or row_split(k) is None:
-        return False
-    row_c, cols = row_coords(k)
-    return tuple(k.coords[:len(row_c)]) == row_c and kept_sum(k, cols) is not None
+    """Whether a row kernel keeps its sum's terms in its output's row (`cache_terms`)."""
+    return _output_row(k) and kept_sum(k, row_coords(k)[1]) is not None
 
 
 def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
@@ -60,7 +62,7 @@ def cache_terms(k: Kernel, p: CPrinter, cols: list[tuple[str, int]]) -> bool:
     inner = p.scope(p.env, ind + "        ")
     decode([(total.axes[0].name, n)], "akg_col", inner)
     val = inner(total.body)
-    into = f"out + akg_row * {n}" if terms_in_output(k) else f"akg_row_scratch({n})"
+    into = f"out + akg_row * {n}" if _output_row(k) else f"akg_row_scratch({n})"  # `terms_in_output`, the sum found
     p.lines += [f"{ind}float* akg_t = {into};", f"{ind}double {acc} = 0;",
                 f"{ind}for (int64_t akg_kc = 0; akg_kc < {n}; akg_kc += {CHUNK}) {{",
                 f"{ind}    const int64_t akg_ke = std::min<int64_t>({n}, akg_kc + {CHUNK});",
