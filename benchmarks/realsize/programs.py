@@ -74,14 +74,14 @@ PROGRAMS: list[Program] = [
         "Square bf16 GEMM.",
         _fwd("A @ B", "A, B"),
         "[torch.randn({N}, {N}, dtype=torch.bfloat16), torch.randn({N}, {N}, dtype=torch.bfloat16)]",
-        {"gpu": {"N": 8192}, "cpu": {"N": 1280}},
+        {"gpu": {"N": 8192}, "cpu": {"N": 1664}},
     ),
     P(
         "gemm_bf16_batched",
         "Batched bf16 GEMM.",
         _fwd("torch.bmm(A, B)", "A, B"),
         "[torch.randn({B}, {N}, {N}, dtype=torch.bfloat16), torch.randn({B}, {N}, {N}, dtype=torch.bfloat16)]",
-        {"gpu": {"B": 48, "N": 2048}, "cpu": {"B": 12, "N": 512}},
+        {"gpu": {"B": 48, "N": 2048}, "cpu": {"B": 32, "N": 512}},
     ),
     P(
         "linear",
@@ -97,14 +97,14 @@ PROGRAMS: list[Program] = [
         "1-D convolution.",
         _layer("        self.conv = nn.Conv1d({C}, {O}, 5, padding=2)", "self.conv(x)"),
         "[torch.randn({B}, {C}, {L})]",
-        {"gpu": {"B": 64, "C": 128, "O": 256, "L": 8192}, "cpu": {"B": 12, "C": 64, "O": 128, "L": 2048}},
+        {"gpu": {"B": 64, "C": 128, "O": 256, "L": 8192}, "cpu": {"B": 24, "C": 64, "O": 128, "L": 2048}},
     ),
     P(
         "conv2d",
         "2-D convolution, 3x3.",
         _layer("        self.conv = nn.Conv2d({C}, {O}, 3, padding=1)", "self.conv(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 128, "O": 128, "H": 112}, "cpu": {"B": 8, "C": 64, "O": 64, "H": 56}},
+        {"gpu": {"B": 64, "C": 128, "O": 128, "H": 112}, "cpu": {"B": 16, "C": 64, "O": 64, "H": 56}},
     ),
     P(
         "conv3d",
@@ -125,7 +125,7 @@ PROGRAMS: list[Program] = [
         "Transposed 2-D convolution, stride 2.",
         _layer("        self.conv = nn.ConvTranspose2d({C}, {O}, 4, stride=2, padding=1)", "self.conv(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 96, "C": 128, "O": 64, "H": 64}, "cpu": {"B": 16, "C": 64, "O": 32, "H": 32}},
+        {"gpu": {"B": 96, "C": 128, "O": 64, "H": 64}, "cpu": {"B": 32, "C": 64, "O": 32, "H": 32}},
     ),
     # --- attention
     P(
@@ -148,21 +148,21 @@ PROGRAMS: list[Program] = [
         "Softmax over wide rows.",
         _fwd("torch.softmax(x, dim=-1)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 12288, "W": 32768}, "cpu": {"R": 512, "W": 16384}},
+        {"gpu": {"R": 12288, "W": 32768}, "cpu": {"R": 2048, "W": 16384}},
     ),
     P(
         "log_softmax_wide",
         "Log-softmax over wide rows.",
         _fwd("torch.log_softmax(x, dim=-1)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 12288, "W": 32768}, "cpu": {"R": 512, "W": 16384}},
+        {"gpu": {"R": 12288, "W": 32768}, "cpu": {"R": 2048, "W": 16384}},
     ),
     P(
         "layernorm",
         "LayerNorm over the last dimension.",
         _layer("        self.ln = nn.LayerNorm({W})", "self.ln(x)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 49152, "W": 8192}, "cpu": {"R": 2048, "W": 4096}},
+        {"gpu": {"R": 49152, "W": 8192}, "cpu": {"R": 8192, "W": 4096}},
     ),
     P(
         "rmsnorm",
@@ -172,7 +172,7 @@ PROGRAMS: list[Program] = [
             "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight",
         ),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 16384, "W": 8192}, "cpu": {"R": 2048, "W": 4096}},
+        {"gpu": {"R": 16384, "W": 8192}, "cpu": {"R": 4096, "W": 4096}},
     ),
     P(
         "batchnorm2d",
@@ -186,7 +186,7 @@ PROGRAMS: list[Program] = [
         "GroupNorm, 8 groups.",
         _layer("        self.gn = nn.GroupNorm(8, {C})", "self.gn(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 160, "C": 128, "H": 128}, "cpu": {"B": 128, "C": 64, "H": 64}},
+        {"gpu": {"B": 160, "C": 128, "H": 128}, "cpu": {"B": 192, "C": 64, "H": 64}},
     ),
     # --- reductions over each axis
     P(
@@ -208,14 +208,14 @@ PROGRAMS: list[Program] = [
         "Sum over the last dimension.",
         _fwd("x.sum(-1)"),
         "[torch.randn({A}, {Bd}, {C})]",
-        {"gpu": {"A": 1024, "Bd": 1024, "C": 1024}, "cpu": {"A": 256, "Bd": 512, "C": 512}},
+        {"gpu": {"A": 1024, "Bd": 1024, "C": 1024}, "cpu": {"A": 512, "Bd": 512, "C": 512}},
     ),
     P(
         "argmax_last",
         "Argmax over the last dimension.",
         _fwd("x.argmax(-1)"),
         "[torch.randn({A}, {C})]",
-        {"gpu": {"A": 262144, "C": 4096}, "cpu": {"A": 8192, "C": 2048}},
+        {"gpu": {"A": 262144, "C": 4096}, "cpu": {"A": 16384, "C": 2048}},
     ),
     P(
         "var_mean",
@@ -236,7 +236,7 @@ PROGRAMS: list[Program] = [
         "Layer norm over each sample's (C, H, W): few rows, each millions long.",
         _layer("        self.ln = nn.LayerNorm([{C}, {H}, {H}])", "self.ln(x)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 16, "C": 64, "H": 256}, "cpu": {"B": 1, "C": 64, "H": 384}},
+        {"gpu": {"B": 16, "C": 64, "H": 256}, "cpu": {"B": 1, "C": 64, "H": 512}},
     ),
     P(
         "softmax_heads_reshape",
@@ -244,7 +244,7 @@ PROGRAMS: list[Program] = [
         _layer("        self.w = nn.Parameter(torch.rand({H} * {T}) + 0.5)",
                "(torch.softmax(x.reshape({B}, {H}, {T}), -1) * 2.0).reshape({B}, {H} * {T}) * self.w"),
         "[torch.randn({B}, {H} * {T})]",
-        {"gpu": {"B": 2048, "H": 16, "T": 4096}, "cpu": {"B": 256, "H": 8, "T": 4096}},
+        {"gpu": {"B": 2048, "H": 16, "T": 4096}, "cpu": {"B": 512, "H": 8, "T": 4096}},
     ),
     # --- pooling
     P(
@@ -259,14 +259,14 @@ PROGRAMS: list[Program] = [
         "Average pooling 2x2.",
         _fwd("F.avg_pool2d(x, 2)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 128, "H": 224}, "cpu": {"B": 8, "C": 64, "H": 112}},
+        {"gpu": {"B": 64, "C": 128, "H": 224}, "cpu": {"B": 16, "C": 64, "H": 112}},
     ),
     P(
         "adaptive_avgpool",
         "Global average pooling.",
         _fwd("F.adaptive_avg_pool2d(x, 1)"),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 192, "C": 512, "H": 112}, "cpu": {"B": 96, "C": 256, "H": 56}},
+        {"gpu": {"B": 192, "C": 512, "H": 112}, "cpu": {"B": 160, "C": 256, "H": 56}},
     ),
     # --- scans
     P(
@@ -274,7 +274,7 @@ PROGRAMS: list[Program] = [
         "Cumulative sum along rows.",
         _fwd("torch.cumsum(x, dim=1)"),
         "[torch.randn({R}, {W})]",
-        {"gpu": {"R": 24576, "W": 16384}, "cpu": {"R": 1024, "W": 8192}},
+        {"gpu": {"R": 24576, "W": 16384}, "cpu": {"R": 3072, "W": 8192}},
     ),
     P(
         "cumsum_reverse",
@@ -317,7 +317,7 @@ PROGRAMS: list[Program] = [
             "(torch.relu(self.conv(x)) + self.bias) * 2.0",
         ),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 32, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 12, "C": 32, "O": 64, "H": 56}},
+        {"gpu": {"B": 32, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 24, "C": 32, "O": 64, "H": 56}},
     ),
     P(
         "conv_bn_relu",
@@ -327,7 +327,7 @@ PROGRAMS: list[Program] = [
             "torch.relu(self.bn(self.conv(x)))",
         ),
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 12, "C": 32, "O": 64, "H": 56}},
+        {"gpu": {"B": 64, "C": 64, "O": 128, "H": 112}, "cpu": {"B": 24, "C": 32, "O": 64, "H": 56}},
     ),
     P(
         "gemm_layernorm_relu",
@@ -377,7 +377,7 @@ PROGRAMS: list[Program] = [
         "    def forward(self, x):\n        y = torch.relu(self.b1(self.c1(x)))\n"
         "        return torch.relu(self.b2(self.c2(y)) + x)\n",
         "[torch.randn({B}, {C}, {H}, {H})]",
-        {"gpu": {"B": 64, "C": 128, "H": 56}, "cpu": {"B": 12, "C": 64, "H": 28}},
+        {"gpu": {"B": 64, "C": 128, "H": 56}, "cpu": {"B": 32, "C": 64, "H": 28}},
     ),
     P(
         "lstm_cell_8_steps",

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(96, 256, 56, 56)]
+    return [torch.randn(160, 256, 56, 56)]
 
 
 def get_init_inputs():

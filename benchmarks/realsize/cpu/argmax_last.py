@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(8192, 2048)]
+    return [torch.randn(16384, 2048)]
 
 
 def get_init_inputs():

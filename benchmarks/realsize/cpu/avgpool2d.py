@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(8, 64, 112, 112)]
+    return [torch.randn(16, 64, 112, 112)]
 
 
 def get_init_inputs():

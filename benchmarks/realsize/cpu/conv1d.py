@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(12, 64, 2048)]
+    return [torch.randn(24, 64, 2048)]
 
 
 def get_init_inputs():

@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(8, 64, 56, 56)]
+    return [torch.randn(16, 64, 56, 56)]
 
 
 def get_init_inputs():

@@ -15,7 +15,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(12, 32, 56, 56)]
+    return [torch.randn(24, 32, 56, 56)]
 
 
 def get_init_inputs():

@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(16, 64, 32, 32)]
+    return [torch.randn(32, 64, 32, 32)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(1024, 8192)]
+    return [torch.randn(3072, 8192)]
 
 
 def get_init_inputs():

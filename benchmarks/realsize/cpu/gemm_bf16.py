@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(1280, 1280, dtype=torch.bfloat16), torch.randn(1280, 1280, dtype=torch.bfloat16)]
+    return [torch.randn(1664, 1664, dtype=torch.bfloat16), torch.randn(1664, 1664, dtype=torch.bfloat16)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(12, 512, 512, dtype=torch.bfloat16), torch.randn(12, 512, 512, dtype=torch.bfloat16)]
+    return [torch.randn(32, 512, 512, dtype=torch.bfloat16), torch.randn(32, 512, 512, dtype=torch.bfloat16)]
 
 
 def get_init_inputs():

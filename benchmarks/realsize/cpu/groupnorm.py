@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(128, 64, 64, 64)]
+    return [torch.randn(192, 64, 64, 64)]
 
 
 def get_init_inputs():

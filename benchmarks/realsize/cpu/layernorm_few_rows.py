@@ -7,14 +7,14 @@ import torch.nn.functional as F
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.ln = nn.LayerNorm([64, 384, 384])
+        self.ln = nn.LayerNorm([64, 512, 512])
 
     def forward(self, x):
         return self.ln(x)
 
 
 def get_inputs():
-    return [torch.randn(1, 64, 384, 384)]
+    return [torch.randn(1, 64, 512, 512)]
 
 
 def get_init_inputs():

@@ -18,7 +18,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(12, 64, 28, 28)]
+    return [torch.randn(32, 64, 28, 28)]
 
 
 def get_init_inputs():

@@ -10,11 +10,11 @@ class Model(nn.Module):
         self.w = nn.Parameter(torch.rand(8 * 4096) + 0.5)
 
     def forward(self, x):
-        return (torch.softmax(x.reshape(256, 8, 4096), -1) * 2.0).reshape(256, 8 * 4096) * self.w
+        return (torch.softmax(x.reshape(512, 8, 4096), -1) * 2.0).reshape(512, 8 * 4096) * self.w
 
 
 def get_inputs():
-    return [torch.randn(256, 8 * 4096)]
+    return [torch.randn(512, 8 * 4096)]
 
 
 def get_init_inputs():

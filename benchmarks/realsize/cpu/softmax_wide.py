@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(512, 16384)]
+    return [torch.randn(2048, 16384)]
 
 
 def get_init_inputs():

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(256, 512, 512)]
+    return [torch.randn(512, 512, 512)]
 
 
 def get_init_inputs():
