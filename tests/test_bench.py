@@ -48,6 +48,23 @@ def test_paired_speedups_divide_out_the_hosts_drift():
     assert summarize(recs, ["eager"])["slower_beyond_noise_vs_eager"] == ["slow"]
 
 
+def test_a_rows_a_a_control_sets_the_noise_its_speedups_are_judged_by():
+    """With the run's A/A control (eager timed twice), a row is slower beyond noise only where it is slower
+    in three turns of four and its speedup falls below the control's lower quartile: the same library
+    call as eager's, 0.99x in a run whose eager-vs-eager spread is 0.98-1.02, is noise; 0.95x is not."""
+    def row(name: str, speedup: float, q: list[float], noise: list[float] | None) -> dict:
+        r = {"problem": name, "correct": True, "speedup": {"eager": speedup, "compile": speedup},
+             "speedup_quartiles": {"eager": q, "compile": q}}
+        return r if noise is None else dict(r, noise_quartiles=noise)
+    recs = [row("same_call", 0.99, [0.97, 0.996], [0.98, 1.02]),
+            row("slower", 0.95, [0.94, 0.97], [0.98, 1.02]),
+            row("faster_turns", 0.99, [0.97, 1.01], [0.995, 1.005]),  # not slower in 3 of 4 turns
+            row("no_control", 0.99, [0.97, 0.996], None)]  # runs without the control: the turns alone
+    s = summarize(recs, ["eager", "compile"])
+    assert s["slower_beyond_noise_vs_eager"] == ["slower", "no_control"]
+    assert s["slower_beyond_noise_vs_compile"] == ["slower", "no_control"]
+
+
 def test_bench_end_to_end(tmp_path, capsys):
     sols = tmp_path / "sols"
     sols.mkdir()
@@ -69,10 +86,14 @@ def test_bench_end_to_end(tmp_path, capsys):
     assert "speed-of-light from: " in capsys.readouterr().out
     lo, hi = recs["mm_scalar_mul"]["speedup_quartiles"]["eager"]  # paired over the 4 turns
     assert 0 < lo <= hi
+    # the A/A control: eager's module timed a second time in the same turns, kept out of the speedups
+    lo, hi = recs["mm_scalar_mul"]["noise_quartiles"]
+    assert 0 < lo <= hi and list(recs["mm_scalar_mul"]["speedup"]) == ["eager"]
+    assert doc["meta"]["baselines"] == ["eager"]
     assert not recs["mm_matvec"]["correct"] and recs["red_sum_mean"]["reason"] == "no solution"
     assert doc["summary"]["problems"] == 3 and doc["summary"]["correct"] == 1
     html = (out / "report.html").read_text()
-    assert "<svg" in html and "speedup vs eager" in html and "mm_scalar_mul" in html
+    assert "<svg" in html and "speedup vs eager" in html and "mm_scalar_mul" in html and "A/A noise" in html
     assert not (out / "results.partial.json").exists()
 
 

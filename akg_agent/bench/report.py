@@ -64,6 +64,12 @@ def _spread(r: dict[str, Any], b: str) -> str:
     return f" ({q[0]:.3g}-{q[1]:.3g})" if q else ""
 
 
+def _noise(r: dict[str, Any]) -> str:
+    """The run's A/A control: eager against a second eager, the quartiles of its paired speedups."""
+    q = r.get("noise_quartiles")
+    return f"{q[0]:.3g}-{q[1]:.3g}" if q else ""
+
+
 def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> str:
     baselines = meta.get("baselines", [])
     rows = []
@@ -76,7 +82,7 @@ def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dic
         plan = "; ".join(f"group {g}: {what}" for g, what in r.get("groups", {}).items())
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             r["problem"], "yes" if r.get("correct") else "no", r.get("reason", ""),
-            f"{cand:.4g}" if cand else "", sp, peers,
+            f"{cand:.4g}" if cand else "", sp, _noise(r), peers,
             f"{r['sol_fraction']:.1%}" if r.get("sol_fraction") else "",
             f"{r['guard_us']:.2f}" if r.get("guard_us") is not None else "",
             r.get("strategy", ""), plan)) + "</tr>")
@@ -90,7 +96,8 @@ def render(records: Sequence[dict[str, Any]], summary: dict[str, Any], meta: dic
                        None, False, ""))
     summ = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in summary.items())
     head = "".join(f"<th>{h}</th>" for h in ("problem", "correct", "reason", "candidate ms", "speedup",
-                                            "side by side (pure, other DSLs)", "of SOL", "input guard us",
+                                            "A/A noise (eager vs eager)", "side by side (pure, other DSLs)",
+                                            "of SOL", "input guard us",
                                             "strategy", "per group"))
     info = html.escape(", ".join(f"{k}={v}" for k, v in meta.items()))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>akg bench</title>

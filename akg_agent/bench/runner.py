@@ -16,7 +16,7 @@ from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
 from akg_agent.verifier import DEFAULT_SEEDS, Verdict, sol_trusted, verify
 from akg_agent.verifier.sandbox import Limits
-from akg_agent.verifier.timing import host_lock, paired_quartiles
+from akg_agent.verifier.timing import AA_BASELINE, host_lock, paired_quartiles
 from hardware_models.spec import load_target
 from ir.errors import AkgError
 
@@ -37,6 +37,12 @@ def collect(paths: Sequence[str]) -> list[Path]:
     if not out:
         raise AkgError("no problem files found under the given paths")
     return out
+
+
+def timed_baselines(baselines: Sequence[str]) -> tuple[str, ...]:
+    """The user's baselines and, beside eager, the A/A control (eager's module a second time): each row
+    then carries the spread two identical calls show in that run, the noise its speedups are judged by."""
+    return tuple(baselines) + ((AA_BASELINE,) if "eager" in baselines else ())
 
 
 def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequence[str], trials: int | None,
@@ -61,7 +67,7 @@ def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequ
             refused[label] = {"correct": False, "speedup": {}, "reason": pv.reason, "code": pv.code}
     peers = {lb: pt for lb, pt in (peers or {}).items() if lb not in refused}
     try:
-        v = verify(problem, solution, target=target, timing=True, baselines=tuple(baselines), trials=trials,
+        v = verify(problem, solution, target=target, timing=True, baselines=timed_baselines(baselines), trials=trials,
                    limits=Limits(timeout_s=timeout_s), peers=peers or None, timing_lock=timing_lock)
     except AkgError as e:
         rec["reason"] = str(e)
@@ -121,6 +127,9 @@ def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: 
                 rec.setdefault("compile_s", {})[b] = base["compile_s"]
             if base.get("error"):
                 rec.setdefault("baseline_errors", {})[b] = base["error"]
+        noise = paired_quartiles(t.get("eager", {}).get("trials_s", ()), t.get(AA_BASELINE, {}).get("trials_s", ()))
+        if noise:  # eager against itself in this run: how far apart two identical calls' turns fall here
+            rec["noise_quartiles"] = list(noise)
         sol = v.details.get("sol_s")  # the verifier's bound (after the algebraic rewrites)
         if sol:
             rec["sol_ms"], rec["sol_fraction"] = sol * 1e3, sol / cand
@@ -139,6 +148,8 @@ def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: 
                     pr["speedup_quartiles"] = {b: list(q) for b, q in qs.items() if q}
                 if rec.get("sol_ms"):
                     pr["sol_fraction"] = rec["sol_ms"] / pr["candidate_ms"]
+                if noise:
+                    pr["noise_quartiles"] = list(noise)
             rec["peers"][label] = pr
     return rec
 
@@ -238,7 +249,7 @@ def _bench_on(cluster: Cluster, problems: list[Path], dirs: dict[str, Path], tar
                    "reason": "no solution"}
             continue
         works.append(Work((str(p), have[0]), p.name, p.read_text(), (dirs[have[0]] / p.name).read_text(), DEFAULT_SEEDS,
-                          tuple(baselines), timeout_s, sol_check=True, trials=trials,
+                          timed_baselines(baselines), timeout_s, sol_check=True, trials=trials,
                           peers=tuple((lb, (dirs[lb] / p.name).read_text()) for lb in have[1:])))
     t0 = time.perf_counter()
     for done in cluster.run(works):

@@ -242,6 +242,11 @@ def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequenc
     return out
 
 
+# a second instance of the reference timed as one more contender: its paired speedups over eager are what
+# the host's noise alone makes of two identical calls (an A/A control), the band a candidate is held to
+AA_BASELINE = "eager-again"
+
+
 def paired_quartiles(base_s: Sequence[float], cand_s: Sequence[float]) -> tuple[float, float] | None:
     """The lower and upper quartiles of base/candidate over the turns both ran in (trial i of each in
     turn i): the spread of a speedup once the host's drift, which both saw, is divided out. An upper
