@@ -21,12 +21,25 @@ from ..sweep import row_sweep, segmented_columns
 from . import flash
 from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
-from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
+from .pack import (
+    PACK_RUNTIME,
+    a_panel,
+    bf16_pairs,
+    pack_a_by_k,
+    pack_check,
+    pack_launch,
+    pack_loops,
+    pack_params,
+    packed_at,
+    packed_type,
+    panel_float,
+    weight_bufs,
+)
 from .scan import render_scan
 from .stream import STREAM_BLOCK, blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 from .terms import cache_terms
-from .tile import vector_tile, vector_width
+from .tile import pair_tile, vector_tile, vector_width
 from .transpose import transposed_coord, transposed_tiles
 from .wide import with_width
 
@@ -308,7 +321,7 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     if small_m(k):
         return render_small_m(k, s)
     g = split_gemm(k)
-    dot, a_e, b_e, kv, n_vars = g.dot, g.a, g.b, g.k, g.cols
+    dot, a_e, kv, n_vars = g.dot, g.a, g.k, g.cols
     if not n_vars:  # both operands index every output coordinate (a reshaped epilogue over run-time sizes)
         raise UnsupportedKernel(f"{k.name}: its GEMM's columns cannot be told from its rows (an epilogue reshape "
                                 f"over run-time sizes); leave GEMMs to torch with --library gemm")
@@ -318,7 +331,7 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     sched = {**GEMM_SCHEDULE, **{a: b for a, b in s.items() if a in GEMM_SCHEDULE}}
     mr, nr, kc = sched["MR"], sched["NR"], min(sched["KC"], kk)
     nb = min(-(-sched["NB"] // nr) * nr, n)
-    bt, ct = STYLE.ctype_compute(b_e.dtype), STYLE.ctype_compute(k.out.dtype)
+    bt, ct, pair = packed_type(g), STYLE.ctype_compute(k.out.dtype), bf16_pairs(g)
     # B packed in strips of NR columns, each strip's K rows one after another (a register tile then reads
     # its panel as one stream, not NR values from each of KC rows a row of B apart, which alias in the cache
     # when that row is a power of two long); packed in PACK x PACK tiles, so a weight stored transposed (a
@@ -346,26 +359,26 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
             *(blocks[::-1] if sched["COLS_OUTER"] else blocks),
             f"        const int64_t akg_n0 = akg_cb * {nb}, akg_nw = std::min<int64_t>({nb}, {n} - akg_n0);",
             f"        double akg_acc[{mr}][{nb}] = {{}};",
-            f"        {ct} akg_ap[{mr}][{kc}];",
+            f"        {bt if pair else ct} akg_ap[{mr}][{kc}];",  # bf16 pairs: A's bits too
             f"        const {bt}* akg_b[{mr}];",
             f"        for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {kc}) {{",
             f"            const int64_t akg_kw = std::min<int64_t>({kc}, {kk} - akg_k0);",
             f"            for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"                const int64_t akg_row = akg_rb * {mr} + akg_i;",
             f"                if (akg_row >= {rows}) {{ akg_b[akg_i] = akg_bp; "
-            f"for (int64_t q = 0; q < akg_kw; ++q) akg_ap[akg_i][q] = 0.0; continue; }}"]
+            f"for (int64_t q = 0; q < akg_kw; ++q) akg_ap[akg_i][q] = 0; continue; }}"]
     p = CPrinter(STYLE, {}, indent="                ")
     decode(row_vars, "akg_row", p)
     p.emit(f"akg_b[akg_i] = akg_bp + {bflat} * {kk * npad};")
     out += p.lines
     if not gathered:  # A stored transposed: its panel packed along its stored rows
-        out += _pack_a_by_k(a_e, kv.name, row_vars, mr, rows)
+        out += pack_a_by_k(a_e, kv.name, row_vars, mr, rows, pair)
     else:
         out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
         pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
         pa.emit(f"const int64_t {kv.name} = akg_k0 + akg_q;")
         a_val = pa(a_e)
-        out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = (double)({a_val});", "                }",
+        out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = {a_panel(a_val, pair)};", "                }",
                            "            }"]
     # the register tile: MR x NR accumulators kept in registers over a panel (fixed trip counts the
     # compiler unrolls), then added into the block's double accumulators; a column tail takes the
@@ -375,17 +388,22 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     out += [f"            for (int64_t akg_j0 = 0; akg_j0 < akg_nw; akg_j0 += {nr}) {{",
             f"                if (akg_j0 + {nr} <= akg_nw) {{"]
     vec = vector_width(nr, _lanes(target))
-    if shared_b and ct == bt == "float" and vec:
+    step = 2 if pair else 1  # a column's next value in a packed row
+    a_at = panel_float("akg_ap[akg_i][akg_q]", pair)
+    tail_at = packed_at(kk, nr, pair, f"(akg_n0 + akg_j) / {nr}", "akg_k0 + akg_q", f"(akg_n0 + akg_j) % {nr}")
+    if shared_b and ct == "float" and vec and pair and kc % 2 == 0:
+        out += pair_tile(mr, nr, kk, vec)
+    elif shared_b and ct == bt == "float" and vec:
         out += vector_tile(mr, nr, kk, vec)
     else:
         out += [f"                    {ct} akg_c[{mr}][{nr}] = {{}};",
                 "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
                 f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
-                f"                            const {ct} akg_a = akg_ap[akg_i][akg_q];",
-                f"                            const {bt}* akg_br = {brow} + (((akg_n0 + akg_j0) / {nr}) * {kk} + "
-                f"akg_k0 + akg_q) * {nr};",
+                f"                            const {ct} akg_a = {a_at};",
+                f"                            const {bt}* akg_br = {brow} + "
+                f"{packed_at(kk, nr, pair, f'(akg_n0 + akg_j0) / {nr}', 'akg_k0 + akg_q', '0')};",
                 f"                            for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
-                f"akg_c[akg_i][akg_jj] += akg_a * ({ct})akg_br[akg_jj];",
+                f"akg_c[akg_i][akg_jj] += akg_a * ({ct}){panel_float(f'akg_br[{step} * akg_jj]', pair)};",
                 "                        }", "                    }",
                 f"                    for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
                 f"                        for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
@@ -394,8 +412,8 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
             "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q)",
             f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
             "                            for (int64_t akg_j = akg_j0; akg_j < akg_nw; ++akg_j)",
-            f"                                akg_acc[akg_i][akg_j] += (double)akg_ap[akg_i][akg_q] * "
-            f"(double){brow}[(((akg_n0 + akg_j) / {nr}) * {kk} + akg_k0 + akg_q) * {nr} + (akg_n0 + akg_j) % {nr}];",
+            f"                                akg_acc[akg_i][akg_j] += (double){a_at} * "
+            f"(double){panel_float(f'{brow}[{tail_at}]', pair)};",
             "                }", "            }", "        }",
             f"        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"            const int64_t akg_row = akg_rb * {mr} + akg_i;",
@@ -416,22 +434,6 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     out += [f"                out[{flat}] = {STYLE.store(k.out.dtype, val)};", "            }", "        }",
             "    }", "    }"]
     return out + (["    return akg_stale;"] if cached else [])
-
-
-def _pack_a_by_k(a_e: Expr, k: str, row_vars: list[tuple[str, int]], block: int, rows: int) -> list[str]:
-    """A block's A panel packed with K outside and the block's rows inside: an A read along its rows
-    (stored transposed) then takes the block's neighbouring rows from each cache line, where K inside
-    would walk KC lines a stored row apart (a power of two apart: one cache set) for each row."""
-    out = ["            }", "            for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
-           f"                const int64_t {k} = akg_k0 + akg_q;",
-           f"                for (int akg_i = 0; akg_i < {block}; ++akg_i) {{",
-           f"                    const int64_t akg_row = akg_rb * {block} + akg_i;",
-           f"                    if (akg_row >= {rows}) continue;"]
-    p = CPrinter(STYLE, {k: k}, prefix="a", indent="                    ")
-    decode(row_vars, "akg_row", p)
-    a_val = p(a_e)
-    return out + p.lines + [f"                    akg_ap[akg_i][akg_q] = (double)({a_val});", "                }",
-                            "            }"]
 
 
 def _blocks_inside_batches(row_vars: list[tuple[str, int]], batch: list[tuple[str, int]], mr: int) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ir.kernel.analysis import GemmParts, split_gemm
-from ir.kernel.ir import Buf, Kernel, Load, size_args, walk
+from ir.kernel.ir import Buf, Expr, Kernel, Load, size_args, walk
 
 from ..cstyle import CPrinter, decode
 from ..exprs import reads_along
@@ -22,7 +22,44 @@ from .style import STYLE
 
 PACK_SAMPLES = 64
 PACK = 64  # side of the tiles B is packed in
-_DTYPES = {"float": "torch.float32", "double": "torch.float64"}
+_DTYPES = {"float": "torch.float32", "double": "torch.float64", "uint16_t": "torch.int16"}
+
+
+def bf16_pairs(g: GemmParts) -> bool:
+    """Both operands bf16 and K even: B is packed as bf16 pairs (a column's values at K rows 2p and 2p + 1
+    side by side, 32 bits a column), half the bytes of an fp32 copy, which one AVX512-BF16 dot product
+    takes two K rows at a time (tile.pair_tile)."""
+    return g.a.dtype == "bf16" and g.b.dtype == "bf16" and g.k.extent % 2 == 0
+
+
+def packed_type(g: GemmParts) -> str:
+    """The C type of B's packed copy: its 16 bits where packed as bf16 pairs, else B's compute type."""
+    return "uint16_t" if bf16_pairs(g) else STYLE.ctype_compute(g.b.dtype)
+
+
+def packed_value(g: GemmParts, val: str) -> str:
+    """B's value `val` (in its compute type) as its packed copy holds it."""
+    return f"akg_f32_to_bf16({val})" if bf16_pairs(g) else val
+
+
+def a_panel(val: str, pair: bool) -> str:
+    """A's value (its compute type) as the GEMM's packed A panel holds it: its bf16 bits beside bf16 pairs
+    of B (exact: the value is a bf16 operand's), else the compute type."""
+    return f"akg_f32_to_bf16({val})" if pair else f"(double)({val})"
+
+
+def panel_float(ref: str, pair: bool) -> str:
+    """A packed panel's element `ref` as a float."""
+    return f"akg_bf16_to_f32({ref})" if pair else ref
+
+
+def packed_at(kk: int, nr: int, pair: bool, strip: str, k: str, col: str) -> str:
+    """Where, inside a batch's packed B, the element at K row `k` and column `col` of strip `strip` lies:
+    each strip's K rows one after another, NR values a row; as pairs, rows 2p and 2p + 1 interleaved
+    column by column."""
+    if pair:
+        return f"({strip}) * {kk * nr} + (({k}) & ~1LL) * {nr} + ({col}) * 2 + (({k}) & 1)"
+    return f"(({strip}) * {kk} + {k}) * {nr} + {col}"
 
 
 def weight_bufs(k: Kernel) -> list[Buf]:
@@ -31,7 +68,7 @@ def weight_bufs(k: Kernel) -> list[Buf]:
     if k.kind != "matmul" or size_args(k) or small_m(k):
         return []
     g = split_gemm(k)
-    if STYLE.ctype_compute(g.b.dtype) not in _DTYPES:
+    if packed_type(g) not in _DTYPES:
         return []
     bufs = {e.buf.name: e.buf for e in walk(g.b) if isinstance(e, Load)}
     return list(bufs.values()) if bufs and all(b.role == "param" for b in bufs.values()) else []
@@ -41,7 +78,7 @@ def pack_params(k: Kernel) -> tuple[str, ...]:
     """The kernel's extra parameters: the module's packed copy and whether to pack into it."""
     if not weight_bufs(k):
         return ()
-    return (f"{STYLE.ctype_compute(split_gemm(k).b.dtype)}* akg_bpc", "const int64_t akg_fresh")
+    return (f"{packed_type(split_gemm(k))}* akg_bpc", "const int64_t akg_fresh")
 
 
 def pack_loops(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
@@ -60,26 +97,27 @@ def pack_loops(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
     pp = CPrinter(STYLE, {kv: kv}, prefix="p", indent="            ")
     decode(g.batch, "akg_batch", pp, bounded=True)
     decode(g.cols, "akg_col", pp, bounded=True)
-    b_val = pp(g.b)
+    b_val = packed_value(g, pp(g.b))
+    pair = bf16_pairs(g)
     along = reads_along(g.b, g.cols[-1][0])
-    if along and PACK % nr == 0:
+    if along and PACK % nr == 0:  # a strip's row (or pair of rows) one contiguous run of the packed copy
+        step = "2 * " if pair else ""
         return out + ["    " + ks, "        " + at_k,
                       f"        for (int64_t akg_s = akg_c0; akg_s < std::min<int64_t>(akg_c0 + {PACK}, {n}); "
                       f"akg_s += {nr}) {{",
-                      f"        {bt}* akg_dst = akg_bp + akg_batch * {kk * npad} + ((akg_s / {nr}) * {kk} + {kv}) "
-                      f"* {nr} - akg_s;",
+                      f"        {bt}* akg_dst = akg_bp + akg_batch * {kk * npad} + "
+                      f"{packed_at(kk, nr, pair, f'akg_s / {nr}', kv, '0')} - {step}akg_s;",
                       f"        for (int64_t akg_col = akg_s; akg_col < std::min<int64_t>(akg_s + {nr}, {n}); "
-                      "++akg_col) {", *pp.lines, f"            akg_dst[akg_col] = {b_val};",
+                      "++akg_col) {", *pp.lines, f"            akg_dst[{step}akg_col] = {b_val};",
                       "        }", "        }", "    }", "    }", "    }"]
     outer, inner = (ks, cols) if along else (cols, ks)
     return out + ["    " + outer, "        " + inner, "            " + at_k, *pp.lines,
-                  f"            akg_bp[{packed_place(kk, npad, nr, kv)}] = {b_val};", "        }", *["    }"] * 3]
+                  f"            akg_bp[{packed_place(kk, npad, nr, kv, pair)}] = {b_val};", "        }", *["    }"] * 3]
 
 
-def packed_place(kk: int, npad: int, nr: int, kv: str) -> str:
-    """Where B's element (akg_batch, kv, akg_col) lies in the packed copy: strips of `nr` columns, each
-    strip's K rows one after another."""
-    return f"akg_batch * {kk * npad} + ((akg_col / {nr}) * {kk} + {kv}) * {nr} + akg_col % {nr}"
+def packed_place(kk: int, npad: int, nr: int, kv: str, pair: bool) -> str:
+    """Where B's element (akg_batch, kv, akg_col) lies in the packed copy (`packed_at` in its batch)."""
+    return f"akg_batch * {kk * npad} + {packed_at(kk, nr, pair, f'akg_col / {nr}', kv, f'akg_col % {nr}')}"
 
 
 def pack_check(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
@@ -96,8 +134,8 @@ def pack_check(g: GemmParts, n: int, nr: int, bt: str) -> list[str]:
     pp = CPrinter(STYLE, {kv: kv}, prefix="q", indent="            ")
     decode(g.batch, "akg_batch", pp)
     decode(g.cols, "akg_col", pp)
-    val = pp(g.b)
-    place = packed_place(kk, npad, nr, kv)
+    val = packed_value(g, pp(g.b))
+    place = packed_place(kk, npad, nr, kv, bf16_pairs(g))
     return out + pp.lines + [
         f"            const {bt} akg_v = ({bt})({val});",
         f"            akg_stale = std::memcmp(&akg_v, akg_bp + {place}, sizeof(akg_v)) != 0;",
@@ -111,9 +149,26 @@ def pack_launch(k: Kernel, nr: int, args: list[str]) -> list[str]:
     n = math.prod(e for _, e in g.cols)
     numel = g.k.extent * math.prod(e for _, e in g.batch) * (-(-n // nr) * nr)
     srcs = "".join(f"_akg_get(self, {b.key!r}), " for b in weight_bufs(k))
-    return [f"_akg_pk = _akg_pack_take(self, {k.name!r}, ({srcs}), {numel}, {_DTYPES[STYLE.ctype_compute(g.b.dtype)]})",
+    return [f"_akg_pk = _akg_pack_take(self, {k.name!r}, ({srcs}), {numel}, {_DTYPES[packed_type(g)]})",
             f"_akg_pack_keep(self, {k.name!r}, _akg_pk, _AKG_LIB.{k.name}({', '.join(args)}, "
             "_akg_pk[0].data_ptr(), _akg_pk[1]))"]
+
+
+def pack_a_by_k(a_e: Expr, k: str, row_vars: list[tuple[str, int]], block: int, rows: int,
+                pair: bool) -> list[str]:
+    """A block's A panel packed with K outside and the block's rows inside: an A read along its rows
+    (stored transposed) then takes the block's neighbouring rows from each cache line, where K inside
+    would walk KC lines a stored row apart (a power of two apart: one cache set) for each row."""
+    out = ["            }", "            for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {",
+           f"                const int64_t {k} = akg_k0 + akg_q;",
+           f"                for (int akg_i = 0; akg_i < {block}; ++akg_i) {{",
+           f"                    const int64_t akg_row = akg_rb * {block} + akg_i;",
+           f"                    if (akg_row >= {rows}) continue;"]
+    p = CPrinter(STYLE, {k: k}, prefix="a", indent="                    ")
+    decode(row_vars, "akg_row", p)
+    a_val = p(a_e)
+    return out + p.lines + [f"                    akg_ap[akg_i][akg_q] = {a_panel(a_val, pair)};", "                }",
+                            "            }"]
 
 
 PACK_RUNTIME = '''

@@ -1,4 +1,4 @@
-"""The C++ GEMM's fp32 register tile as GCC vector extensions (dsl_backends/cpp/backend.py `_matmul`)."""
+"""The C++ GEMM's fp32 register tiles as GCC vector extensions (dsl_backends/cpp/backend.py `_matmul`)."""
 
 from __future__ import annotations
 
@@ -36,12 +36,56 @@ def vector_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
         lines.append(f"                        {{ const float akg_a = akg_ap[{i}][akg_q]; "
                      + " ".join(f"{cs[i][v]} += akg_a * akg_v{v};" for v in range(nv)) + " }")
     lines.append("                    }")
-    # each panel's sums into the block's double accumulators, half a vector at a time (a lane-by-lane
-    # loop became a shuffle, a scalar conversion and a scalar add per float)
+    return lines + _into_doubles(cs, vec)
+
+
+def pair_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
+    """`vector_tile` over bf16 pairs (pack.bf16_pairs: B's K rows 2p and 2p + 1 interleaved column by
+    column, A's panel bf16 bits), two K rows a step. With AVX512-BF16 one dot-product instruction
+    (vdpbf16ps) multiplies a B vector of 16 columns' pairs by A's broadcast pair and adds both products
+    into fp32 lanes: twice the FMA's work per instruction, half the bytes of B. Elsewhere a pair's 32
+    bits give both floats by a shift and a mask, two FMAs."""
+    nv = nr // vec
+    cs = [[f"akg_c{i}_{v}" for v in range(nv)] for i in range(mr)]
+    ahead = PANEL_AHEAD // 2  # bf16 values
+    lines = [f"                    typedef float akg_v __attribute__((vector_size({4 * vec})));",
+             f"                    typedef uint32_t akg_vu __attribute__((vector_size({4 * vec})));",
+             "                    akg_v " + ", ".join(f"{c} = {{}}" for row in cs for c in row) + ";",
+             f"                    const uint16_t* akg_bq = akg_b[0] + ((akg_n0 + akg_j0) / {nr}) * {kk * nr} "
+             f"+ akg_k0 * {nr};",
+             "                    for (int64_t akg_q = 0; akg_q < akg_kw; akg_q += 2) {",
+             *[f"                        __builtin_prefetch(akg_bq + akg_q * {nr} + {ahead + off});"
+               for off in range(0, 2 * nr, 32)],
+             "                        akg_vu " + ", ".join(f"akg_w{v}" for v in range(nv)) + ";",
+             *[f"                        __builtin_memcpy(&akg_w{v}, akg_bq + akg_q * {nr} + {2 * v * vec}, "
+               "sizeof(akg_vu));" for v in range(nv)]]
+    dot = [f"                        {{ uint32_t akg_a; __builtin_memcpy(&akg_a, &akg_ap[{i}][akg_q], 4); "
+           "const __m512bh akg_ab = (__m512bh)_mm512_set1_epi32((int)akg_a); "
+           + " ".join(f"{cs[i][v]} = (akg_v)_mm512_dpbf16_ps((__m512){cs[i][v]}, akg_ab, (__m512bh)akg_w{v});"
+                      for v in range(nv)) + " }" for i in range(mr)]
+    # a pair's low half is K row 2p: its float is the lane shifted up 16 bits; row 2p + 1's the lane masked
+    split = ["                        akg_v " + ", ".join(
+        f"akg_lo{v} = (akg_v)(akg_w{v} << 16), akg_hi{v} = (akg_v)(akg_w{v} & 0xffff0000u)" for v in range(nv)) + ";"]
+    split += [f"                        {{ const float akg_a0 = akg_bf16_to_f32(akg_ap[{i}][akg_q]), "
+              f"akg_a1 = akg_bf16_to_f32(akg_ap[{i}][akg_q + 1]); "
+              + " ".join(f"{cs[i][v]} += akg_a0 * akg_lo{v} + akg_a1 * akg_hi{v};" for v in range(nv)) + " }"
+              for i in range(mr)]
+    if vec == 16:
+        lines += ["#if defined(__AVX512BF16__)", *dot, "#else", *split, "#endif"]
+    else:
+        lines += split
+    lines.append("                    }")
+    return lines + _into_doubles(cs, vec)
+
+
+def _into_doubles(cs: list[list[str]], vec: int) -> list[str]:
+    """Each panel's sums into the block's double accumulators, half a vector at a time (a lane-by-lane
+    loop became a shuffle, a scalar conversion and a scalar add per float)."""
+    mr, nv = len(cs), len(cs[0])
     half = vec // 2
     lo, hi = ", ".join(map(str, range(half))), ", ".join(map(str, range(half, vec)))
-    lines += [f"                    typedef double akg_vd __attribute__((vector_size({8 * half})));",
-              "                    akg_vd akg_d;"]
+    lines = [f"                    typedef double akg_vd __attribute__((vector_size({8 * half})));",
+             "                    akg_vd akg_d;"]
     for i in range(mr):
         for v in range(nv):
             for h, lanes in ((0, lo), (1, hi)):
