@@ -1,10 +1,10 @@
 """`akg hw calibrate`: measure the present device and store a profile the cost model then prefers.
 
-Measured: copy bandwidth (DRAM), matrix-multiply rate per dtype and unit (on a CPU: the library's GEMM and the
-cores' FMA peak, `fma_peak`), and launch latency: warm-up, then the fastest of several trials (CUDA events on
-the GPU, perf_counter on the CPU). A figure here is what the device can do, and another process on the host
-only ever slows a trial down, so the fastest trial estimates it; a median taken on a busy host stored a rate
-many times too low.
+Measured: memory bandwidth (DRAM: a copy's or a read's, the faster), matrix-multiply rate per dtype and
+unit (on a CPU: the library's GEMM and the cores' FMA peak, `fma_peak`), and launch latency: warm-up, then
+the fastest of several trials (CUDA events on the GPU, perf_counter on the CPU). A figure here is what the
+device can do, and another process on the host only ever slows a trial down, so the fastest trial
+estimates it; a median taken on a busy host stored a rate many times too low.
 """
 
 from __future__ import annotations
@@ -54,10 +54,19 @@ def _time_cpu(fn: Callable[[], Any], trials: int, warmup: int = 2) -> float:
     return min(times)
 
 
-def _copy_bandwidth(device: str, n: int, timer: Callable[..., float], trials: int) -> float:
+def memory_bandwidth(device: str, n: int, timer: Callable[..., float], trials: int) -> float:
+    """The faster of a copy (read + write) and a read alone (a sum) over `n` floats: a copy's plain stores
+    also read their destination first on a CPU, traffic it does not count, so a kernel with streaming
+    stores moved its bytes faster than a copy-only figure allowed and was rejected as beating the bound."""
     src = torch.empty(n, dtype=torch.float32, device=device).uniform_()
     dst = torch.empty_like(src)
-    return 2 * src.nbytes / timer(lambda: dst.copy_(src), trials)  # read + write
+    return max(2 * src.nbytes / timer(lambda: dst.copy_(src), trials), src.nbytes / timer(src.sum, trials))
+
+
+def cpu_bandwidth_now(trials: int = 5) -> float:
+    """The host's memory bandwidth at this moment (a VM's varies with its neighbours': the same host
+    measured 45 and 85 GB/s half an hour apart)."""
+    return memory_bandwidth("cpu", 1 << 25, _time_cpu, trials)
 
 
 def measure(device: str, quick: bool = False) -> dict[str, float]:
@@ -67,7 +76,7 @@ def measure(device: str, quick: bool = False) -> dict[str, float]:
     trials = 9 if quick else (20 if gpu else 7)
     out: dict[str, float] = {}
     n = (1 << 28 if gpu else 1 << 25) // (4 if quick else 1)  # f32 elements: 1 GiB on the GPU
-    out["memory.dram_bw"] = _copy_bandwidth(device, n, timer, trials)
+    out["memory.dram_bw"] = memory_bandwidth(device, n, timer, trials)
     size = (8192 if not quick else 2048) if gpu else (1024 if not quick else 256)
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16} if gpu else {}
     for name, dt in dtypes.items():

@@ -276,6 +276,52 @@ def test_faster_than_speed_of_light_is_flagged():
     assert res["code"] == "faster_than_sol" and "beats the speed-of-light" in res["reason"]
 
 
+@pytest.mark.parametrize("other_s", [0.0, 10.0], ids=["memory-bound", "compute-bound"])
+def test_a_run_beating_a_bound_from_a_slow_calibration_is_bounded_again_at_the_present_bandwidth(other_s):
+    """A VM's bandwidth varies with its neighbours': a calibration taken while they were busy stored a
+    bandwidth a correct layer norm with streaming stores then beat, rejected as skipped work. A run that
+    beats the bound has its memory part bounded again at the bandwidth the host shows now (here the
+    bound's bandwidth is 1 kB/s, so any present one is faster): accepted, the new bound reported; a bound
+    whose compute part alone is beaten still rejects."""
+    from akg_agent.verifier.sandbox import run_job
+
+    job = {"ref": str(SCALE), "cand": str(CASES / "genuine_cpp_scale.py"), "device": "cpu", "seeds": [0, 1],
+           "train": False, "tolerances": {}, "sol_s": 10.0,
+           "sol_memory": {"dram_s": 10.0, "other_s": other_s, "bw": 1e3},
+           "timing": {"trials": 3, "baselines": []}}
+    res = run_job(job, Limits(timeout_s=60))
+    if other_s:
+        assert res["code"] == "faster_than_sol", res
+        return
+    assert res["status"] == "accepted", res
+    now = res["details"]["timing"]["sol_s_now"]
+    assert 0 < now < res["details"]["timing"]["candidate"]["median_s"]  # 10 s x 1 kB/s over some GB/s
+
+
+def test_verify_reports_the_bound_a_run_was_held_to(tmp_path, monkeypatch):
+    """Through verify: a host profile whose bandwidth is far too low (a slow moment's calibration), a
+    genuine memory-bound candidate accepted, its fraction of speed-of-light from the bound at the present
+    bandwidth."""
+    import json
+
+    from hardware_models.spec import calibrated_path
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    cal = calibrated_path("cpu")
+    cal.parent.mkdir(parents=True)
+    cal.write_text(json.dumps({"device": "test", "date": "today", "figures": {"memory.dram_bw": 1e3}}))
+    v = verify(SCALE, CASES / "genuine_cpp_scale.py", target="cpu", timing=True, trials=3)
+    assert v.accepted, v.line()
+    assert v.details["sol_s"] == v.details["timing"]["sol_s_now"] < v.details["timing"]["candidate"]["median_s"]
+
+
+def test_the_calibrated_bandwidth_is_a_copys_or_a_reads_the_faster():
+    from hardware_models.calibrate import cpu_bandwidth_now
+
+    bw = cpu_bandwidth_now(trials=2)
+    assert 1e9 < bw < 2e12  # bytes a second: above a disk's, below any memory system's
+
+
 def test_no_speed_of_light_check_from_an_estimated_bandwidth(tmp_path, monkeypatch):
     """An uncalibrated host CPU's bandwidth is a guess: a batch-1 linear whose weights stay in the last
     level cache ran under that guess's bound and was rejected as mis-timed; no bound is used then."""
