@@ -163,7 +163,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
     res = run_job(job, limits or Limits())
     details = res.get("details", {})
-    sol_s = (details.get("timing") or {}).get("sol_s_now") or sol_s  # the bound the run was held to
+    sol_s = details.get("sol_s_now") or sol_s  # the bound the run was held to
     details.update(device=device, target=target, on_target=on_target, sol_s=sol_s)
     if other is not None:
         details["timed_card"] = other
