@@ -199,8 +199,9 @@ def test_calibration_on_cpu_is_preferred_afterwards(capsys, tmp_path, monkeypatc
     # a unit's sanity, not the host's speed: on a loaded 2-core host (make test's two workers) the quick
     # GEMM's fastest of 9 trials once ran at 0.005 of the measured peak (two threads on one free core)
     assert doc["figures"]["memory.dram_bw"] > 1e8 and 0.001 < doc["figures"]["library.gemm_f32"] < 4
-    # the C++ backend's own GEMM, translated, verified and timed in the verifier's sandbox
-    assert 0.005 < doc["figures"]["library.generated_gemm_cpp"] < 4
+    # the C++ backend's own GEMM, translated, verified and timed in the verifier's sandbox (the same floor:
+    # it once measured 0.004 under load)
+    assert 0.001 < doc["figures"]["library.generated_gemm_cpp"] < 4
     assert load_target("cpu").fig("library", "generated_gemm_cpp").source == "calibrated"
     m = load_target("cpu")
     assert m.dram_bw == doc["figures"]["memory.dram_bw"] and m.calibrated_from

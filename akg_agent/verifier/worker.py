@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from hardware_models.calibrate import cpu_bandwidth_now
 from ir.problem import load_problem
 
 from . import timing
@@ -378,8 +379,6 @@ def _sol_now(mem: dict[str, float]) -> float:
     """The speed-of-light again at the bandwidth the host shows now, where that is higher than the one the
     bound assumed (a calibration taken while the VM's neighbours were busy); never a looser bound than
     the memory traffic at the present bandwidth or the rest of the bound."""
-    from hardware_models.calibrate import cpu_bandwidth_now
-
     with timing.exclusive():
         now = cpu_bandwidth_now()
     return max(mem["other_s"], mem["dram_s"] * min(1.0, mem["bw"] / now))

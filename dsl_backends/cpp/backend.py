@@ -18,23 +18,10 @@ from ..exprs import FLOATS, reads_along, row_coords, rows_lead, strided_reductio
 from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
 from ..sweep import row_sweep, segmented_columns
-from . import flash
+from . import flash, pack
 from .columns import column_values, index_tables, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
-from .pack import (
-    PACK_RUNTIME,
-    a_panel,
-    bf16_pairs,
-    pack_a_by_k,
-    pack_check,
-    pack_launch,
-    pack_loops,
-    pack_params,
-    packed_at,
-    packed_type,
-    panel_float,
-    weight_bufs,
-)
+from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
 from .scan import render_scan
 from .stream import STREAM_BLOCK, blocks, parallel, stream_default, streamable, streamed
 from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
@@ -331,7 +318,7 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     sched = {**GEMM_SCHEDULE, **{a: b for a, b in s.items() if a in GEMM_SCHEDULE}}
     mr, nr, kc = sched["MR"], sched["NR"], min(sched["KC"], kk)
     nb = min(-(-sched["NB"] // nr) * nr, n)
-    bt, ct, pair = packed_type(g), STYLE.ctype_compute(k.out.dtype), bf16_pairs(g)
+    bt, ct, pair = pack.packed_type(g), STYLE.ctype_compute(k.out.dtype), pack.bf16_pairs(g)
     # B packed in strips of NR columns, each strip's K rows one after another (a register tile then reads
     # its panel as one stream, not NR values from each of KC rows a row of B apart, which alias in the cache
     # when that row is a power of two long); packed in PACK x PACK tiles, so a weight stored transposed (a
@@ -372,14 +359,14 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     p.emit(f"akg_b[akg_i] = akg_bp + {bflat} * {kk * npad};")
     out += p.lines
     if not gathered:  # A stored transposed: its panel packed along its stored rows
-        out += pack_a_by_k(a_e, kv.name, row_vars, mr, rows, pair)
+        out += pack.pack_a_by_k(a_e, kv.name, row_vars, mr, rows, pair)
     else:
         out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
         pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
         pa.emit(f"const int64_t {kv.name} = akg_k0 + akg_q;")
         a_val = pa(a_e)
-        out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = {a_panel(a_val, pair)};", "                }",
-                           "            }"]
+        out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = {pack.a_panel(a_val, pair)};",
+                           "                }", "            }"]
     # the register tile: MR x NR accumulators kept in registers over a panel (fixed trip counts the
     # compiler unrolls), then added into the block's double accumulators; a column tail takes the
     # plain loop. One B pointer for every row unless rows of one block can lie in different batches.
@@ -388,9 +375,9 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     out += [f"            for (int64_t akg_j0 = 0; akg_j0 < akg_nw; akg_j0 += {nr}) {{",
             f"                if (akg_j0 + {nr} <= akg_nw) {{"]
     vec = vector_width(nr, _lanes(target))
-    step = 2 if pair else 1  # a column's next value in a packed row
-    a_at = panel_float("akg_ap[akg_i][akg_q]", pair)
-    tail_at = packed_at(kk, nr, pair, f"(akg_n0 + akg_j) / {nr}", "akg_k0 + akg_q", f"(akg_n0 + akg_j) % {nr}")
+    step = "2 * " if pair else ""  # a column's next value in a packed row
+    a_at = pack.panel_float("akg_ap[akg_i][akg_q]", pair)
+    tail_at = pack.packed_at(kk, nr, pair, f"(akg_n0 + akg_j) / {nr}", "akg_k0 + akg_q", f"(akg_n0 + akg_j) % {nr}")
     if shared_b and ct == "float" and vec and pair and kc % 2 == 0:
         out += pair_tile(mr, nr, kk, vec)
     elif shared_b and ct == bt == "float" and vec:
@@ -401,9 +388,9 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
                 f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
                 f"                            const {ct} akg_a = {a_at};",
                 f"                            const {bt}* akg_br = {brow} + "
-                f"{packed_at(kk, nr, pair, f'(akg_n0 + akg_j0) / {nr}', 'akg_k0 + akg_q', '0')};",
+                f"{pack.packed_at(kk, nr, pair, f'(akg_n0 + akg_j0) / {nr}', 'akg_k0 + akg_q', '0')};",
                 f"                            for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
-                f"akg_c[akg_i][akg_jj] += akg_a * ({ct}){panel_float(f'akg_br[{step} * akg_jj]', pair)};",
+                f"akg_c[akg_i][akg_jj] += akg_a * ({ct}){pack.panel_float(f'akg_br[{step}akg_jj]', pair)};",
                 "                        }", "                    }",
                 f"                    for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
                 f"                        for (int akg_jj = 0; akg_jj < {nr}; ++akg_jj) "
@@ -413,7 +400,7 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
             f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
             "                            for (int64_t akg_j = akg_j0; akg_j < akg_nw; ++akg_j)",
             f"                                akg_acc[akg_i][akg_j] += (double){a_at} * "
-            f"(double){panel_float(f'{brow}[{tail_at}]', pair)};",
+            f"(double){pack.panel_float(f'{brow}[{tail_at}]', pair)};",
             "                }", "            }", "        }",
             f"        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"            const int64_t akg_row = akg_rb * {mr} + akg_i;",
