@@ -90,7 +90,10 @@ def _akg_guard(args):
         elif a.dtype != dtype or a.device.type not in _AKG_DEVICES or (
                 a.shape != shape if not _AKG_DYNAMIC else not _akg_fits(a.shape, shape, sizes)):
             want = [f"{d}<={_AKG_DYNAMIC[d]}" if isinstance(d, str) else d for d in shape]
-            fix = ("translate again for these inputs" if not _AKG_DYNAMIC else
+            # only sizes differ: a module translated with --dynamic may serve
+            sized = a.dtype == dtype and a.dim() == len(shape) and a.device.type in _AKG_DEVICES
+            fix = ("translate again for these inputs" + (", or with --dynamic (e.g. --dynamic batch: sizes 1 to "
+                   "get_inputs()'s there)" if sized else "") if not _AKG_DYNAMIC else
                    ", ".join(f"{d} takes sizes 1 to {b}" for d, b in _AKG_DYNAMIC.items()) + " (the same in every "
                    "input), other dimensions are fixed; translate again with a larger bound (--dynamic NAME<=N)")
             raise ValueError(f"ModelNew input {name!r} (argument {i + 1}): expected {str(dtype)[6:]} "

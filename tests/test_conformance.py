@@ -179,6 +179,11 @@ def test_written_modules_reject_inputs_outside_their_envelope(dsl, tmp_path):
         assert msg.startswith("ModelNew input 'x' (argument 1): expected float32 [16, 32]"), (what, msg)
         assert "translate again" in msg
     assert "got float32 [1, 16, 32]" in lines["rank"] and "got float64" in lines["dtype"]
+    # only the sizes differ (where the module runs on this CPU): translating with --dynamic would serve it,
+    # and the error says so
+    here = "cpu" in lines["size"].split(", got")[0]
+    assert ("--dynamic" in lines["size"]) == here, lines["size"]
+    assert not any("--dynamic" in lines[w] for w in ("rank", "dtype", "device"))
     assert "on meta" in lines["device"]
 
 
