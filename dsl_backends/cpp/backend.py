@@ -3,6 +3,7 @@ shared library per module, built with -O3 for the host and cached by a hash of s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
 from ..sweep import row_sweep, segmented_columns
 from . import flash, pack
-from .columns import column_values, index_tables, precompute, row_values
+from .columns import column_values, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
 from .scan import render_scan
@@ -326,7 +327,15 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     kp, npad = batches * kk, -(-n // nr) * nr
     cached = bool(weight_bufs(k))
     gathered = not reads_along(a_e, row_vars[-1][0])  # A packed row by row: its index decoded per element
-    a_e, tables = index_tables(a_e, kv) if gathered else (a_e, [])
+    ga = pack.gathered_a(a_e, kv, row_vars) if gathered else None
+    a_e, tables = (ga.a, ga.lines) if ga else (a_e, [])
+    # a block of rows inside the input reads A in place (the fp32 vector tile over one B); else it packs
+    shared_b = batches == 1 or _blocks_inside_batches(row_vars, g.batch, mr)
+    vec = vector_width(nr, _lanes(target))
+    if ga and ga.direct and not (shared_b and ct == bt == "float" and vec):
+        ga = dataclasses.replace(ga, direct=None)
+    direct = pack.direct_setup(ga, kv.name, kk, row_vars, mr, rows) if ga and ga.direct else ([], [])
+    tables = tables + direct[0]
     out = [*tables, f"    std::vector<{bt}> akg_own;", f"    {bt}* akg_bp = akg_bpc;"] if cached else \
         [*tables, f"    {bt}* akg_bp = akg_pack_scratch<{bt}>({kp * npad});"]
     if cached:  # the module's copy, packed by an earlier call: checked where a write could hide from torch
@@ -347,7 +356,7 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
             f"        const int64_t akg_n0 = akg_cb * {nb}, akg_nw = std::min<int64_t>({nb}, {n} - akg_n0);",
             f"        double akg_acc[{mr}][{nb}] = {{}};",
             f"        {bt if pair else ct} akg_ap[{mr}][{kc}];",  # bf16 pairs: A's bits too
-            f"        const {bt}* akg_b[{mr}];",
+            f"        const {bt}* akg_b[{mr}];", *direct[1],
             f"        for (int64_t akg_k0 = 0; akg_k0 < {kk}; akg_k0 += {kc}) {{",
             f"            const int64_t akg_kw = std::min<int64_t>({kc}, {kk} - akg_k0);",
             f"            for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
@@ -361,25 +370,24 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     if not gathered:  # A stored transposed: its panel packed along its stored rows
         out += pack.pack_a_by_k(a_e, kv.name, row_vars, mr, rows, pair)
     else:
-        out.append("                for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {")
-        pa = CPrinter(STYLE, dict(p.env, **{kv.name: kv.name}), prefix="a", indent="                    ")
-        pa.emit(f"const int64_t {kv.name} = akg_k0 + akg_q;")
-        a_val = pa(a_e)
-        out += pa.lines + [f"                    akg_ap[akg_i][akg_q] = {pack.a_panel(a_val, pair)};",
-                           "                }", "            }"]
+        assert ga is not None
+        out += pack.gathered_pack(ga, kv.name, p.env, pair)
     # the register tile: MR x NR accumulators kept in registers over a panel (fixed trip counts the
     # compiler unrolls), then added into the block's double accumulators; a column tail takes the
     # plain loop. One B pointer for every row unless rows of one block can lie in different batches.
-    shared_b = batches == 1 or _blocks_inside_batches(row_vars, g.batch, mr)
     brow = "akg_b[0]" if shared_b else "akg_b[akg_i]"
     out += [f"            for (int64_t akg_j0 = 0; akg_j0 < akg_nw; akg_j0 += {nr}) {{",
             f"                if (akg_j0 + {nr} <= akg_nw) {{"]
-    vec = vector_width(nr, _lanes(target))
     step = "2 * " if pair else ""  # a column's next value in a packed row
     a_at = pack.panel_float("akg_ap[akg_i][akg_q]", pair)
+    if ga and ga.direct:  # the column tail of a block read in place
+        a_at = f"(akg_direct ? {pack.direct_at(ga, 'akg_i')} : {a_at})"
     tail_at = pack.packed_at(kk, nr, pair, f"(akg_n0 + akg_j) / {nr}", "akg_k0 + akg_q", f"(akg_n0 + akg_j) % {nr}")
     if shared_b and ct == "float" and vec and pair and kc % 2 == 0:
         out += pair_tile(mr, nr, kk, vec)
+    elif ga and ga.direct:
+        out += ["                    if (akg_direct) {", *vector_tile(mr, nr, kk, vec, lambda i: pack.direct_at(ga, i)),
+                "                    } else {", *vector_tile(mr, nr, kk, vec), "                    }"]
     elif shared_b and ct == bt == "float" and vec:
         out += vector_tile(mr, nr, kk, vec)
     else:

@@ -11,12 +11,16 @@ difference it packs into a buffer of its own for this call and tells the module 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ir.kernel.analysis import GemmParts, split_gemm
-from ir.kernel.ir import Buf, Expr, Kernel, Load, size_args, walk
+from ir.kernel.build import iop
+from ir.kernel.interior import row_interior
+from ir.kernel.ir import Buf, Const, Expr, IOp, Kernel, Load, Op, Var, free_vars, size_args, walk
 
 from ..cstyle import CPrinter, decode
 from ..exprs import reads_along
+from .columns import index_tables
 from .gemv import small_m
 from .style import STYLE
 
@@ -169,6 +173,127 @@ def pack_a_by_k(a_e: Expr, k: str, row_vars: list[tuple[str, int]], block: int, 
     a_val = p(a_e)
     return out + p.lines + [f"                    akg_ap[akg_i][akg_q] = {a_panel(a_val, pair)};", "                }",
                             "            }"]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """A gathered A operand (an implicit GEMM's window), its K index decoded through tables (`lines`, before
+    the kernel): `a` as written; `a_in` with its masks taken as true, for rows whose window lies inside the
+    input at every K index (the row flags `inner`; no flags: no masks); `direct`: where `a_in` is a plain
+    load at a row offset plus a K offset, those two parts, so a block of such rows is read in place by the
+    register tile, never packed."""
+
+    a: Expr
+    a_in: Expr | None
+    inner: tuple[tuple[tuple[str, ...], tuple[int, ...], tuple[bool, ...]], ...]
+    direct: tuple[str, Expr, Expr] | None  # (buffer, row offset, K offset)
+    lines: list[str]
+
+
+def gathered_a(a: Expr, k: Var, rows: list[tuple[str, int]]) -> Gathered:
+    masked = any(isinstance(e, Load) and e.mask is not None for e in walk(a))
+    ri = row_interior(a, k, rows) if masked else None
+    if masked and ri is None:
+        a, lines = index_tables(a, k)
+        return Gathered(a, None, (), None, lines)
+    both, lines = index_tables(Op("add", (a, ri.expr if ri else a), (), a.dtype), k)  # one set of tables
+    assert isinstance(both, Op)
+    a, a_in = both.args
+    inner = ri.tables if ri else ()
+    lines += [f"    static const unsigned char akg_in{j}[{len(ok)}] = {{{', '.join(str(int(b)) for b in ok)}}};"
+              for j, (_, _, ok) in enumerate(inner)]
+    direct = None
+    # only a window (K decoded through tables): a plain row-major A keeps its packed panel, which the tuned
+    # GEMM schedules were measured with
+    if lines and isinstance(a_in, Load) and a_in.mask is None and a_in.dtype == "f32":
+        flat: Expr = Const(0, "i64")
+        for x, st in zip(a_in.index, a_in.buf.strides()):
+            flat = iop("+", flat, iop("*", x, Const(st, "i64")))
+        parts = _split(flat, {n for n, _ in rows}, k.name)
+        if parts is not None:
+            direct = (a_in.buf.name, *parts)
+    return Gathered(a, a_in, inner, direct, lines)
+
+
+def _split(e: Expr, rows: set[str], k: str) -> tuple[Expr, Expr] | None:
+    """`e` as (a part over the row coordinates) + (a part over `k`), through sums, differences and
+    constant factors; None where a term mixes them."""
+    names = free_vars(e)
+    zero = Const(0, "i64")
+    if names <= rows:
+        return e, zero
+    if names <= {k}:
+        return zero, e
+    if isinstance(e, IOp) and e.op in ("+", "-"):
+        a, b = _split(e.a, rows, k), _split(e.b, rows, k)
+        return None if a is None or b is None else (iop(e.op, a[0], b[0]), iop(e.op, a[1], b[1]))
+    if isinstance(e, IOp) and e.op == "*" and (not free_vars(e.a) or not free_vars(e.b)):
+        c, x = (e.a, e.b) if not free_vars(e.a) else (e.b, e.a)
+        sx = _split(x, rows, k)
+        return None if sx is None else (iop("*", sx[0], c), iop("*", sx[1], c))
+    return None
+
+
+def direct_setup(g: Gathered, k: str, kk: int, row_vars: list[tuple[str, int]], mr: int,
+                 rows: int) -> tuple[list[str], list[str]]:
+    """For a `direct` operand: the K offsets' table (before the kernel) and, per row block, the lines that
+    decide `akg_direct` (every row of the block present and inside) and set each row's offset."""
+    assert g.direct is not None
+    pk = CPrinter(STYLE, {k: k}, prefix="o", indent="        ")
+    ko = pk(g.direct[2])
+    table = [f"    std::vector<int64_t> akg_ko({kk});", f"    for (int64_t {k} = 0; {k} < {kk}; ++{k}) {{", *pk.lines,
+             f"        akg_ko[{k}] = {ko};", "    }"]
+    pr = CPrinter(STYLE, {}, prefix="r", indent="            ")
+    decode(row_vars, "akg_row", pr)
+    conds = _flag_conds(g, pr)
+    base = pr(g.direct[1])
+    block = ["        bool akg_direct = true;", f"        int64_t akg_rbase[{mr}];",
+             f"        for (int akg_i = 0; akg_i < {mr} && akg_direct; ++akg_i) {{",
+             f"            const int64_t akg_row = akg_rb * {mr} + akg_i;",
+             f"            if (akg_row >= {rows}) {{ akg_direct = false; break; }}",
+             *pr.lines,
+             *([f"            akg_direct = {' && '.join(conds)};"] if conds else []),
+             f"            akg_rbase[akg_i] = {base};", "        }"]
+    return table, block
+
+
+def direct_at(g: Gathered, i: int | str) -> str:
+    """A's value at row `i` of the block and K index akg_k0 + akg_q, read in place."""
+    assert g.direct is not None
+    return f"{g.direct[0]}[akg_rbase[{i}] + akg_ko[akg_k0 + akg_q]]"
+
+
+def _flag_conds(g: Gathered, pf: CPrinter) -> list[str]:
+    conds = []
+    for j, (rv, shape, _) in enumerate(g.inner):
+        flat: Expr | None = None
+        for name, ext in zip(rv, shape):
+            v = Var(name, ext)
+            flat = v if flat is None else iop("+", iop("*", flat, Const(ext, "i64")), v)
+        conds.append(f"akg_in{j}[{pf(flat) if flat is not None else 0}]")
+    return conds
+
+
+def gathered_pack(g: Gathered, k: str, env: dict[str, str], pair: bool) -> list[str]:
+    """Row akg_i of A's panel filled along K (`env`: the row's coordinates), closing the rows' loop; a row
+    whose window lies inside the input at every K index (every flag set) takes the mask-free expression:
+    no clamped index, no select, a plain load. A block read in place (`akg_direct`) fills nothing."""
+    def fill(e: Expr, ind: str) -> list[str]:
+        pa = CPrinter(STYLE, dict(env, **{k: k}), prefix="a", indent=ind + "    ")
+        pa.emit(f"const int64_t {k} = akg_k0 + akg_q;")
+        val = pa(e)
+        return [f"{ind}for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q) {{", *pa.lines,
+                f"{ind}    akg_ap[akg_i][akg_q] = {a_panel(val, pair)};", f"{ind}}}"]
+
+    skip = ["                if (akg_direct) continue;"] if g.direct is not None else []
+    if g.a_in is None:
+        return skip + fill(g.a, "                ") + ["            }"]
+    if not g.inner:  # no masks at all
+        return skip + fill(g.a_in, "                ") + ["            }"]
+    pf = CPrinter(STYLE, dict(env), prefix="f", indent="                ")
+    conds = _flag_conds(g, pf)
+    return [*skip, *pf.lines, f"                if ({' && '.join(conds)}) {{", *fill(g.a_in, "                    "),
+            "                } else {", *fill(g.a, "                    "), "                }", "            }"]
 
 
 PACK_RUNTIME = '''

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 PANEL_AHEAD = 1024  # bytes of B's packed panel prefetched ahead of the register tile's loads
 
 
@@ -12,11 +14,13 @@ def vector_width(nr: int, lanes: int) -> int | None:
     return next((v for v in (16, 8, 4) if v <= lanes and nr % v == 0), None)
 
 
-def vector_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
+def vector_tile(mr: int, nr: int, kk: int, vec: int,
+                a_at: Callable[[int], str] = lambda i: f"akg_ap[{i}][akg_q]") -> list[str]:
     """An fp32 MR x NR register tile as named vector variables, one statement per multiply-add: GCC keeps
     them in registers (a 2-D array tile it may leave in memory, a load and a store around every FMA). B's
     panel is one stream (packed in strips), loaded NR / vec vectors per k; A's value broadcast by the
-    scalar-vector product. `vec`: floats per vector (`vector_width`)."""
+    scalar-vector product. `vec`: floats per vector (`vector_width`); `a_at`: A's value at a row of the
+    block (its packed panel, or the operand read in place)."""
     nv = nr // vec
     cs = [[f"akg_c{i}_{v}" for v in range(nv)] for i in range(mr)]
     lines = [f"                    typedef float akg_v __attribute__((vector_size({4 * vec})));",
@@ -33,7 +37,7 @@ def vector_tile(mr: int, nr: int, kk: int, vec: int) -> list[str]:
     lines += [f"                        __builtin_memcpy(&akg_v{v}, akg_bq + akg_q * {nr} + {v * vec}, sizeof(akg_v));"
               for v in range(nv)]
     for i in range(mr):
-        lines.append(f"                        {{ const float akg_a = akg_ap[{i}][akg_q]; "
+        lines.append(f"                        {{ const float akg_a = {a_at(i)}; "
                      + " ".join(f"{cs[i][v]} += akg_a * akg_v{v};" for v in range(nv)) + " }")
     lines.append("                    }")
     return lines + _into_doubles(cs, vec)

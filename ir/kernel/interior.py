@@ -11,7 +11,10 @@ alone (checked once per row). The mask-free expression is exact wherever both ho
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from .ir import Const, Expr, IOp, Kernel, Load, Op, Rewrite, Var, free_vars, walk
 
@@ -125,3 +128,68 @@ def interior(k: Kernel) -> Interior | None:
         return None
     expr = _Unmask({id(a) for a in atoms})(k.expr)
     return Interior(best[0], best[1], tuple(rows.values()), expr)
+
+
+@dataclass(frozen=True)
+class RowInterior:
+    """Where an implicit GEMM's A operand (a window over a padded input) needs no mask: for each condition of
+    its masks, a table over the row coordinates it reads of whether it holds at every K index (a row where
+    all of them do is inside the padding for its whole window), and A with every condition true."""
+
+    tables: tuple[tuple[tuple[str, ...], tuple[int, ...], tuple[bool, ...]], ...]  # (row vars, extents, flags)
+    expr: Expr
+
+
+_NP = {"+": np.add, "-": np.subtract, "*": np.multiply, "min": np.minimum, "max": np.maximum,
+       "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+       "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
+
+
+def _grid_value(e: Expr, env: dict[str, np.ndarray]) -> np.ndarray:
+    """Index arithmetic over a grid of its variables' values; a division or remainder only of values
+    that are never negative (where C's and Python's rounding agree)."""
+    if isinstance(e, Var) and e.name in env:
+        return env[e.name]
+    if isinstance(e, Const) and isinstance(e.value, (int, bool)):
+        return np.asarray(int(e.value))
+    if isinstance(e, IOp) and (e.op in _NP or e.op in ("//", "%")):
+        a, b = _grid_value(e.a, env), _grid_value(e.b, env)
+        if e.op in _NP:
+            return _NP[e.op](a, b)
+        if (a < 0).any() or (b <= 0).any():
+            raise _NotAffine
+        return a // b if e.op == "//" else a % b
+    raise _NotAffine
+
+
+def row_interior(a: Expr, k: Var, rows: list[tuple[str, int]], limit: int = 1 << 14) -> RowInterior | None:
+    """The row interior of a GEMM's A operand over reduction axis `k` and row coordinates `rows`; None where
+    A has no masked load, a condition reads anything else or is not index arithmetic, a table would pass
+    `limit` entries, or no row is inside."""
+    if not isinstance(k.extent, int):
+        return None
+    atoms: list[Expr] = []
+    for e in walk(a):
+        if isinstance(e, Load) and e.mask is not None:
+            _atoms(e.mask, atoms)
+    if not atoms:
+        return None
+    extents = dict(rows)
+    tables: dict[tuple[str, ...], np.ndarray] = {}  # the conditions over the same row coordinates, joined
+    for atom in atoms:
+        names = free_vars(atom)
+        rv = tuple(n for n, _ in rows if n in names)
+        shape = tuple(extents[n] for n in rv)
+        if names - set(rv) - {k.name} or not all(isinstance(s, int) for s in shape) or math.prod(shape) > limit:
+            return None
+        grid = np.meshgrid(*[np.arange(s) for s in shape], np.arange(k.extent), indexing="ij")
+        try:
+            holds = np.broadcast_to(_grid_value(atom, dict(zip((*rv, k.name), grid))), grid[0].shape).all(axis=-1)
+        except _NotAffine:
+            return None
+        tables[rv] = holds & tables[rv] if rv in tables else holds
+    if not all(t.any() for t in tables.values()):
+        return None
+    flags = tuple((rv, tuple(int(x) for x in t.shape), tuple(bool(h) for h in t.ravel()))
+                  for rv, t in tables.items() if not t.all())  # a condition true for every row needs no table
+    return RowInterior(flags, _Unmask({id(x) for x in atoms})(a))
