@@ -68,6 +68,35 @@ def test_a_rows_a_a_control_sets_the_noise_its_speedups_are_judged_by():
     assert s["slower_beyond_noise_vs_compile"] == ["slower", "beyond_the_gap", "no_control"]
 
 
+def test_a_row_slower_beyond_noise_is_timed_again_with_three_times_the_turns(tmp_path, monkeypatch):
+    """The bench times a flagged row again with CONFIRM x the turns; the second timing stands, the first
+    is kept beside it; an unflagged row is timed once."""
+    from akg_agent.bench import runner
+
+    calls = []
+
+    def fake(p, solution, target, baselines, trials, *rest):
+        calls.append((p.stem, trials))
+        slow = p.stem == "mm_scalar_mul" and len([c for c in calls if c[0] == p.stem]) == 1
+        sp = 0.95 if slow else 1.01
+        return {"problem": p.stem, "path": str(p), "correct": True, "speedup": {"eager": sp},
+                "speedup_quartiles": {"eager": [sp - 0.01, sp + 0.01 if not slow else 0.96]},
+                "noise_quartiles": [0.99, 1.01], "candidate_ms": 1.0 / sp, "baseline_ms": {"eager": 1.0}}
+
+    monkeypatch.setattr(runner, "bench_one", fake)
+    sols = tmp_path / "sols"
+    sols.mkdir()
+    for name in ("mm_scalar_mul", "red_sum_mean"):
+        (sols / f"{name}.py").write_text("# a module")
+    doc = runner.run_bench([str(problem_path("mm_scalar_mul")), str(problem_path("red_sum_mean"))], "cpu",
+                           ["eager"], str(sols), str(tmp_path / "out"), trials=4)
+    assert calls == [("mm_scalar_mul", 4), ("mm_scalar_mul", 12), ("red_sum_mean", 4)]
+    rec = {r["problem"]: r for r in doc["records"]}["mm_scalar_mul"]
+    assert rec["speedup"]["eager"] == 1.01 and rec["first_pass"]["speedup"]["eager"] == 0.95
+    assert doc["summary"]["slower_beyond_noise_vs_eager"] == []
+    assert runner.confirmed(rec, {"correct": False, "reason": "timed out"})["confirm_error"] == "timed out"
+
+
 def test_bench_end_to_end(tmp_path, capsys):
     sols = tmp_path / "sols"
     sols.mkdir()
