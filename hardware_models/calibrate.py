@@ -64,8 +64,8 @@ def memory_bandwidth(device: str, n: int, timer: Callable[..., float], trials: i
 
 
 def cpu_bandwidth_now(trials: int = 5) -> float:
-    """The host's memory bandwidth at this moment (a VM's varies with its neighbours': the same host
-    measured 45 and 85 GB/s half an hour apart)."""
+    """The host's memory bandwidth at this moment (a VM's varies with its neighbours' load, by about
+    two-fold on this project's host: README)."""
     return memory_bandwidth("cpu", 1 << 25, _time_cpu, trials)
 
 

@@ -355,8 +355,13 @@ def test_verify_reports_the_bound_a_run_was_held_to(tmp_path, monkeypatch):
 
 
 def test_the_calibrated_bandwidth_is_a_copys_or_a_reads_the_faster():
-    from hardware_models.calibrate import cpu_bandwidth_now
+    from hardware_models.calibrate import cpu_bandwidth_now, memory_bandwidth
 
+    def timer(read_s: float):  # a copy moves 2 x 4 kB in 1 s; a read (the sum) 4 kB in read_s
+        return lambda fn, trials: read_s if getattr(fn, "__name__", "") == "sum" else 1.0
+
+    assert memory_bandwidth("cpu", 1024, timer(0.25), 1) == 16384  # the read the faster
+    assert memory_bandwidth("cpu", 1024, timer(1.0), 1) == 8192  # the copy the faster
     bw = cpu_bandwidth_now(trials=2)
     assert 1e9 < bw < 2e12  # bytes a second: above a disk's, below any memory system's
 

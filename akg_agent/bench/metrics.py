@@ -33,9 +33,8 @@ def slower_beyond_noise(records: Sequence[dict[str, Any]], baseline: str) -> lis
     """Correct problems slower than the baseline in at least three turns of four (the upper quartile of
     their paired speedups below 1.0) and, where the row has the run's A/A control (eager's module and a
     copy of it, timed in the same turns), further below 1.0 than those two identical modules fall apart
-    either way: which of them reads as the faster is chance (a copy's weights lie elsewhere in memory: a
-    library convolution's copy ran 1.7% faster in three turns of four). A median below 1.0 inside those
-    spreads is the host's noise."""
+    either way: which of them reads as the faster is chance (a copy's weights lie elsewhere in memory).
+    A median below 1.0 inside those spreads is the host's noise."""
     out = []
     for r in records:
         q = r.get("speedup_quartiles", {}).get(baseline)

@@ -16,7 +16,7 @@ from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
 from akg_agent.verifier import DEFAULT_SEEDS, Verdict, sol_trusted, verify
 from akg_agent.verifier.sandbox import Limits
-from akg_agent.verifier.timing import AA_BASELINE, host_lock, paired_quartiles
+from akg_agent.verifier.timing import AA_BASELINE, default_trials, host_lock, paired_quartiles
 from hardware_models.spec import load_target
 from ir.errors import AkgError
 
@@ -48,15 +48,10 @@ def timed_baselines(baselines: Sequence[str]) -> tuple[str, ...]:
 CONFIRM = 3  # a row slower than a baseline beyond noise is timed again with this many times the turns
 
 
-def default_trials(target: str) -> int:
-    return 100 if load_target(target).kind == "gpu" else 10  # the verifier's own default turns
-
-
 def confirmed(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     """A row flagged slower beyond noise, timed again with `CONFIRM` times the turns: the second timing
-    stands (a larger sample, its own A/A control), the first kept beside it. Two identical modules can
-    read several percent apart in a 10-turn run (a copy's weights elsewhere in memory: a library conv1d
-    0.972x in one run, 0.994-1.003 against eager over 41 turns)."""
+    stands (a larger sample, its own A/A control), the first kept beside it: two identical modules can
+    read several percent apart in a 10-turn run."""
     if not again.get("correct"):  # the second run failed where the first passed: keep the first, say so
         return dict(first, confirm_error=again.get("reason"))
     keep = ("speedup", "speedup_quartiles", "noise_quartiles", "candidate_ms", "baseline_ms")
@@ -326,7 +321,9 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
             raise AkgError(f"no such solutions folder: {d}")
     labels = list(dirs)
     lock = host_lock(target)  # also keeps another akg run on this host (a tune, a second bench) off our timings
-    gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(load_target(target).kind))
+    kind = load_target(target).kind
+    gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(kind))
+    again = CONFIRM * (trials or default_trials(kind == "gpu"))  # a flagged row's turns
 
     def one(p: Path) -> dict[str, Any]:
         have = [lb for lb in labels if (dirs[lb] / p.name).is_file()]
@@ -336,8 +333,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
         with gate.hold(need):  # several at once only while their memory fits the device
             rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None, lock)
             if any(slower_beyond_noise([rec], b) for b in baselines):  # a larger sample decides (`confirmed`)
-                rec = confirmed(rec, bench_one(p, dirs[main] / p.name, target, baselines,
-                                               CONFIRM * (trials or default_trials(target)), timeout_s,
+                rec = confirmed(rec, bench_one(p, dirs[main] / p.name, target, baselines, again, timeout_s,
                                                peers or None, lock))
         rec["main_label"] = main
         if need:

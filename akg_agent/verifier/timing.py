@@ -180,12 +180,17 @@ def time_interleaved(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Se
         return _time_turns(fns, input_sets, device, trials, warmup)
 
 
+def default_trials(gpu: bool) -> int:
+    """The turns a timing takes where its caller names none."""
+    return 100 if gpu else 10
+
+
 def balanced_orders(n: int) -> list[list[int]]:
     """Williams' design: orders of n contenders in which each runs in each place equally often and right
     after each other one equally often (n orders, 2n where n is odd). What a contender leaves behind falls
     on all the others alike: a generated kernel's OpenMP threads still spinning after it returns slowed
     whichever contender ran next, and a rotated fixed order always put the same one next (a library call
-    identical to eager's read 2.5% slower when it followed the pure module in four turns of five)."""
+    identical to eager's read slower when it followed the pure module in four turns of five)."""
     base, lo, hi = [0], 1, n - 1
     while len(base) < n:
         base.append(lo)
@@ -223,7 +228,7 @@ def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequenc
     gpu = device.type == "cuda"
     if not gpu:
         steady_heap()
-    trials = trials or (100 if gpu else 10)
+    trials = trials or default_trials(gpu)
     flush = _flusher(device)
     failed: dict[str, Exception] = {}
     for name, fn in fns.items():

@@ -203,8 +203,8 @@ def gathered_a(a: Expr, k: Var, rows: list[tuple[str, int]]) -> Gathered:
     lines += [f"    static const unsigned char akg_in{j}[{len(ok)}] = {{{', '.join(str(int(b)) for b in ok)}}};"
               for j, (_, _, ok) in enumerate(inner)]
     direct = None
-    # only a window (K decoded through tables): a plain row-major A keeps its packed panel, which the tuned
-    # GEMM schedules were measured with
+    # only a window (K decoded through tables, or masks: `lines` fills them): a plain row-major A keeps its
+    # packed panel, which the tuned GEMM schedules were measured with
     if lines and isinstance(a_in, Load) and a_in.mask is None and a_in.dtype == "f32":
         flat: Expr = Const(0, "i64")
         for x, st in zip(a_in.index, a_in.buf.strides()):

@@ -18,11 +18,6 @@ import numpy as np
 
 from .ir import Const, Expr, IOp, Kernel, Load, Op, Rewrite, Var, free_vars, walk
 
-_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-          "min": min, "max": max}
-
 
 @dataclass(frozen=True)
 class Interior:
@@ -44,16 +39,25 @@ class _NotAffine(Exception):
     pass
 
 
-def _value(e: Expr, name: str, c: int) -> int:
-    """Integer index arithmetic on constants and the column variable `name` at column `c`."""
-    if isinstance(e, Var) and e.name == name:
-        return c
+_NP = {"+": np.add, "-": np.subtract, "*": np.multiply, "min": np.minimum, "max": np.maximum,
+       "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+       "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
+
+
+def _grid_value(e: Expr, env: dict[str, np.ndarray]) -> np.ndarray:
+    """Index arithmetic over a grid of its variables' values; a division or remainder only of values
+    that are never negative (where C's and Python's rounding agree)."""
+    if isinstance(e, Var) and e.name in env:
+        return env[e.name]
     if isinstance(e, Const) and isinstance(e.value, (int, bool)):
-        return int(e.value)
-    if isinstance(e, IOp) and e.op in _ARITH:
-        return int(_ARITH[e.op](_value(e.a, name, c), _value(e.b, name, c)))
-    if isinstance(e, IOp) and e.op in _CMP:
-        return int(_CMP[e.op](_value(e.a, name, c), _value(e.b, name, c)))
+        return np.asarray(int(e.value))
+    if isinstance(e, IOp) and (e.op in _NP or e.op in ("//", "%")):
+        a, b = _grid_value(e.a, env), _grid_value(e.b, env)
+        if e.op in _NP:
+            return _NP[e.op](a, b)
+        if (a < 0).any() or (b <= 0).any():
+            raise _NotAffine
+        return a // b if e.op == "//" else a % b
     raise _NotAffine
 
 
@@ -102,7 +106,7 @@ def interior(k: Kernel) -> Interior | None:
     if not atoms:
         return None
     memo: dict[int, frozenset[str]] = {}
-    ok = [True] * n
+    ok, cols = np.ones(n, dtype=bool), {col.name: np.arange(n)}
     rows: dict[int, Expr] = {}
     for a in atoms:
         names = free_vars(a, memo)
@@ -112,8 +116,7 @@ def interior(k: Kernel) -> Interior | None:
         if names != {col.name}:
             return None
         try:
-            for c in range(n):
-                ok[c] = ok[c] and bool(_value(a, col.name, c))
+            ok &= np.broadcast_to(_grid_value(a, cols), (n,)).astype(bool)
         except _NotAffine:
             return None
     # the longest run of columns where every column condition holds
@@ -138,28 +141,6 @@ class RowInterior:
 
     tables: tuple[tuple[tuple[str, ...], tuple[int, ...], tuple[bool, ...]], ...]  # (row vars, extents, flags)
     expr: Expr
-
-
-_NP = {"+": np.add, "-": np.subtract, "*": np.multiply, "min": np.minimum, "max": np.maximum,
-       "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
-       "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
-
-
-def _grid_value(e: Expr, env: dict[str, np.ndarray]) -> np.ndarray:
-    """Index arithmetic over a grid of its variables' values; a division or remainder only of values
-    that are never negative (where C's and Python's rounding agree)."""
-    if isinstance(e, Var) and e.name in env:
-        return env[e.name]
-    if isinstance(e, Const) and isinstance(e.value, (int, bool)):
-        return np.asarray(int(e.value))
-    if isinstance(e, IOp) and (e.op in _NP or e.op in ("//", "%")):
-        a, b = _grid_value(e.a, env), _grid_value(e.b, env)
-        if e.op in _NP:
-            return _NP[e.op](a, b)
-        if (a < 0).any() or (b <= 0).any():
-            raise _NotAffine
-        return a // b if e.op == "//" else a % b
-    raise _NotAffine
 
 
 def row_interior(a: Expr, k: Var, rows: list[tuple[str, int]], limit: int = 1 << 14) -> RowInterior | None:
