@@ -405,11 +405,12 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
                 "akg_acc[akg_i][akg_j0 + akg_jj] += akg_c[akg_i][akg_jj];"]
     out += ["                } else {",
             "                    for (int64_t akg_q = 0; akg_q < akg_kw; ++akg_q)",
-            f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i)",
+            f"                        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
+            f"                            const double akg_a = (double){a_at};  // once per row, not per column",
             "                            for (int64_t akg_j = akg_j0; akg_j < akg_nw; ++akg_j)",
-            f"                                akg_acc[akg_i][akg_j] += (double){a_at} * "
+            "                                akg_acc[akg_i][akg_j] += akg_a * "
             f"(double){pack.panel_float(f'{brow}[{tail_at}]', pair)};",
-            "                }", "            }", "        }",
+            "                        }", "                }", "            }", "        }",
             f"        for (int akg_i = 0; akg_i < {mr}; ++akg_i) {{",
             f"            const int64_t akg_row = akg_rb * {mr} + akg_i;",
             f"            if (akg_row >= {rows}) continue;"]
