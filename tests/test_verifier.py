@@ -220,7 +220,7 @@ def test_contenders_are_timed_in_turns_so_a_drifting_host_moves_them_alike(monke
 
     calls: list[str] = []
     clock = [0.0]
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(timing, "_clock", lambda: clock[0])
 
     def work(name: str):
         def fn() -> None:
@@ -287,7 +287,7 @@ def test_a_contender_that_slows_the_next_one_slows_each_of_the_others_alike(monk
     from akg_agent.verifier.timing import time_interleaved
 
     clock, last = [0.0], [""]
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(timing, "_clock", lambda: clock[0])
 
     def work(name: str, cost: float):
         def fn() -> None:

@@ -22,6 +22,7 @@ from ir.lift import lift
 from ir.passes import run_passes
 from ir.problem import load_problem
 
+from .plausibility import clock_disagrees, needs_retime, retime_disagrees
 from .sandbox import Limits, run_job
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
@@ -161,7 +162,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
            "sol_memory": sol_memory(sol, sol_target) if trusted and sol is not None and device == "cpu" else None,
            "timing": {"trials": trials, "baselines": list(baselines),
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
-    res = run_job(job, limits or Limits())
+    res = _plausible(run_job(job, limits or Limits()), job, limits or Limits(), sol_s if not trusted else None)
     details = res.get("details", {})
     sol_s = details.get("sol_s_now") or sol_s  # the bound the run was held to
     details.update(device=device, target=target, on_target=on_target, sol_s=sol_s)
@@ -170,3 +171,29 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     if res["status"] == "error":
         raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
     return Verdict(res["status"] == "accepted", res["code"], res["reason"], details)
+
+
+def _plausible(res: dict[str, Any], job: dict[str, Any], limits: Limits, sol_estimate: float | None
+               ) -> dict[str, Any]:
+    """An accepted timed result whose figures stand: the parent's clock agrees with the worker's, and a
+    speedup past the plausible bound holds when timed again in a fresh process (`plausibility.py`). The
+    re-timing is recorded in the details either way."""
+    if res["status"] != "accepted" or not job.get("timing"):
+        return res
+    details = res["details"]
+    why = clock_disagrees(details)
+    if why:
+        return {"status": "rejected", "code": "clock", "reason": why, "details": details}
+    suspect = needs_retime(details, sol_estimate)
+    if suspect is None:
+        return res
+    again = run_job(dict(job, fresh=True, timing=dict(job["timing"], order="first_last", baselines=["eager"],
+                                                      peers={})), limits)
+    details["plausibility"] = {"why": suspect, "retimed": again.get("details", {}).get("timing"),
+                               "retime_verdict": again.get("reason")}
+    why = (again["reason"] if again["status"] != "accepted"
+           else clock_disagrees(again["details"]) or retime_disagrees(details, again["details"]))
+    if why:
+        return {"status": "rejected", "code": "implausible",
+                "reason": f"{suspect}, timed again in a fresh process: {why}", "details": details}
+    return res

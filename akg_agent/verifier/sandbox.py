@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -126,7 +127,7 @@ class _Forked:
 
 
 def _use_fork(job: dict[str, Any]) -> bool:
-    return not job.get("prefix") and os.environ.get("AKG_VERIFIER_FORK", "1") != "0" and sys.platform == "linux"
+    return not job.get("prefix") and not job.get("fresh") and os.environ.get("AKG_VERIFIER_FORK", "1") != "0" and sys.platform == "linux"
 
 
 def lock_wait(path: Path) -> float:
@@ -152,12 +153,51 @@ def communicate(proc: subprocess.Popen | _Forked, timeout_s: float, wait_file: P
             continue
 
 
+class _Stamps:
+    """The parent's clock on the marks a timed run sends through a FIFO (`worker._window`): lines carrying
+    the job's nonce, stamped as they arrive by a thread of this process."""
+
+    def __init__(self, path: Path, nonce: str) -> None:
+        self.path, self.nonce = path, nonce
+        self.marks: dict[str, float] = {}
+        os.mkfifo(path, 0o600)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with open(self.path, "rb", buffering=0) as f:  # blocks until the worker (or `close`) opens it
+            buf = b""
+            while chunk := f.read(4096):
+                now = time.monotonic()
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    nonce, _, label = line.decode(errors="replace").partition(" ")
+                    if nonce == self.nonce and label not in self.marks:
+                        self.marks[label] = now
+
+    def close(self) -> float | None:
+        """Seconds between the begin and end marks, or None where the run sent none."""
+        try:  # a worker that never opened the FIFO leaves the reader waiting in open(): let it through
+            os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        self.thread.join(timeout=1.0)
+        if "begin" in self.marks and "end" in self.marks:
+            return self.marks["end"] - self.marks["begin"]
+        return None
+
+
 def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="akg-verify-"))
+    stamps = None
     try:
         cand = run_dir / "candidate.py"
         shutil.copyfile(job["cand"], cand)  # a real file in the run directory: Triton reads its source
         job = dict(job, cand=str(cand), result=str(run_dir / "result.json"))
+        if job.get("timing"):
+            job.update(barrier=str(run_dir / "barrier"), nonce=secrets.token_hex(16))
+            stamps = _Stamps(run_dir / "barrier", job["nonce"])
         (run_dir / "job.json").write_text(json.dumps(job))
         mem = limits.memory_bytes if job["device"] == "cpu" else None
         # a profiler may wrap the worker ("{run_dir}" in its arguments is this run's directory)
@@ -191,10 +231,14 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
                     "reason": f"verifier process died (exit {proc.returncode}): {tail[0][:300]}", "details": {}}
         result = json.loads(result_file.read_text())
         result.setdefault("details", {})["output"] = output.decode(errors="replace")[-2000:]
+        if stamps is not None:
+            result["details"]["window_parent_s"] = stamps.close()
         for name in job.get("collect", []):  # files the wrapper wrote (a profiler's report)
             f = run_dir / name
             result["details"][name] = f.read_text(errors="replace") if f.is_file() else None
         return result
     finally:
+        if stamps is not None:
+            stamps.close()
         if not keep_dir:
             shutil.rmtree(run_dir, ignore_errors=True)

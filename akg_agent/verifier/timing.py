@@ -4,6 +4,10 @@ Warm-up; the last-level cache flushed before each trial; inputs rotated between 
 CUDA events around each trial and the median of >= 100 trials; on the CPU perf_counter medians.
 Each trial is also timed on the host after a device-wide synchronise: work launched on another
 stream escapes the events but not the host clock.
+
+The clock, the events, the synchronisation and the statistics are references taken when this module is
+imported, before any candidate is: a candidate that replaces `time.perf_counter` or `torch.cuda.Event`
+changes no figure here (`integrity.py` names what it replaced).
 """
 
 from __future__ import annotations
@@ -27,6 +31,13 @@ from typing import Any
 import torch
 
 from hardware_models.spec import detect_cpu, load_target
+
+# the references a candidate cannot reach by replacing module attributes (see the docstring)
+_clock = time.perf_counter
+_median, _fmean, _pstdev = statistics.median, statistics.fmean, statistics.pstdev
+_sync = torch.cuda.synchronize
+_Event = torch.cuda.Event
+_record, _event_sync, _elapsed = torch.cuda.Event.record, torch.cuda.Event.synchronize, torch.cuda.Event.elapsed_time
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 # `akg bench --jobs`: verifier runs share the GPU through a lock file. Each holds it shared while it
@@ -146,9 +157,10 @@ class Timing:
     # each trial's device seconds in turn order: trial i of every contender ran in the same turn, so
     # paired ratios between contenders cancel the drift a turn shares (`paired_quartiles`)
     trials_s: tuple[float, ...] = ()
+    output: Any = None  # the last timed call's output on the first input set, where the watch keeps it
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "output"}
 
 
 def _flusher(device: torch.device) -> Callable[[], None]:
@@ -170,14 +182,26 @@ def time_callable(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], d
     return got
 
 
+@dataclass(frozen=True)
+class Watch:
+    """What the verifier checks while a candidate is timed: `after_turn` runs between turns, outside every
+    timed window (it raises to stop the timing: the harness was tampered with); the contender named `keep`
+    has the output of its last timed call on the first input set kept (`Timing.output`), so what ran
+    under the clock is checked too, not only what ran under the verifier's eye."""
+
+    after_turn: Callable[[], None] | None = None
+    keep: str | None = None
+
+
 def time_interleaved(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,
-                     trials: int | None = None, warmup: int = 3) -> dict[str, Timing | Exception]:
+                     trials: int | None = None, warmup: int = 3, watch: Watch = Watch()
+                     ) -> dict[str, Timing | Exception]:
     """Several contenders (a candidate and its baselines) timed in turns: trial i runs each of them once,
     in the i-th of `balanced_orders`, so a device or host whose pace drifts during the run moves all of them
     alike (timed as blocks, one contender's trials then the next's, the drift between blocks decides
     close comparisons). A contender that raises is dropped from later turns; its entry is the exception."""
     with exclusive():
-        return _time_turns(fns, input_sets, device, trials, warmup)
+        return _time_turns(fns, input_sets, device, trials, warmup, watch)
 
 
 def default_trials(gpu: bool) -> int:
@@ -224,7 +248,7 @@ def steady_heap() -> bool:
 
 
 def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequence[Any]], device: torch.device,
-                trials: int | None, warmup: int) -> dict[str, Timing | Exception]:
+                trials: int | None, warmup: int, watch: Watch) -> dict[str, Timing | Exception]:
     gpu = device.type == "cuda"
     if not gpu:
         steady_heap()
@@ -236,7 +260,7 @@ def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequenc
             for i in range(warmup):
                 fn(*input_sets[i % len(input_sets)])
             if gpu:
-                torch.cuda.synchronize()
+                _sync()
         except Exception as e:  # noqa: BLE001 - reported as this contender's result
             failed[name] = e
     dev: dict[str, list[float]] = {n: [] for n in fns}
@@ -244,24 +268,31 @@ def _time_turns(fns: dict[str, Callable[..., Any]], input_sets: Sequence[Sequenc
     tail: dict[str, list[float]] = {n: [] for n in fns}
     names = list(fns)
     orders = balanced_orders(len(names))
+    kept = None
     for i in range(trials):
         args = input_sets[i % len(input_sets)]
         for name in (names[j] for j in orders[i % len(orders)]):
             if name not in failed:
                 try:
-                    d, h, tl = _one_trial(fns[name], args, flush, gpu)
+                    d, h, tl, got = _one_trial(fns[name], args, flush, gpu)
                 except Exception as e:  # noqa: BLE001
                     failed[name] = e
                     continue
+                if name == watch.keep and i % len(input_sets) == 0:
+                    kept = got
+                del got
                 dev[name].append(d)
                 host[name].append(h)
                 tail[name].append(tl)
+        if watch.after_turn is not None:
+            watch.after_turn()
     out: dict[str, Timing | Exception] = {}
     for name in fns:
         ds = dev[name]
         out[name] = failed[name] if name in failed else Timing(
-            statistics.median(ds), statistics.fmean(ds), min(ds), statistics.pstdev(ds) if len(ds) > 1 else 0.0,
-            trials, statistics.median(host[name]), device.type, statistics.median(tail[name]), tuple(ds))
+            _median(ds), _fmean(ds), min(ds), _pstdev(ds) if len(ds) > 1 else 0.0,
+            trials, _median(host[name]), device.type, _median(tail[name]), tuple(ds),
+            kept if name == watch.keep else None)
     return out
 
 
@@ -282,26 +313,26 @@ def paired_quartiles(base_s: Sequence[float], cand_s: Sequence[float]) -> tuple[
 
 
 def _one_trial(fn: Callable[..., Any], args: Sequence[Any], flush: Callable[[], None], gpu: bool
-               ) -> tuple[float, float, float]:
-    """(device seconds, host seconds, device seconds after the timed stream's end) of one call after a
-    cache flush."""
+               ) -> tuple[float, float, float, Any]:
+    """(device seconds, host seconds, device seconds after the timed stream's end, what it returned) of one
+    call after a cache flush."""
     flush()
     if gpu:
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t0 = time.perf_counter()
-        start.record()
-        fn(*args)
-        end.record()
-        end.synchronize()  # the timed stream is done ...
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()  # ... and the device-wide sync waits for whatever else still runs
-        t2 = time.perf_counter()
-        return start.elapsed_time(end) / 1e3, t2 - t0, t2 - t1
-    t0 = time.perf_counter()
-    fn(*args)
-    took = time.perf_counter() - t0
-    return took, took, 0.0
+        _sync()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        t0 = _clock()
+        _record(start)
+        out = fn(*args)
+        _record(end)
+        _event_sync(end)  # the timed stream is done ...
+        t1 = _clock()
+        _sync()  # ... and the device-wide sync waits for whatever else still runs
+        t2 = _clock()
+        return _elapsed(start, end) / 1e3, t2 - t0, t2 - t1, out
+    t0 = _clock()
+    out = fn(*args)
+    took = _clock() - t0
+    return took, took, 0.0, out
 
 
 def side_stream_suspected(t: Timing) -> bool:

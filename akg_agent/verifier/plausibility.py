@@ -1,0 +1,81 @@
+"""Whether a timed verdict's figures can be believed: the parent's clock against the worker's, and a
+speedup past a bound timed again in a fresh process.
+
+The worker's clocks live in the candidate's process; the parent's do not. Each timed run ends with a
+window of back-to-back candidate calls that the parent stamps (`worker._window`); a run whose window
+took far longer than its own timings say the calls take had its clocks tampered with, below the reach
+of the integrity check if need be. A speedup past `PLAUSIBLE_SPEEDUP` over eager (KernelBench v0.1's
+bound), or past a speed-of-light the verifier does not enforce (an estimated bandwidth), is timed again
+in a fresh interpreter (not forked from the server that ran the first), the candidate alone first, then
+the baselines, then the candidate again; the verdict stands where the three agree within noise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PLAUSIBLE_SPEEDUP = 10.0
+# a window may run slower than the calls' timings by this factor, plus WINDOW_SLACK_S, before the clocks
+# disagree: the window's calls run back to back without a cache flush (faster, if anything), and the two
+# marks cross a pipe
+WINDOW_FACTOR = 3.0
+WINDOW_SLACK_S = 0.01
+# two timings of one module agree where their speedups over eager differ by less than this factor, or by
+# less than the square of the spread of their own trials (upper over lower quartile), which is larger
+AGREE_FACTOR = 2.0
+
+
+def clock_disagrees(details: dict[str, Any]) -> str | None:
+    """A one-line reason where the parent's clock saw the window take longer than the worker's timings
+    allow, else None."""
+    cand = (details.get("timing") or {}).get("candidate") or {}
+    window, parent = cand.get("window"), details.get("window_parent_s")
+    if not window or parent is None:
+        return None
+    if parent > WINDOW_FACTOR * window["claimed_s"] + WINDOW_SLACK_S:
+        return (f"{window['calls']} calls took {parent * 1e3:.4g} ms by the parent's clock, "
+                f"{window['claimed_s'] * 1e3:.4g} ms by the timings in the candidate's process: "
+                "its clocks were tampered with")
+    return None
+
+
+def speedup(details: dict[str, Any], name: str = "candidate") -> float | None:
+    t = details.get("timing") or {}
+    eager, cand = (t.get("eager") or {}).get("median_s"), (t.get(name) or {}).get("median_s")
+    return eager / cand if eager and cand else None
+
+
+def needs_retime(details: dict[str, Any], sol_s: float | None) -> str | None:
+    """Why this timed verdict is timed again (None: it is not): a speedup past the bound, or a run
+    faster than a speed-of-light that was not enforced."""
+    s = speedup(details)
+    if s is not None and s > PLAUSIBLE_SPEEDUP:
+        return f"{s:.3g}x eager, past the {PLAUSIBLE_SPEEDUP:g}x bound"
+    cand = ((details.get("timing") or {}).get("candidate") or {}).get("median_s")
+    if sol_s and cand and cand < sol_s:
+        return f"{cand * 1e3:.4g} ms, under the estimated speed-of-light {sol_s * 1e3:.4g} ms"
+    return None
+
+
+def _spread(t: dict[str, Any]) -> float:
+    trials = sorted(t.get("trials_s") or ())
+    if len(trials) < 4 or trials[len(trials) // 4] <= 0:
+        return 1.0
+    return trials[3 * len(trials) // 4] / trials[len(trials) // 4]
+
+
+def retime_disagrees(first: dict[str, Any], again: dict[str, Any]) -> str | None:
+    """A one-line reason where the re-timing (candidate first and last, fresh process) disagrees with the
+    first timing beyond noise, else None."""
+    t0, t1 = first.get("timing") or {}, again.get("timing") or {}
+    figures = {"first run": speedup(first), "fresh process, candidate first": speedup(again),
+               "fresh process, candidate last": speedup(again, "candidate_last")}
+    if any(v is None for v in figures.values()):
+        missing = ", ".join(k for k, v in figures.items() if v is None)
+        return f"no speedup to compare in the re-timing ({missing})"
+    noise = max(AGREE_FACTOR, max(_spread(t) for t in (t0.get("candidate", {}), t1.get("candidate", {}),
+                                                        t1.get("candidate_last", {}), t1.get("eager", {}))) ** 2)
+    lo, hi = min(figures.values()), max(figures.values())
+    if hi > noise * lo:
+        said = ", ".join(f"{k} {v:.3g}x" for k, v in figures.items())
+        return f"the speedup over eager does not hold when timed again ({said}; noise allows {noise:.2g}x)"
+    return None
