@@ -213,7 +213,6 @@ def test_contenders_are_timed_in_turns_so_a_drifting_host_moves_them_alike(monke
     2 ms, then 6 ms). Timed in turns, two identical contenders get the same median; timed one block
     after another, the second would look 3x slower. A contender that raises is reported as such and
     the others are still timed."""
-    import types
 
     from akg_agent.verifier import timing
     from akg_agent.verifier.timing import paired_quartiles, time_interleaved
@@ -281,7 +280,6 @@ def test_a_contender_that_slows_the_next_one_slows_each_of_the_others_alike(monk
     """A pure module whose OpenMP threads still spin after it returns slows the call after it by half: a
     rotated fixed order put the candidate there in four turns of five; balanced orders put each of the
     others there equally often, so two identical calls time alike."""
-    import types
 
     from akg_agent.verifier import timing
     from akg_agent.verifier.timing import time_interleaved

@@ -127,7 +127,8 @@ class _Forked:
 
 
 def _use_fork(job: dict[str, Any]) -> bool:
-    return not job.get("prefix") and not job.get("fresh") and os.environ.get("AKG_VERIFIER_FORK", "1") != "0" and sys.platform == "linux"
+    return (not job.get("prefix") and not job.get("fresh") and os.environ.get("AKG_VERIFIER_FORK", "1") != "0"
+            and sys.platform == "linux")
 
 
 def lock_wait(path: Path) -> float:

@@ -15,8 +15,8 @@ import json
 import math
 import os
 import resource
-import sys
 import secrets
+import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
