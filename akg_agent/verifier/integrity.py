@@ -10,6 +10,7 @@ replacement changes no figure; this check names it, as a rejection, wherever it 
 from __future__ import annotations
 
 import builtins
+import ctypes
 import hashlib
 import sys
 import threading
@@ -60,10 +61,24 @@ SETTINGS: dict[str, Callable[[], Any]] = {
     "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled,
     "torch function modes": torch._C._len_torch_function_stack,
     "torch dispatch modes": torch._C._len_torch_dispatch_stack,
+    "persisting L2 cache limit": lambda: _persisting_l2(),
     "sys.gettrace()": sys.gettrace,
     "sys.getprofile()": sys.getprofile,
     "threading.settrace": lambda: threading.gettrace(),
 }
+
+
+def _persisting_l2() -> int:
+    """The CUDA context's persisting-L2 carve-out (bytes): lines marked persisting survive the timer's cache
+    flush. 0 where no CUDA context is current (a CPU run, or before the device is first used)."""
+    if not torch.cuda.is_initialized():
+        return 0
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    value = ctypes.c_size_t(0)
+    return int(value.value) if cuda.cuCtxGetLimit(ctypes.byref(value), 0x06) == 0 else 0
 
 
 def _settle_torch() -> None:
@@ -75,6 +90,15 @@ def _settle_torch() -> None:
     except ImportError:  # another torch: its first compile would be reported, never missed
         return
     install_generation_tagging_init()
+
+
+def _read(setting: Callable[[], Any]) -> Any:
+    """A setting's value, or what it raised (a setting made unreadable is changed too: torch refuses to
+    read the matmul precision once the legacy and the new switches have both been set)."""
+    try:
+        return setting()
+    except Exception as e:  # noqa: BLE001
+        return f"unreadable: {type(e).__name__}"
 
 
 def _entries(owner: Any) -> dict[str, Any]:
@@ -119,7 +143,7 @@ class Snapshot:
         s.objects["builtins"] = (builtins, _entries(builtins))
         for label, cls_ in _classes().items():
             s.objects[label] = (cls_, _entries(cls_))
-        s.settings = {k: read() for k, read in SETTINGS.items()}
+        s.settings = {k: _read(read) for k, read in SETTINGS.items()}
         s.dispatch = _dispatch_digest()
         return s
 
@@ -135,7 +159,7 @@ class Snapshot:
                 elif now[key] is not value and not (label not in VERIFIER_MODULES and _is_data(now[key], value)):
                     out.append(f"{label}.{key}")
         for key, value in self.settings.items():
-            now = SETTINGS[key]()
+            now = _read(SETTINGS[key])
             if now != value:
                 out.append(f"{key} ({value!r} -> {now!r})")
         if dispatch and _dispatch_digest() != self.dispatch:

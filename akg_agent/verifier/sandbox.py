@@ -195,9 +195,9 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
     try:
         cand = run_dir / "candidate.py"
         shutil.copyfile(job["cand"], cand)  # a real file in the run directory: Triton reads its source
-        job = dict(job, cand=str(cand), result=str(run_dir / "result.json"))
+        job = dict(job, cand=str(cand), result=str(run_dir / "result.json"), nonce=secrets.token_hex(16))
         if job.get("timing"):
-            job.update(barrier=str(run_dir / "barrier"), nonce=secrets.token_hex(16))
+            job["barrier"] = str(run_dir / "barrier")
             stamps = _Stamps(run_dir / "barrier", job["nonce"])
         (run_dir / "job.json").write_text(json.dumps(job))
         mem = limits.memory_bytes if job["device"] == "cpu" else None
@@ -230,7 +230,14 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
             code = "memory" if "MemoryError" in output.decode(errors="replace") else "crash"
             return {"status": "rejected", "code": code,
                     "reason": f"verifier process died (exit {proc.returncode}): {tail[0][:300]}", "details": {}}
-        result = json.loads(result_file.read_text())
+        try:
+            result = json.loads(result_file.read_text())
+        except ValueError:
+            result = {}
+        if not isinstance(result, dict) or result.pop("nonce", None) != job["nonce"]:
+            return {"status": "rejected", "code": "forged", "details": {},
+                    "reason": "the result file lacks the job's nonce: it was not written by the verifier "
+                              "(the candidate wrote a verdict of its own)"}
         result.setdefault("details", {})["output"] = output.decode(errors="replace")[-2000:]
         if stamps is not None:
             result["details"]["window_parent_s"] = stamps.close()

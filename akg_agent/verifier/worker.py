@@ -438,11 +438,11 @@ def _check_timed_output(got: Any, expected: Callable[[], tuple[list[Any], list[A
 _BARRIER: tuple[int, str] | None = None
 
 
-def _open_barrier(job: dict[str, Any]) -> None:
+def _open_barrier(job: dict[str, Any], nonce: str | None) -> None:
     global _BARRIER
-    if job.get("barrier"):
+    if job.get("barrier") and nonce:
         try:
-            _BARRIER = (os.open(job["barrier"], os.O_WRONLY | os.O_NONBLOCK), job["nonce"])
+            _BARRIER = (os.open(job["barrier"], os.O_WRONLY | os.O_NONBLOCK), nonce)
         except OSError:  # no parent reading (a job run by hand): no window is reported
             _BARRIER = None
 
@@ -569,9 +569,11 @@ def profile_run(job: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[1]).read_text())
-    _open_barrier(job)
-    if job.get("nonce"):  # the candidate runs in this directory: it need not find the nonce there
-        Path(argv[1]).unlink(missing_ok=True)
+    # the result carries the job's nonce, which the candidate is not handed: a verdict file it writes
+    # itself (and exits) lacks it. The job file goes before the candidate runs in this directory.
+    nonce = job.pop("nonce", None)
+    Path(argv[1]).unlink(missing_ok=True)
+    _open_barrier(job, nonce)
     _block_network()
     result_path = Path(job["result"])
     if job.get("lock"):  # `akg bench --jobs`, Ray workers: runs share the device, one times at once
@@ -589,6 +591,7 @@ def main(argv: list[str]) -> int:
     except Exception as e:  # noqa: BLE001 - anything else is reported as the verifier's own failure
         result = {"status": "error", "code": "verifier_error", "reason": _first_line(e),
                   "details": {"traceback": traceback.format_exc()[-4000:]}}
+    result["nonce"] = nonce
     result_path.write_text(json.dumps(result, default=str))
     return 0
 

@@ -1,0 +1,62 @@
+"""The red-team corpus (akg_agent/redteam/attacks): every published exploit class, each attack appended to
+an honest module, rejected by the verifier for its own reason; the honest module itself accepted, timed."""
+
+from __future__ import annotations
+
+import pytest
+
+from akg_agent.redteam import corpus
+from akg_agent.verifier import verify
+from akg_agent.verifier.sandbox import Limits
+
+from .conftest import ROOT, problem_path
+
+HONEST = ROOT / "tests" / "verifier_cases" / "genuine_library_scale.py"
+SCALE = problem_path("mm_scalar_mul")
+CPU_ATTACKS = [(a, vals) for a in corpus.load(gpu=False) for vals in a.variants()]
+GPU_ATTACKS = [(a, vals) for a in corpus.load(gpu=True) for vals in a.variants()]
+
+
+def _ids(cases):
+    return [a.name + "".join(f"-{v}" for v in vals.values()) for a, vals in cases]
+
+
+def _verify_attack(attack, values, tmp_path, target="cpu", honest=HONEST):
+    cand = tmp_path / f"{attack.name}.py"
+    cand.write_text(attack.apply(honest.read_text(), values))
+    return verify(SCALE, cand, target=target, timing=attack.timed, baselines=("eager",) if attack.timed else (),
+                  trials=5, limits=Limits(timeout_s=90))
+
+
+def test_the_corpus_covers_the_published_classes():
+    classes = {a.cls for a in corpus.load()}
+    assert len(corpus.load()) >= 25
+    for c in ("clock and statistics patching", "lazy or deferred outputs", "threads and side streams",
+              "uninitialised or recycled memory", "cached or memorised answers across seeds and calls",
+              "input mutation", "precision downgrade in an fp32 problem", "shape specialisation beyond the envelope",
+              "reading the reference's result", "patching torch functions the reference uses",
+              "L2-cache persistence", "environment sniffing that behaves differently when timed"):
+        assert c in classes, c
+
+
+@pytest.mark.parametrize("attack,values", CPU_ATTACKS, ids=_ids(CPU_ATTACKS))
+def test_each_attack_is_rejected_for_its_reason(attack, values, tmp_path):
+    v = _verify_attack(attack, values, tmp_path)
+    assert not v.accepted, f"{attack.name} accepted: {v.line()}"
+    assert v.code == attack.expect and attack.match in v.reason and "\n" not in v.reason, v.line()
+
+
+def test_the_honest_module_is_accepted_and_timed():
+    """The base every attack above wraps: accepted with timing, its clock agreeing with the parent's."""
+    v = verify(SCALE, HONEST, timing=True, baselines=("eager",), trials=5)
+    assert v.accepted, v.line()
+    window = v.details["timing"]["candidate"]["window"]
+    assert window["calls"] >= 3 and v.details["window_parent_s"] is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("attack,values", CPU_ATTACKS + GPU_ATTACKS, ids=_ids(CPU_ATTACKS + GPU_ATTACKS))
+def test_each_attack_is_rejected_on_the_gpu(attack, values, tmp_path):
+    v = _verify_attack(attack, values, tmp_path, target="h100")
+    assert not v.accepted, f"{attack.name} accepted on the GPU: {v.line()}"
+    assert v.code == attack.expect and attack.match in v.reason, v.line()
