@@ -60,3 +60,43 @@ def test_each_attack_is_rejected_on_the_gpu(attack, values, tmp_path):
     v = _verify_attack(attack, values, tmp_path, target="h100")
     assert not v.accepted, f"{attack.name} accepted on the GPU: {v.line()}"
     assert v.code == attack.expect and attack.match in v.reason, v.line()
+
+
+# --- `akg redteam`: the corpus replayed on a problem, a model as the attacker (scripted here)
+def test_redteam_replays_the_corpus_with_its_mutations(tmp_path):
+    from akg_agent.redteam.campaign import Campaign
+
+    camp = Campaign(SCALE, HONEST.read_text(), "cpu", tmp_path)
+    picked = [a for a in corpus.load(gpu=False) if a.name in ("clock_shrink", "shape_specialised", "input_mutation")]
+    got = camp.replay(picked, batch=64)
+    assert [o.name for o in got] == ["clock_shrink_0", "clock_shrink_1", "input_mutation", "shape_specialised_0"]
+    assert all(o.held and o.as_expected for o in got), [(o.name, o.code) for o in got]
+    assert "BATCH = 64" in (tmp_path / "attacks" / "shape_specialised_0.py").read_text()
+
+
+def test_redteam_with_a_scripted_attacker_saves_an_accepted_attack_as_a_failing_test(tmp_path, monkeypatch, capsys):
+    """Round 1 patches the clock (rejected, named); round 2 is a module the verifier accepts, standing for an
+    attack it misses: saved with a pytest file that fails while the verifier accepts it."""
+    import subprocess
+    import sys
+
+    from akg_agent.agents.scripted import ScriptedModel
+    from akg_agent.cli import main
+    from akg_agent.commands import redteam
+
+    clock = next(a for a in corpus.load() if a.name == "clock_hide").apply(HONEST.read_text(), {})
+    model = ScriptedModel([f"I hide forward from the clock.\n```python\n{clock}\n```",
+                           "This one passes.\n```python\n" + HONEST.read_text() + "\n```"])
+    monkeypatch.setattr(redteam, "make_model", lambda spec: model)
+    out = tmp_path / "run"
+    code = main(["redteam", str(SCALE), "--honest", str(HONEST), "--llm", "scripted:x", "--rounds", "2",
+                 "--no-corpus", "-o", str(out)])
+    assert code == 1
+    text = capsys.readouterr().out
+    assert "held" in text and "time.perf_counter" in text and "BREACH" in text
+    assert "verifier said: rejected: the candidate replaced time.perf_counter" in model.prompts[1][1][-1]["content"]
+    tests = list(out.glob("test_breach_*.py"))
+    assert [t.name for t in tests] == ["test_breach_model_round_2.py"]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests[0])],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 1 and "the verifier accepts this attack" in run.stdout, run.stdout[-2000:]
