@@ -17,7 +17,7 @@ PLAUSIBLE_SPEEDUP = 10.0
 # a window may run slower than the calls' timings by this factor, plus WINDOW_SLACK_S, before the clocks
 # disagree: the window's calls run back to back without a cache flush (faster, if anything), and the two
 # marks cross a pipe
-WINDOW_FACTOR = 3.0
+WINDOW_FACTOR = 4.0
 WINDOW_SLACK_S = 0.01
 # two timings of one module agree where their speedups over eager differ by less than this factor, or by
 # less than the square of the spread of their own trials (upper over lower quartile), which is larger

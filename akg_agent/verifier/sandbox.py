@@ -178,15 +178,16 @@ class _Stamps:
                         self.marks[label] = now
 
     def close(self) -> float | None:
-        """Seconds between the begin and end marks, or None where the run sent none."""
+        """Seconds between a begin mark and its end mark, the shortest of the windows sent, or None where the
+        run sent none."""
         try:  # a worker that never opened the FIFO leaves the reader waiting in open(): let it through
             os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             pass
         self.thread.join(timeout=1.0)
-        if "begin" in self.marks and "end" in self.marks:
-            return self.marks["end"] - self.marks["begin"]
-        return None
+        spans = [self.marks["end" + b[5:]] - t for b, t in self.marks.items()
+                 if b.startswith("begin") and "end" + b[5:] in self.marks]
+        return min(spans, default=None)
 
 
 def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict[str, Any]:
