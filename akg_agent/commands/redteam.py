@@ -31,7 +31,8 @@ def cmd_redteam(args: argparse.Namespace) -> int:
     camp = Campaign(problem, honest, args.target, out, Limits(timeout_s=args.timeout))
     first = load_problem(problem).make_inputs(0)[0]
     batch = first.shape[0] if hasattr(first, "shape") and first.dim() else None
-    attacks = [a for a in load() if not a.gpu or device_for(args.target) == "cuda"]
+    on_gpu = device_for(args.target) == "cuda"
+    attacks = [a for a in load() if (a.gpu and on_gpu) or (a.cpu and not on_gpu) or not (a.gpu or a.cpu)]
     if not args.no_corpus:
         camp.replay(attacks, batch)
     model = make_model(args.llm) if args.llm else None

@@ -27,6 +27,7 @@ class Attack:
     code: str
     timed: bool = False  # needs a timed verification (baselines) to show
     gpu: bool = False  # needs a CUDA device
+    cpu: bool = False  # aimed at the host clock: on a GPU, where events time the device, it gains nothing
     params: dict[str, list[Any]] = field(default_factory=dict)
 
     def variants(self) -> list[dict[str, Any]]:
@@ -53,7 +54,7 @@ def load(gpu: bool | None = None) -> list[Attack]:
     for path in sorted(ATTACKS.glob("*.py")):
         m = _meta(path)
         a = Attack(path.stem, m["cls"], m["expect"], m["match"], path.read_text(), bool(m.get("timed")),
-                   bool(m.get("gpu")), dict(m.get("params", {})))
+                   bool(m.get("gpu")), bool(m.get("cpu")), dict(m.get("params", {})))
         if gpu is None or a.gpu == gpu:
             out.append(a)
     return out
