@@ -43,7 +43,7 @@ def test_the_corpus_covers_the_published_classes():
 def test_each_attack_is_rejected_for_its_reason(attack, values, tmp_path):
     v = _verify_attack(attack, values, tmp_path)
     assert not v.accepted, f"{attack.name} accepted: {v.line()}"
-    assert v.code == attack.expect and attack.match in v.reason and "\n" not in v.reason, v.line()
+    assert v.code in attack.expect and attack.match in v.reason and "\n" not in v.reason, v.line()
 
 
 def test_the_honest_module_is_accepted_and_timed():
@@ -62,7 +62,7 @@ ON_GPU = [(a, vals) for a, vals in CPU_ATTACKS + GPU_ATTACKS if not a.cpu]
 def test_each_attack_is_rejected_on_the_gpu(attack, values, tmp_path):
     v = _verify_attack(attack, values, tmp_path, target="h100")
     assert not v.accepted, f"{attack.name} accepted on the GPU: {v.line()}"
-    assert v.code == attack.expect and attack.match in v.reason, v.line()
+    assert v.code in attack.expect and attack.match in v.reason, v.line()
 
 
 # --- `akg redteam`: the corpus replayed on a problem, a model as the attacker (scripted here)

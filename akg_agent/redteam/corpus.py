@@ -1,6 +1,7 @@
 """The attack corpus: `attacks/*.py`, each a piece of Python appended to an honest module (one that
 defines `ModelNew`), with a `REDTEAM` dict saying which published class it belongs to and why the
-verifier must reject it (`expect`: the rejection code; `match`: a phrase of the reason).
+verifier must reject it (`expect`: the rejection code, or codes where the device decides which check
+fires first; `match`: a phrase of the reason).
 
 An attack wraps the honest `ModelNew` it is appended to (its parameters and state_dict unchanged), so
 one attack applies to every problem's module in every DSL. `params` lists values an attack is replayed
@@ -22,7 +23,7 @@ ATTACKS = Path(__file__).with_name("attacks")
 class Attack:
     name: str
     cls: str  # the published exploit class
-    expect: str  # the verifier's rejection code
+    expect: tuple[str, ...]  # the verifier's rejection codes, any of which is the right reason
     match: str  # a phrase of its one-line reason
     code: str
     timed: bool = False  # needs a timed verification (baselines) to show
@@ -53,7 +54,8 @@ def load(gpu: bool | None = None) -> list[Attack]:
     out = []
     for path in sorted(ATTACKS.glob("*.py")):
         m = _meta(path)
-        a = Attack(path.stem, m["cls"], m["expect"], m["match"], path.read_text(), bool(m.get("timed")),
+        expect = (m["expect"],) if isinstance(m["expect"], str) else tuple(m["expect"])
+        a = Attack(path.stem, m["cls"], expect, m["match"], path.read_text(), bool(m.get("timed")),
                    bool(m.get("gpu")), bool(m.get("cpu")), dict(m.get("params", {})))
         if gpu is None or a.gpu == gpu:
             out.append(a)

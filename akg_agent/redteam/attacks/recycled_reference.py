@@ -1,11 +1,13 @@
 """Reading the reference's result from the heap: forward scans the garbage collector's objects for a float
 tensor of the answer's shape that is not one of its inputs (the reference's output, or its copy kept for
-the comparison) and returns a copy, computing nothing."""
+the comparison) and returns a copy, computing nothing. The candidate runs before the reference, so what it
+finds is some other tensor: a wrong answer, or (where the verifier's re-run finds another) a changing one."""
 import gc
 
 import torch
 
-REDTEAM = {"cls": "reading the reference's result", "expect": "wrong_values", "match": "wrong", "timed": False}
+REDTEAM = {"cls": "reading the reference's result", "expect": ["wrong_values", "stale_memory"],
+           "match": "output 0", "timed": False}
 
 _Honest = globals()["ModelNew"]
 
