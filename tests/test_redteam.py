@@ -103,3 +103,40 @@ def test_redteam_with_a_scripted_attacker_saves_an_accepted_attack_as_a_failing_
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests[0])],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 1 and "the verifier accepts this attack" in run.stdout, run.stdout[-2000:]
+
+
+# --- a speedup past the plausible bound is timed again in a fresh process
+FAST = '''import time
+from pathlib import Path
+
+import torch.nn as nn
+
+AKG_LIBRARY_CALLS = ["aten.mul"]
+MARK = Path({mark!r})
+LATER = MARK.exists()  # imported by a process after the first: slow there
+MARK.touch()
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if {sniff!r} and LATER:
+            time.sleep(0.003)
+        return x * (1.00001 ** 2000)
+'''
+
+
+@pytest.mark.parametrize("sniff", [False, True], ids=["honest", "fast-only-in-the-first-process"])
+def test_a_speedup_past_the_bound_is_timed_again_in_a_fresh_process(sniff, tmp_path):
+    """2000 multiplications done as one: far past 10x eager, honestly; timed again in a fresh interpreter it
+    holds and is accepted, with the re-timing recorded. A module fast only in the first process it runs in
+    (a marker file) is slow in the re-timing: rejected as implausible."""
+    cand = tmp_path / "fast.py"
+    cand.write_text(FAST.format(mark=str(tmp_path / "seen"), sniff=sniff))
+    v = verify(ROOT / "tests" / "fixtures" / "slow_reference.py", cand, timing=True, baselines=("eager",), trials=10)
+    if not sniff:
+        assert v.accepted, v.line()
+        assert "10x bound" in v.details["plausibility"]["why"]
+        assert v.details["plausibility"]["retimed"]["candidate_last"]["median_s"] > 0
+    else:
+        assert not v.accepted and v.code == "implausible", v.line()
+        assert "timed again in a fresh process" in v.reason and "does not hold" in v.reason
