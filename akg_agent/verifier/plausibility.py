@@ -2,7 +2,7 @@
 speedup past a bound timed again in a fresh process.
 
 The worker's clocks live in the candidate's process; the parent's do not. Each timed run ends with a
-window of back-to-back candidate calls that the parent stamps (`worker._window`); a run whose window
+window of back-to-back candidate calls that the parent stamps (`window.run`); a run whose window
 took far longer than its own timings say the calls take had its clocks tampered with, below the reach
 of the integrity check if need be. A speedup past `PLAUSIBLE_SPEEDUP` over eager (KernelBench v0.1's
 bound), or past a speed-of-light the verifier does not enforce (an estimated bandwidth), is timed again

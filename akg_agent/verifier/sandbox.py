@@ -155,7 +155,7 @@ def communicate(proc: subprocess.Popen | _Forked, timeout_s: float, wait_file: P
 
 
 class _Stamps:
-    """The parent's clock on the marks a timed run sends through a FIFO (`worker._window`): lines carrying
+    """The parent's clock on the marks a timed run sends through a FIFO (`window.run`): lines carrying
     the job's nonce, stamped as they arrive by a thread of this process."""
 
     def __init__(self, path: Path, nonce: str) -> None:

@@ -13,7 +13,6 @@ import importlib.util
 import ipaddress
 import json
 import math
-import os
 import resource
 import secrets
 import sys
@@ -29,7 +28,7 @@ import torch
 from hardware_models.calibrate import cpu_bandwidth_now
 from ir.problem import load_problem
 
-from . import timing
+from . import timing, window
 from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
@@ -401,7 +400,7 @@ def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.
         out["candidate"] = cand_t.to_json()
         if check_output and state == [_fingerprint(b) for b in cand.buffers()]:  # stateless: same answer
             _check_timed_output(cand_t.output, expected, policy)
-        out["candidate"]["window"] = _window(cand, sets[0], device, max(cand_t.median_s, cand_t.host_median_s))
+        out["candidate"]["window"] = window.run(cand, sets[0], device, max(cand_t.median_s, cand_t.host_median_s))
         if side_stream_suspected(cand_t):
             raise Reject("side_stream", f"the device ran {cand_t.tail_median_s * 1e3:.3g} ms past the timed stream's "
                                         f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
@@ -433,43 +432,6 @@ def _check_timed_output(got: Any, expected: Callable[[], tuple[list[Any], list[A
         raise Reject("timed_output", f"output {bad[0] if bad else len(want)} of a timed call differs from the "
                                      "reference: the module computes otherwise when timed")
     expected.cache_clear()
-
-
-# the marks a timed run sends its parent around a window of back-to-back calls (`_window`): the file
-# descriptor of the parent's FIFO and the job's nonce, opened and read before the candidate is imported
-_BARRIER: tuple[int, str] | None = None
-
-
-def _open_barrier(job: dict[str, Any], nonce: str | None) -> None:
-    global _BARRIER
-    if job.get("barrier") and nonce:
-        try:
-            _BARRIER = (os.open(job["barrier"], os.O_WRONLY | os.O_NONBLOCK), nonce)
-        except OSError:  # no parent reading (a job run by hand): no window is reported
-            _BARRIER = None
-
-
-def _window(cand: Any, args: list[Any], device: torch.device, per_call_s: float) -> dict[str, Any] | None:
-    """The candidate called back to back (about 20 ms of calls, 3 to 1000 of them), WINDOWS times, each between
-    two marks that the parent process stamps with its own clock, which no code in this process can reach: a
-    clock replaced anywhere in here (below Python too) shows as windows far longer than the calls' timings.
-    The parent keeps the shortest, so one window a busy host preempted does not count against the module."""
-    if _BARRIER is None:
-        return None
-    fd, nonce = _BARRIER
-    calls = max(3, min(1000, math.ceil(0.02 / max(per_call_s, 1e-9))))
-    with torch.no_grad():
-        for w in range(WINDOWS):
-            os.write(fd, f"{nonce} begin{w}\n".encode())
-            for _ in range(calls):
-                cand(*args)
-            if device.type == "cuda":
-                timing._sync()
-            os.write(fd, f"{nonce} end{w}\n".encode())
-    return {"calls": calls, "claimed_s": calls * per_call_s}
-
-
-WINDOWS = 3
 
 
 def _sol_now(mem: dict[str, float]) -> float:
@@ -580,7 +542,7 @@ def main(argv: list[str]) -> int:
     # itself (and exits) lacks it. The job file goes before the candidate runs in this directory.
     nonce = job.pop("nonce", None)
     Path(argv[1]).unlink(missing_ok=True)
-    _open_barrier(job, nonce)
+    window.open_barrier(job, nonce)
     _block_network()
     result_path = Path(job["result"])
     if job.get("lock"):  # `akg bench --jobs`, Ray workers: runs share the device, one times at once
