@@ -24,6 +24,8 @@ def cmd_redteam(args: argparse.Namespace) -> int:
         raise AkgError(f"no such problem file: {problem}")
     if args.honest:
         honest = Path(args.honest).read_text()
+    elif not args.dsl:
+        raise AkgError("akg redteam needs --dsl (to translate an honest module to attack) or --honest FILE")
     else:  # the rules engine's own translation: what a user would get
         honest = translate(problem, args.dsl, args.target, verify_result=False, timing=False).source
     out = Path(args.out or f"runs/redteam-{problem.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -37,7 +39,7 @@ def cmd_redteam(args: argparse.Namespace) -> int:
         camp.replay(attacks, batch)
     model = make_model(args.llm) if args.llm else None
     if model is not None:
-        camp.play(model, args.rounds, args.dsl)
+        camp.play(model, args.rounds, args.dsl or "the honest module's DSL")
     doc = camp.report()
     for o in camp.outcomes:
         mark = "BREACH" if o.accepted else ("held" if o.as_expected in (True, None) else "held (other reason)")
@@ -50,7 +52,7 @@ def cmd_redteam(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("redteam", help="attack the verifier on a problem: the exploit corpus, then a model")
     p.add_argument("problem", help="KernelBench-format problem")
-    p.add_argument("--dsl", default="cpp", help="the honest module's DSL (and the model's)")
+    p.add_argument("--dsl", help="the honest module's DSL (and the model's); not needed with --honest")
     p.add_argument("--target", default="cpu")
     p.add_argument("--honest", help="an honest module to attack instead of the rules engine's translation")
     p.add_argument("--llm", help="a model as attacker: anthropic:MODEL, openai:MODEL or replay:PATH")
