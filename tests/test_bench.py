@@ -432,18 +432,18 @@ def test_peers_share_one_float64_reference(monkeypatch):
     reference, not one each (at real sizes each takes seconds to a minute); a wrong peer is still caught."""
     import torch
 
-    from akg_agent.verifier import worker
+    from akg_agent.verifier import timed
     from ir.problem import load_problem
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # what the sandbox sets on a machine without a GPU
     calls: list[int] = []
-    real = worker.float64_outputs
-    monkeypatch.setattr(worker, "float64_outputs", lambda ref, xs: calls.append(1) or real(ref, xs))
+    real = timed.float64_outputs
+    monkeypatch.setattr(timed, "float64_outputs", lambda ref, xs: calls.append(1) or real(ref, xs))
     problem = load_problem(problem_path("mm_scalar_mul"))
     ref = problem.module.Model(*problem.get_init_inputs())
     sets = [problem.make_inputs(1000, device=torch.device("cpu"))]
-    expected = worker._expected(ref, sets)  # what _time hands every peer
-    results = [worker._peer(i, CASES / name, problem, ref, sets, torch.device("cpu"), expected)
+    expected = timed._expected(ref, sets)  # what time_candidate hands every peer
+    results = [timed._peer(i, CASES / name, problem, ref, sets, torch.device("cpu"), expected)
                for i, name in enumerate(["genuine_cpp_scale.py", "genuine_triton_scale.py", "cheat_wrong_values.py"])]
     assert len(calls) == 1
     assert results[0][0] is not None and results[1][0] is not None

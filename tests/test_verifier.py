@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from akg_agent.cli import main
-from akg_agent.verifier import verify, worker
+from akg_agent.verifier import candidate, verify
+from akg_agent.verifier.candidate import compare_chunked as _compare
+from akg_agent.verifier.candidate import fingerprint as _fingerprint
 from akg_agent.verifier.guard import AtenGuard, undeclared
 from akg_agent.verifier.policy import TolerancePolicy, compare, is_degenerate
 from akg_agent.verifier.sandbox import Limits
 from akg_agent.verifier.timing import Timing, side_stream_suspected, time_callable
-from akg_agent.verifier.worker import _compare, _fingerprint
 
 from .conftest import ROOT, problem_path
 
@@ -390,7 +391,7 @@ def test_speed_of_light_bound_follows_the_algebraic_rewrites():
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(worker, "CHUNK", 1000)  # the chunked paths at a test's size
+    monkeypatch.setattr(candidate, "CHUNK", 1000)  # the chunked paths at a test's size
     return 1000
 
 

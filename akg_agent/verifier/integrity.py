@@ -30,7 +30,8 @@ WATCHED_MODULES = ("time", "statistics", "json", "math", "os", "gc", "threading"
                    "torch.utils._python_dispatch")
 VERIFIER_MODULES = ("akg_agent.verifier.worker", "akg_agent.verifier.timing", "akg_agent.verifier.policy",
                     "akg_agent.verifier.guard", "akg_agent.verifier.reference", "akg_agent.verifier.sizes",
-                    "akg_agent.verifier.integrity", "akg_agent.verifier.window")
+                    "akg_agent.verifier.integrity", "akg_agent.verifier.window", "akg_agent.verifier.timed",
+                    "akg_agent.verifier.candidate", "akg_agent.verifier.jax_check")
 
 
 def _classes() -> dict[str, Any]:

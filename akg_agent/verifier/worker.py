@@ -6,10 +6,8 @@ to the job's result path. Every check that can fail names its reason in one line
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import importlib.util
 import ipaddress
 import json
 import math
@@ -25,17 +23,17 @@ from typing import Any
 
 import torch
 
-from hardware_models.calibrate import cpu_bandwidth_now
 from ir.problem import load_problem
 
 from . import timing, window
+from .candidate import compare_chunked, fingerprint, first_line, load_candidate
 from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare
-from .reference import float64_outputs, float64_trial, nbytes, outputs, timing_sets, to_device
+from .reference import float64_trial, nbytes, outputs, to_device
 from .sizes import dynamic_sizes, sized_inputs
-from .timing import Timing, Watch, side_stream_suspected, time_interleaved
+from .timed import guard_cost, time_candidate
 
 
 def _block_network() -> None:
@@ -55,27 +53,6 @@ def _block_network() -> None:
             raise PermissionError("network access is not allowed in the verifier sandbox")
 
     sys.addaudithook(hook)
-
-
-def _first_line(e: BaseException) -> str:
-    msg = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {msg[0] if msg else ''}".rstrip(": ")
-
-
-def _load_candidate(path: Path, name: str = "akg_candidate", modelnew: bool = True) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except SyntaxError as e:
-        raise Reject("compile_error", f"candidate does not compile: line {e.lineno}: {e.msg}") from None
-    except Exception as e:  # noqa: BLE001 - candidate code may raise anything
-        raise Reject("import_error", f"importing the candidate raised {_first_line(e)}") from None
-    if modelnew and not hasattr(mod, "ModelNew"):
-        raise Reject("no_modelnew", "the candidate defines no ModelNew")
-    return mod
 
 
 def _poison_allocator(sizes: list[int], device: torch.device, value: float = math.nan) -> None:
@@ -104,28 +81,6 @@ class _Phases:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + timing._clock() - t0, 3)
 
 
-CHUNK = 1 << 22  # elements compared at once: the float64 copies a comparison makes stay this size
-
-
-def _fingerprint(x: Any) -> Any:
-    """A tensor's identity for the replay and input-mutation checks without keeping a copy: its type,
-    its sum and a position-weighted sum in float64 (NaNs as a value of their own), in chunks."""
-    if not isinstance(x, torch.Tensor):
-        return x
-    flat = x.detach().reshape(-1)
-    s1 = s2 = 0.0
-    for lo in range(0, flat.numel(), CHUNK):
-        v = torch.nan_to_num(flat[lo:lo + CHUNK].double(), nan=1.2345e300)
-        w = ((torch.arange(lo, lo + v.numel(), device=v.device, dtype=torch.float64) * 2654435761) % 1000003) / 1000003
-        s1 += float(v.sum())
-        s2 += float((v * (w + 0.5)).sum())
-    return (str(x.dtype), tuple(x.shape), s1, s2)
-
-
-def _compare(c: torch.Tensor, r: torch.Tensor, policy: TolerancePolicy, r64: torch.Tensor | None) -> Any:
-    return compare(c, r, policy, r64, chunk=CHUNK)
-
-
 def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
@@ -141,7 +96,7 @@ def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, l
     except MemoryError:
         raise Reject("memory", f"ModelNew.forward exceeded the memory limit ({label})") from None
     except Exception as e:  # noqa: BLE001
-        msg = _first_line(e)
+        msg = first_line(e)
         code = "network" if "not allowed in the verifier sandbox" in msg else "runtime_error"
         raise Reject(code, f"ModelNew.forward raised {msg} ({label})") from None
     sentry.after_call(label, threads, out)
@@ -165,7 +120,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     if device.type == "cuda":  # the context made, its own settings (a default persisting-L2 carve-out) recorded
         torch.empty(1, device=device)
     sentry = Sentry(Snapshot.take())  # before any of the candidate's code runs
-    mod = _load_candidate(Path(job["cand"]))
+    mod = load_candidate(Path(job["cand"]))
     sentry.check("at import", dispatch=True)
     declared = list(getattr(mod, "AKG_LIBRARY_CALLS", []))
     ref = problem.build_model(0).to(device)
@@ -174,11 +129,11 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     try:
         cand = mod.ModelNew(*init)
     except Exception as e:  # noqa: BLE001
-        raise Reject("init_error", f"ModelNew(*get_init_inputs()) raised {_first_line(e)}") from None
+        raise Reject("init_error", f"ModelNew(*get_init_inputs()) raised {first_line(e)}") from None
     try:
         cand.load_state_dict(ref.state_dict(), strict=True)
     except Exception as e:  # noqa: BLE001
-        raise Reject("state_dict", f"ModelNew is not state_dict-compatible with Model: {_first_line(e)}") from None
+        raise Reject("state_dict", f"ModelNew is not state_dict-compatible with Model: {first_line(e)}") from None
     cand = cand.to(device)
     sentry.check("in ModelNew()")
     train = bool(job.get("train", False))
@@ -231,7 +186,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             inputs = [to_device(x, device) for x in raw]
         # the candidate runs first: the reference's answer to these inputs does not exist yet, so nothing
         # the candidate can reach (the heap, the verifier's own frames) holds it
-        before = [_fingerprint(x) for x in inputs]
+        before = [fingerprint(x) for x in inputs]
         guard = AtenGuard(poison=math.nan)
         torch.manual_seed(rng)
         with phase("candidate"):
@@ -239,7 +194,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             out = _run(cand, inputs, guard, device, label, sentry)
         guard_ops |= set(guard.compute_ops())
         for i, (b, x) in enumerate(zip(before, inputs)):
-            if isinstance(x, torch.Tensor) and _fingerprint(x) != b:
+            if isinstance(x, torch.Tensor) and fingerprint(x) != b:
                 raise Reject("input_mutated", f"ModelNew.forward writes into input {i} ({label})")
         with torch.no_grad(), phase("reference"):
             torch.manual_seed(rng)
@@ -259,10 +214,10 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         if len(out) != len(keep):
             raise Reject("wrong_outputs", f"{len(out)} outputs, the reference has {len(keep)}")
         with phase("compare"):
-            out_fp = [_fingerprint(o) for o in out]
+            out_fp = [fingerprint(o) for o in out]
         for i, (c, r) in enumerate(zip(out, keep)):
             with phase("compare"):
-                res = _compare(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
+                res = compare_chunked(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
             if res.degenerate and i not in details["degenerate_outputs"]:
                 details["degenerate_outputs"].append(i)
             details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err,
@@ -271,7 +226,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                 continue
             for prev_c, prev_r in history:  # an earlier answer returned for new inputs
                 if i < len(prev_c) and isinstance(c, torch.Tensor) and prev_c[i] == out_fp[i] \
-                        and prev_r[i] != _fingerprint(r):
+                        and prev_r[i] != fingerprint(r):
                     raise Reject("replayed", f"output {i} repeats an earlier answer for different inputs "
                                              f"(cached or replayed; {label})")
             # run again on the same inputs over differently poisoned memory: an output that changes
@@ -280,14 +235,14 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             torch.manual_seed(rng)
             _poison_allocator(sizes, device, value=-7.7e30)  # last: the candidate gets these blocks
             again = _run(cand, args, AtenGuard(poison=-7.7e30), device, label, sentry)
-            if i < len(again) and isinstance(c, torch.Tensor) and not _compare(again[i], c, policy, None).ok:
+            if i < len(again) and isinstance(c, torch.Tensor) and not compare_chunked(again[i], c, policy, None).ok:
                 raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
                                              f"uninitialised or stale memory ({label})")
             hint = " (correct on the first seed only: special-cased?)" if passed_first else ""
             code = "degenerate" if res.degenerate else "wrong_values"
             raise Reject(code, f"output {i} wrong on {label}: {res.reason}{hint}")
         passed_first = True
-        history.append((out_fp, [_fingerprint(k) for k in keep]))
+        history.append((out_fp, [fingerprint(k) for k in keep]))
         for o in keep:  # the reference's buffers hold NaN when freed: a later call that reads them is caught
             if o.is_floating_point():
                 o.fill_(math.nan)
@@ -309,7 +264,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("timing"):
         before = timing.waited_s()
         with phase("timing"):
-            details["timing"] = _time(job, problem, ref, cand, device, sentry, dynamic, check_output=not draws)
+            details["timing"] = time_candidate(job, problem, ref, cand, device, sentry, dynamic, check_output=not draws)
         if "sol_s_now" in details["timing"]:  # beside the timings, which are each a contender's
             details["sol_s_now"] = details["timing"].pop("sol_s_now")
         # part of "timing": waiting while another run timed or compiled (max-autotune) on the device
@@ -318,7 +273,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             details["timed_at"] = {k: v["traced"] for k, v in dynamic.items()}
         guard = getattr(mod, "_akg_guard", None)
         if guard is not None:
-            details["guard_us"] = _guard_cost(guard, problem.make_inputs(1000, device))
+            details["guard_us"] = guard_cost(guard, problem.make_inputs(1000, device))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
 
@@ -344,182 +299,12 @@ def _check_state(ref: torch.nn.Module, cand: torch.nn.Module, policy: ToleranceP
             raise Reject("state", f"buffer {key!r} after {calls} calls differs from the reference's: {res.reason}")
 
 
-def _guard_cost(guard: Any, inputs: list[Any], calls: int = 2000) -> float:
-    """Microseconds per call of a written module's input guard (the host-side check before its
-    launches): the median of five batches."""
-    args = tuple(inputs)
-    runs = []
-    for _ in range(5):
-        t0 = timing._clock()
-        for _ in range(calls):
-            guard(args)
-        runs.append((timing._clock() - t0) / calls * 1e6)
-    return sorted(runs)[2]
-
-
-def _time(job: dict[str, Any], problem: Any, ref: Any, cand: Any, device: torch.device, sentry: Sentry,
-          dynamic: dict[str, Any] | None = None, check_output: bool = True) -> dict[str, Any]:
-    """The candidate and baselines timed on the same inputs: get_inputs()' sizes, or a module of run-time
-    sizes at its largest (each dynamic dimension at its bound). `check_output`: the timed calls' answer is
-    compared with the reference's (not where forward draws random numbers)."""
-    t = job["timing"]
-    policy = TolerancePolicy(overrides={k: tuple(v) for k, v in job.get("tolerances", {}).items()})
-    top = max((v["traced"] for v in (dynamic or {}).values()), default=0)
-    draw = functools.partial(problem.make_inputs, device=device)
-    make = (lambda sd: sized_inputs(draw, sd, dynamic, top)) if dynamic else draw
-    first = [to_device(x, device) for x in make(1000)]
-    capacity = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
-    n_sets = timing_sets(t.get("input_sets", 3), sum(nbytes(x) for x in first), capacity)
-    sets = [first] + [[to_device(x, device) for x in make(1000 + i)] for i in range(1, n_sets)]
-    trials = t.get("trials")
-    out: dict[str, Any] = {}
-    with torch.no_grad():
-        # everything built and checked first; then every contender timed in turns (exclusively, under a lock)
-        sentry.check("before timing", dispatch=True)
-        base = {name: _baseline(name, ref, sets, device) for name in t.get("baselines", [])}
-        expected = _expected(ref, sets)
-        peers = {label: _peer(i, Path(path), problem, ref, sets, device, expected)
-                 for i, (label, path) in enumerate(t.get("peers", {}).items())}
-        expected.cache_clear()  # the reference's outputs (float64 too) are not needed while timing
-        state = [_fingerprint(b) for b in cand.buffers()]
-        sentry.snapshot = Snapshot.take()  # what compiling the baselines and loading the peers changed is theirs
-        others = {**{n: fn for n, (fn, _) in base.items() if fn is not None},
-                  **{f"peer:{lb}": fn for lb, (fn, _) in peers.items() if fn is not None}}
-        watch = Watch(after_turn=lambda: sentry.check("while timed"), keep="candidate")
-        if t.get("order") == "first_last":  # a re-timing: the candidate alone first, the others, it again last
-            got = time_interleaved({"candidate": cand}, sets, device, trials, watch=watch)
-            got.update(time_interleaved(others, sets, device, trials, watch=watch))
-            last = time_interleaved({"candidate": cand}, sets, device, trials, watch=watch)["candidate"]
-            out["candidate_last"] = last.to_json() if isinstance(last, Timing) else {"error": _first_line(last)}
-        else:
-            got = time_interleaved({"candidate": cand, **others}, sets, device, trials, watch=watch)
-        sentry.check("after timing", dispatch=True)
-        cand_t = got["candidate"]
-        if isinstance(cand_t, Exception):
-            raise cand_t
-        out["candidate"] = cand_t.to_json()
-        if check_output and state == [_fingerprint(b) for b in cand.buffers()]:  # stateless: same answer
-            _check_timed_output(cand_t.output, expected, policy)
-        out["candidate"]["window"] = window.run(cand, sets[0], device, max(cand_t.median_s, cand_t.host_median_s))
-        if side_stream_suspected(cand_t):
-            raise Reject("side_stream", f"the device ran {cand_t.tail_median_s * 1e3:.3g} ms past the timed stream's "
-                                        f"{cand_t.median_s * 1e3:.3g} ms: work runs outside the timed stream")
-        sol = job.get("sol_s")
-        if sol and cand_t.median_s < 0.9 * sol and job.get("sol_memory"):
-            sol = out["sol_s_now"] = _sol_now(job["sol_memory"])
-        if sol and cand_t.median_s < 0.9 * sol:
-            raise Reject("faster_than_sol", f"{cand_t.median_s * 1e3:.4g} ms beats the speed-of-light "
-                                            f"{sol * 1e3:.4g} ms: work is skipped or mis-timed")
-        for name, (_, res) in base.items():  # absent from `got`: it did not compile (res says why)
-            out[name] = _timed(got.get(name), res, peer=False)
-        if peers:
-            out["peers"] = {lb: _timed(got.get(f"peer:{lb}"), res, peer=True) for lb, (_, res) in peers.items()}
-    return out
-
-
-def _check_timed_output(got: Any, expected: Callable[[], tuple[list[Any], list[Any] | None]],
-                        policy: TolerancePolicy) -> None:
-    """The candidate's answer from a timed call (its last on the first input set) against the reference's:
-    a module that behaves one way under the verifier's checks and another when timed (it looked for the
-    guard, the timer's frames, an environment variable) is caught here."""
-    want, w64 = expected()
-    got = outputs(got)
-    bad = [j for j, (g, w) in enumerate(zip(got, want))
-           if not isinstance(g, torch.Tensor) or g.shape != w.shape
-           or not _compare(g.detach(), w.detach(), policy, w64[j] if w64 is not None and w64[j].shape == w.shape
-                           else None).ok]
-    if len(got) != len(want) or bad:
-        raise Reject("timed_output", f"output {bad[0] if bad else len(want)} of a timed call differs from the "
-                                     "reference: the module computes otherwise when timed")
-    expected.cache_clear()
-
-
-def _sol_now(mem: dict[str, float]) -> float:
-    """The speed-of-light again at the bandwidth the host shows now, where that is higher than the one the
-    bound assumed (a calibration taken while the VM's neighbours were busy); never a looser bound than
-    the memory traffic at the present bandwidth or the rest of the bound."""
-    with timing.exclusive():
-        now = cpu_bandwidth_now()
-    return max(mem["other_s"], mem["dram_s"] * min(1.0, mem["bw"] / now))
-
-
-def _timed(t: Timing | Exception | None, res: dict[str, Any], peer: bool) -> dict[str, Any]:
-    """What the table says of a baseline or a peer: why it was not timed, or its time (a peer, which
-    passed its check, is also held to the candidate's side-stream rule)."""
-    if t is None:
-        return res
-    if isinstance(t, Exception):
-        return {"error": f"running it raised {_first_line(t)}"}
-    if peer and side_stream_suspected(t):
-        return {"error": "work runs outside the timed stream", "correct": True}
-    return dict(t.to_json(), **res, **({"correct": True} if peer else {}))
-
-
-def _expected(ref: Any, sets: list) -> Callable[[], tuple[list[Any], list[Any] | None]]:
-    """The reference's outputs and float64 outputs on the first timing input set, computed on the first
-    call only: every peer is judged against them, and at real sizes a float64 evaluation takes seconds to
-    a minute (a raise is not cached: the next peer tries again)."""
-    return functools.cache(lambda: (outputs(ref(*sets[0])), float64_outputs(ref, sets[0])))
-
-
-def _peer(i: int, path: Path, problem: Any, ref: Any, sets: list, device: torch.device,
-          expected: Callable[[], tuple[list[Any], list[Any] | None]]) -> tuple[Any, dict[str, Any]]:
-    """Another solution (another DSL's, say), timed later in this process on the same inputs so that a
-    table of them shares one run; here it is loaded and checked against the reference on the first
-    input set, whose outputs and float64 outputs `expected` gives (computed once for all peers).
-    (callable or None, what to report if it is not timed)."""
-    try:
-        mod = _load_candidate(path, f"akg_peer_{i}")
-        torch.manual_seed(0)
-        cand = mod.ModelNew(*problem.get_init_inputs())
-    except Reject as r:
-        return None, {"error": r.reason}
-    except Exception as e:  # noqa: BLE001 - a broken peer is reported, the table goes on
-        return None, {"error": f"ModelNew raised {_first_line(e)}"}
-    try:
-        cand.load_state_dict(ref.state_dict(), strict=True)
-        cand = cand.to(device).train(ref.training)
-        want, w64 = expected()  # judged as the main candidate is: against float64
-        got = outputs(cand(*sets[0]))
-        policy = TolerancePolicy()
-        bad = [j for j, (g, w) in enumerate(zip(got, want))
-               if not _compare(g.detach(), w.detach(), policy,
-                               w64[j] if w64 is not None and w64[j].shape == w.shape else None).ok]
-        if len(got) != len(want) or bad:
-            return None, {"error": f"wrong values on the timing inputs (outputs {bad})", "correct": False}
-    except Exception as e:  # noqa: BLE001
-        return None, {"error": f"running it raised {_first_line(e)}"}
-    return cand, {}
-
-
-def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[Any, dict[str, Any]]:
-    """A baseline's callable, compiled and run once (callable or None, and its compile time or error)."""
-    if name == "eager":
-        return ref, {}
-    if name == timing.AA_BASELINE:  # the same module again: its own parameters, the same values
-        return copy.deepcopy(ref), {}
-    mode = {"compile": "default", "compile-max-autotune": "max-autotune",
-            "compile-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}[name]
-    fn = torch.compile(copy.deepcopy(ref), mode=mode)
-    t0 = timing._clock()
-    # max-autotune times its candidate kernels while it compiles: alone on the device, as our timings are
-    alone = timing.exclusive() if "autotune" in mode else contextlib.nullcontext()
-    try:
-        with alone:
-            fn(*sets[0])
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
-        return None, {"error": _first_line(e)}
-    return fn, {"compile_s": timing._clock() - t0}
-
-
 def profile_run(job: dict[str, Any]) -> dict[str, Any]:
     """Runs forward under a profiler: a warm-up outside the profiled range, then `iters` calls inside it
     (cudaProfilerStart/Stop, which `ncu --profile-from-start off` honours)."""
     device = torch.device(job["device"])
     problem = load_problem(job["ref"])
-    mod = _load_candidate(Path(job["cand"]))
+    mod = load_candidate(Path(job["cand"]))
     ref = problem.build_model(0)
     cand = mod.ModelNew(*problem.get_init_inputs())
     cand.load_state_dict(ref.state_dict(), strict=True)
@@ -551,14 +336,14 @@ def main(argv: list[str]) -> int:
         timing.hold_shared()
     try:
         result = profile_run(job) if job.get("profile") else \
-            check_jax(job, _load_candidate) if job.get("frontend") == "jax" else check(job)
+            check_jax(job, load_candidate) if job.get("frontend") == "jax" else check(job)
     except Reject as r:
         result = {"status": "rejected", "code": r.code, "reason": r.reason, "details": {}}
     except MemoryError:
         result = {"status": "rejected", "code": "memory", "reason": "candidate exceeded the memory limit",
                   "details": {}}
     except Exception as e:  # noqa: BLE001 - anything else is reported as the verifier's own failure
-        result = {"status": "error", "code": "verifier_error", "reason": _first_line(e),
+        result = {"status": "error", "code": "verifier_error", "reason": first_line(e),
                   "details": {"traceback": traceback.format_exc()[-4000:]}}
     result["nonce"] = nonce
     result_path.write_text(json.dumps(result, default=str))
