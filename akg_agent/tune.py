@@ -32,7 +32,7 @@ from .verifier import TRANSIENT, Verdict, device_for, verify
 from .verifier.timing import host_lock
 
 # relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
-# runs on one, order such candidates either way; benchmarks/results/h100x2-ray-tune-*.json)
+# runs on one, order such candidates either way; benchmarks/results/archive/h100x2-ray-tune-*.json)
 TIE = 0.01
 # relative: finalists within this of the fastest that different devices timed are timed again together on
 # one (two GPUs of one host differ in pace by several percent, more than TIE)

@@ -311,6 +311,8 @@ def test_bench_times_several_solution_folders_side_by_side(tmp_path, capsys):
                  "--out", str(out), "--baselines", "eager", "--trials", "3"]) == 0
     doc = json.loads((out / "results.json").read_text())
     by = {lb: {r["problem"]: r for r in g["records"]} for lb, g in doc["by_label"].items()}
+    # where it came from, and no path of this machine (the solution folders are under /tmp here)
+    assert {"commit", "versions", "machine", "command"} <= set(doc["meta"]) and "/tmp/" not in json.dumps(doc["meta"])
     assert list(by) == ["cpp", "triton", "bad", "lazy"]
     main_rec = doc["records"][0]
     assert set(main_rec["peers"]) == {"triton", "bad", "lazy"}  # timed in the cpp solution's run

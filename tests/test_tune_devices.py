@@ -1,6 +1,6 @@
 """`akg tune` over several devices (Ray): candidates timed on different GPUs are not comparable to better
 than the GPUs' difference in pace (up to 8% between two H100s of one host,
-benchmarks/results/h100x2-ray-tune-four-more-2026-11-26.json), so the finalists are timed again together
+benchmarks/results/archive/h100x2-ray-tune-four-more-2026-11-26.json), so the finalists are timed again together
 on one device and the choice follows that run."""
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from ir.errors import AkgError
 
 from .admission import MemoryGate, device_capacity, verification_bytes
 from .metrics import slower_beyond_noise, summarize
+from .provenance import provenance, scrub
 from .report import render
 
 
@@ -353,9 +354,10 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
     order = {str(p): i for i, p in enumerate(problems)}
     records.sort(key=lambda r: order[r["path"]])
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
-            "solutions": solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items()),
+            "solutions": scrub(solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items())),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs, "sol_model": sol_basis(target),
-            "ray": None if cluster is None else {"workers": cluster.workers, "timers": len(cluster.timers)}}
+            "ray": None if cluster is None else {"workers": cluster.workers, "timers": len(cluster.timers)},
+            **provenance()}
     summary = summarize(records, baselines)
     doc = {"meta": meta, "summary": summary, "records": records}
     if len(labels) > 1:

@@ -277,7 +277,7 @@ def cols_outer(rows: int, kk: int, nb: int, target: HardwareModel) -> bool:
     which stays in L2 across them if it fits in half of it (A's panel and the accumulators take the rest);
     rows outside stream all of B once per row block of MR rows, 2 * MR FLOPs a loaded float. Where the
     panel does not fit, columns outside still win for few rows (batch-sized) and lose for a square GEMM
-    (benchmarks/results/cpu-cpp-gemm-block-order-*.json, an AVX2 host with 512 KiB of L2)."""
+    (benchmarks/results/archive/cpu-cpp-gemm-block-order-*.json, an AVX2 host with 512 KiB of L2)."""
     return rows <= COLS_OUTER_ROWS or 4 * kk * nb <= target.chip("local_mem_per_group_bytes") / 2
 
 
