@@ -50,8 +50,22 @@ def test_the_honest_module_is_accepted_and_timed():
     """The base every attack above wraps: accepted with timing, its clock agreeing with the parent's."""
     v = verify(SCALE, HONEST, timing=True, baselines=("eager",), trials=5)
     assert v.accepted, v.line()
-    window = v.details["timing"]["candidate"]["window"]
-    assert window["calls"] >= 3 and v.details["window_parent_s"] is not None
+    window, parent = v.details["timing"]["candidate"]["window"], v.details["window_parent_s"]
+    assert window["calls"] >= 3 and len(window["worker_s"]) == len(parent) == 3
+
+
+def test_the_clocks_disagree_only_where_every_window_does():
+    from akg_agent.verifier.plausibility import clock_disagrees
+
+    def details(worker, parent):
+        return {"timing": {"candidate": {"window": {"calls": 100, "worker_s": worker}}},
+                "window_parent_s": {str(i): p for i, p in enumerate(parent)}}
+
+    assert clock_disagrees(details([0.1, 0.1, 0.1], [0.11, 0.12, 0.1])) is None  # the same time by both
+    assert clock_disagrees(details([0.1, 0.1, 0.1], [0.5, 0.6, 0.14])) is None  # one window agrees: a busy host
+    why = clock_disagrees(details([0.01, 0.01, 0.01], [0.1, 0.1, 0.1]))  # a clock running at a tenth
+    assert why and "100 calls took 100 ms by the parent's clock, 10 ms" in why
+    assert clock_disagrees(details([0.01], [])) is None  # no marks arrived (a run by hand): nothing to judge
 
 
 ON_GPU = [(a, vals) for a, vals in CPU_ATTACKS + GPU_ATTACKS if not a.cpu]

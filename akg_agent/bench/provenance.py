@@ -18,7 +18,6 @@ from typing import Any
 from akg_agent.version import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("torch", "triton", "jax", "jaxlib", "tilelang", "numpy", "transformers")
 
 
 def _git(*args: str) -> str | None:
@@ -40,9 +39,20 @@ def commit() -> str | None:
     return head + ("+dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+def _packages() -> list[str]:
+    """What akg runs on: its dependencies and its extras' (the DSLs' runtimes), by distribution name, and the
+    model set's transformers."""
+    try:
+        reqs = importlib.metadata.requires("akg") or []
+    except importlib.metadata.PackageNotFoundError:
+        reqs = []
+    names = [re.split(r"[\s<>=!;\[~]", r, maxsplit=1)[0] for r in reqs]
+    return sorted({n for n in names if n} | {"torch", "numpy", "jaxlib", "transformers"})
+
+
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "akg": __version__}
-    for name in PACKAGES:
+    for name in _packages():
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

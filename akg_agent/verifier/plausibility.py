@@ -1,10 +1,10 @@
 """Whether a timed verdict's figures can be believed: the parent's clock against the worker's, and a
 speedup past a bound timed again in a fresh process.
 
-The worker's clocks live in the candidate's process; the parent's do not. Each timed run ends with a
-window of back-to-back candidate calls that the parent stamps (`window.run`); a run whose window
-took far longer than its own timings say the calls take had its clocks tampered with, below the reach
-of the integrity check if need be. A speedup past `PLAUSIBLE_SPEEDUP` over eager (KernelBench v0.1's
+The worker's clocks live in the candidate's process; the parent's do not. Each timed run ends with
+windows of back-to-back candidate calls that both clocks time (`window.run`); where the parent's clock
+saw far more time pass in every window, the worker's clocks were tampered with, below the reach of the
+integrity check if need be. A speedup past `PLAUSIBLE_SPEEDUP` over eager (KernelBench v0.1's
 bound), or past a speed-of-light the verifier does not enforce (an estimated bandwidth), is timed again
 in a fresh interpreter (not forked from the server that ran the first), the candidate alone first, then
 the baselines, then the candidate again; the verdict stands where the three agree within noise."""
@@ -14,28 +14,26 @@ from __future__ import annotations
 from typing import Any
 
 PLAUSIBLE_SPEEDUP = 10.0
-# a window may run slower than the calls' timings by this factor, plus WINDOW_SLACK_S, before the clocks
-# disagree: the window's calls run back to back without a cache flush (faster, if anything), and the two
-# marks cross a pipe
-WINDOW_FACTOR = 4.0
-WINDOW_SLACK_S = 0.01
+# the parent's clock may read a window longer than the worker's clock by this factor plus WINDOW_SLACK_S (its
+# reading thread wakes late on a busy host) before the clocks disagree
+WINDOW_FACTOR = 1.5
+WINDOW_SLACK_S = 0.03
 # two timings of one module agree where their speedups over eager differ by less than this factor, or by
 # less than the square of the spread of their own trials (upper over lower quartile), which is larger
 AGREE_FACTOR = 2.0
 
 
 def clock_disagrees(details: dict[str, Any]) -> str | None:
-    """A one-line reason where the parent's clock saw the window take longer than the worker's timings
-    allow, else None."""
-    cand = (details.get("timing") or {}).get("candidate") or {}
-    window, parent = cand.get("window"), details.get("window_parent_s")
-    if not window or parent is None:
+    """A one-line reason where, in every window, the parent's clock saw far more time pass than the
+    worker's clock did (the worker's clock was tampered with), else None."""
+    window = ((details.get("timing") or {}).get("candidate") or {}).get("window")
+    parent = details.get("window_parent_s") or {}
+    pairs = [(parent[str(w)], mine) for w, mine in enumerate((window or {}).get("worker_s", [])) if str(w) in parent]
+    if not pairs or any(p <= WINDOW_FACTOR * mine + WINDOW_SLACK_S for p, mine in pairs):
         return None
-    if parent > WINDOW_FACTOR * window["claimed_s"] + WINDOW_SLACK_S:
-        return (f"{window['calls']} calls took {parent * 1e3:.4g} ms by the parent's clock, "
-                f"{window['claimed_s'] * 1e3:.4g} ms by the timings in the candidate's process: "
-                "its clocks were tampered with")
-    return None
+    p, mine = min(pairs)
+    return (f"{window['calls']} calls took {p * 1e3:.4g} ms by the parent's clock, {mine * 1e3:.4g} ms by the "
+            "clock in the candidate's process: its clocks were tampered with")
 
 
 def speedup(details: dict[str, Any], name: str = "candidate") -> float | None:

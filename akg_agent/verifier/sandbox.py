@@ -177,17 +177,16 @@ class _Stamps:
                     if nonce == self.nonce and label not in self.marks:
                         self.marks[label] = now
 
-    def close(self) -> float | None:
-        """Seconds between a begin mark and its end mark, the shortest of the windows sent, or None where the
-        run sent none."""
+    def close(self) -> dict[str, float]:
+        """Seconds between each begin mark and its end mark, by window ("0", "1", ...); empty where the run sent
+        none."""
         try:  # a worker that never opened the FIFO leaves the reader waiting in open(): let it through
             os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             pass
         self.thread.join(timeout=1.0)
-        spans = [self.marks["end" + b[5:]] - t for b, t in self.marks.items()
-                 if b.startswith("begin") and "end" + b[5:] in self.marks]
-        return min(spans, default=None)
+        return {b[5:]: self.marks["end" + b[5:]] - t for b, t in self.marks.items()
+                if b.startswith("begin") and "end" + b[5:] in self.marks}
 
 
 def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict[str, Any]:
