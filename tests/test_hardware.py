@@ -219,7 +219,8 @@ def test_the_fma_peak_counts_every_cores_vector_fmas():
     """Against the detected peak (cores x nominal clock x lanes x 2 pipes x 2): within a clock's range, not a
     scalar loop's (1/16 of it at 512 bits) nor a folded one's (far above)."""
     peak = fma_peak(quick=True)
-    assert peak is not None and 0.3 < peak / load_target("cpu", calibrated=False).peak("vector", "f32") < 3
+    # the floor is a third above a scalar loop's 1/16: a -n 2 run's other worker takes one core of two
+    assert peak is not None and 0.2 < peak / load_target("cpu", calibrated=False).peak("vector", "f32") < 3
 
 
 def test_calibration_takes_the_fastest_trial():

@@ -7,7 +7,7 @@ saw far more time pass in every window, the worker's clocks were tampered with, 
 integrity check if need be. A speedup past `PLAUSIBLE_SPEEDUP` over eager (KernelBench v0.1's
 bound), or past a speed-of-light the verifier does not enforce (an estimated bandwidth), is timed again
 in a fresh interpreter (not forked from the server that ran the first), the candidate alone first, then
-the baselines, then the candidate again; the verdict stands where the three agree within noise."""
+the baselines, then the candidate again; the verdict stands where both re-timings reach the first within noise."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ PLAUSIBLE_SPEEDUP = 10.0
 # reading thread wakes late on a busy host) before the clocks disagree
 WINDOW_FACTOR = 1.5
 WINDOW_SLACK_S = 0.03
-# two timings of one module agree where their speedups over eager differ by less than this factor, or by
-# less than the square of the spread of their own trials (upper over lower quartile), which is larger
-AGREE_FACTOR = 2.0
+# a speedup past the bound holds where, timed again, it is at least the first run's divided by this factor
+# (or by the square of the trials' spread, where that is larger): a busy host moves speedups by a factor of
+# two, a module that is fast only in the process that first ran it by far more
+AGREE_FACTOR = 4.0
 
 
 def clock_disagrees(details: dict[str, Any]) -> str | None:
@@ -62,8 +63,8 @@ def _spread(t: dict[str, Any]) -> float:
 
 
 def retime_disagrees(first: dict[str, Any], again: dict[str, Any]) -> str | None:
-    """A one-line reason where the re-timing (candidate first and last, fresh process) disagrees with the
-    first timing beyond noise, else None."""
+    """A one-line reason where the re-timing (candidate first and last, fresh process) falls short of the first
+    timing's speedup beyond noise, else None (a re-timing faster than the first is no reason to doubt it)."""
     t0, t1 = first.get("timing") or {}, again.get("timing") or {}
     figures = {"first run": speedup(first), "fresh process, candidate first": speedup(again),
                "fresh process, candidate last": speedup(again, "candidate_last")}
@@ -72,8 +73,8 @@ def retime_disagrees(first: dict[str, Any], again: dict[str, Any]) -> str | None
         return f"no speedup to compare in the re-timing ({missing})"
     noise = max(AGREE_FACTOR, max(_spread(t) for t in (t0.get("candidate", {}), t1.get("candidate", {}),
                                                         t1.get("candidate_last", {}), t1.get("eager", {}))) ** 2)
-    lo, hi = min(figures.values()), max(figures.values())
-    if hi > noise * lo:
+    claimed, held = figures["first run"], min(v for k, v in figures.items() if k != "first run")
+    if claimed > noise * held:
         said = ", ".join(f"{k} {v:.3g}x" for k, v in figures.items())
         return f"the speedup over eager does not hold when timed again ({said}; noise allows {noise:.2g}x)"
     return None
