@@ -85,7 +85,8 @@ def run_model(name: str, sizing: str, dtype: str, modes: list[str], device: torc
             c.update(correct=bool(res.ok), max_err_vs_fp64=_err(got, want64), reason=res.reason if not res.ok else "")
             if mode == "akg":
                 rep = fn.akg_report
-                c["akg"] = {"graphs": [g.line() for g in rep.graphs], "fallbacks": list(rep.fallbacks),
+                c["akg"] = {"graphs": [g.line() for g in rep.graphs], "notes": [n for g in rep.graphs for n in g.notes],
+                            "fallbacks": list(rep.fallbacks),
                             "kept_in_torch": sorted({op for g in rep.graphs for op in g.kept_in_torch})}
             fns[mode] = fn
         rec["eager_max_err_vs_fp64"] = _err(want, want64)
