@@ -31,6 +31,14 @@ class Reject(Exception):
 
 
 NOISE_SLACK = 8  # a degenerate output may carry this many times the reference's own rounding noise
+# bf16/fp16: another valid rounding sequence (a fused kernel keeping fp32 between ops, another summation
+# order) errs as much as torch's own does, so its largest error exceeds torch's largest about half the time
+# (a 2-layer GPT-2 in bf16: 1 of 1024 values past the fp32 rule's floor). Each value may differ from float64
+# by REDUCED_SLACK times torch's largest error past the tolerance, and the root-mean-square error may be at
+# most REDUCED_SLACK times torch's (plus a tenth of atol): a kernel that rounds where torch does not (bf16
+# accumulation, a bf16 intermediate torch keeps in fp32) errs more everywhere, not only in a tail.
+REDUCED = (torch.bfloat16, torch.float16)
+REDUCED_SLACK = 2.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,8 @@ def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
     # the plain tolerance is kept as its maximum, so the floor applies after the sweep
     own_max = own2 = 0.0
     max_abs = max_rel = peak = err2 = ref2 = 0.0
+    reduced = ref.dtype in REDUCED and ref64 is not None
+    slack = REDUCED_SLACK if reduced else 1.0
     excess = -math.inf
     for clean, c, r, cd, rd, r64 in chunks():
         problem = "" if clean else _finite_mask_problem(c, r)
@@ -138,14 +148,16 @@ def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
         err = (cd - r64).abs()
         max_abs = max(max_abs, float(err.max()))
         max_rel = max(max_rel, float((err / r64.abs().clamp_min(1e-30)).max()))
+        err2 = err2 + float(err.square().sum())
         if degenerate:
             peak = max(peak, float(r64.abs().max()))
-            err2, ref2 = err2 + float(err.square().sum()), ref2 + float(r64.square().sum())
+            ref2 = ref2 + float(r64.square().sum())
         else:
             excess = max(excess, float((err - (atol + rtol * r64.abs())).max()))
     n_bad = 0
-    if not degenerate and excess > own_max * (1 - 1e-9) - 1e-300:  # near or past the floor: count exactly
-        n_bad = sum(int((cd - r64).abs().gt(atol + rtol * r64.abs() + own_max).sum()) for *_, cd, _, r64 in chunks())
+    floor = slack * own_max
+    if not degenerate and excess > floor * (1 - 1e-9) - 1e-300:  # near or past the floor: count exactly
+        n_bad = sum(int((cd - r64).abs().gt(atol + rtol * r64.abs() + floor).sum()) for *_, cd, _, r64 in chunks())
     if degenerate:
         # relative check: the error must be small against the values themselves, or rounding noise of
         # the size the reference's own makes (an output near zero is all noise, and another valid
@@ -159,4 +171,10 @@ def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
     if n_bad:
         return Comparison(False, f"{n_bad} of {fc.numel()} values off by up to {max_abs:.3g} "
                                  f"(atol {atol:g}, rtol {rtol:g})", max_abs, max_rel)
+    n = max(1, fc.numel())
+    rms, own_rms = (err2 / n) ** 0.5, (own2 / n) ** 0.5
+    if reduced and rms > REDUCED_SLACK * own_rms + atol / 10:
+        return Comparison(False, f"root-mean-square error {rms:.3g} against float64, more than {REDUCED_SLACK:g}x "
+                                 f"torch's own {own_rms:.3g} in {str(ref.dtype).replace('torch.', '')}: rounded where "
+                                 "torch does not", max_abs, max_rel)
     return Comparison(True, "", max_abs, max_rel, ref_max_abs_err=own_max)

@@ -7,6 +7,33 @@ import copy
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+LOW_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+class _Widened(TorchDispatchMode):
+    """Every floating-point value and every floating dtype an op names taken to float64: the program's own
+    casts to bf16/fp16/fp32 (a graph dynamo captured from a bf16 model keeps `.to(torch.bfloat16)` as
+    constants) become float64 too, so the float64 evaluation is the same program without its roundings."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        def widen(v: Any) -> Any:
+            if isinstance(v, torch.Tensor) and v.dtype in LOW_FLOATS:
+                return v.double()
+            return torch.float64 if isinstance(v, torch.dtype) and v in LOW_FLOATS else v
+        return func(*tree_map(widen, args), **tree_map(widen, kwargs or {}))
+
+
+def run_float64(ref64: Any, inputs: list[Any]) -> list[Any]:
+    """The float64 module on float64 inputs; where its own casts mix dtypes (an op meets bf16 and float64), once
+    more with every cast widened (`_Widened`)."""
+    try:
+        return outputs(ref64(*inputs))
+    except RuntimeError:
+        with _Widened():
+            return outputs(ref64(*inputs))
 
 
 def outputs(x: Any) -> list[torch.Tensor]:
@@ -56,7 +83,7 @@ def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, de
         dev64 = torch.device("cpu") if details.get("float64_reference_on") == "cpu" else device
         try:
             torch.manual_seed(rng)
-            return ref64, outputs(ref64(*[to_device(x, dev64, double=True) for x in raw]))
+            return ref64, run_float64(ref64, [to_device(x, dev64, double=True) for x in raw])
         except torch.OutOfMemoryError:
             if dev64.type == "cpu":
                 return ref64, None
@@ -72,7 +99,7 @@ def float64_outputs(ref: Any, inputs: list[Any]) -> list[Any] | None:
     for home in dict.fromkeys([float64_home(dev, sum(nbytes(x) for x in inputs)), torch.device("cpu")]):
         try:
             ref64 = copy.deepcopy(ref).double().to(home)
-            return outputs(ref64(*[to_device(x, home, double=True) for x in inputs]))
+            return run_float64(ref64, [to_device(x, home, double=True) for x in inputs])
         except torch.OutOfMemoryError:
             continue
         except Exception:  # noqa: BLE001 - some references cannot run in float64

@@ -1,0 +1,71 @@
+"""The verifier's bf16/fp16 rule: another valid rounding sequence passes, a kernel that rounds where torch does
+not fails; and the float64 evaluation of a program that casts to bf16 itself (a graph dynamo captured from a
+bf16 model) widens its casts instead of giving up."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from akg_agent.verifier.policy import TolerancePolicy, compare
+from akg_agent.verifier.reference import run_float64
+
+
+def _gemms(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(64, 4096, generator=g).bfloat16()
+    b = torch.randn(4096, 64, generator=g).bfloat16() / 64
+    exact = a.double() @ b.double()
+    torch_bf16 = (a @ b)  # fp32 accumulation, one rounding: torch's own answer
+    other_order = sum(a[:, k:k + 512].float() @ b[k:k + 512].float() for k in range(0, 4096, 512)).bfloat16()
+    acc = torch.zeros(64, 64, dtype=torch.bfloat16)
+    for k in range(0, 4096, 64):  # accumulates in bf16: rounds after every 64 products
+        acc = (acc.float() + a[:, k:k + 64].float() @ b[k:k + 64].float()).bfloat16()
+    return exact, torch_bf16, other_order, acc
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_another_valid_rounding_passes_and_rounding_in_the_wrong_place_fails(seed):
+    exact, ref, other, bf16_accumulation = _gemms(seed)
+    policy = TolerancePolicy()
+    assert compare(ref, ref, policy, exact).ok  # torch's own answer
+    assert compare(other, ref, policy, exact).ok  # fp32 accumulation in another order, one rounding
+    bad = compare(bf16_accumulation, ref, policy, exact)
+    assert not bad.ok and ("root-mean-square" in bad.reason or "values off" in bad.reason), bad.reason
+
+
+def test_a_tail_past_torchs_largest_error_is_rounding_in_bf16_not_a_bug():
+    """Two valid roundings of a chained computation: the other one's largest error may pass torch's (the
+    fp32 rule's floor); within twice torch's largest and the same RMS it passes in bf16."""
+    g = torch.Generator().manual_seed(3)
+    exact = torch.randn(4096, dtype=torch.float64, generator=g)
+    ref = (exact + 0.004 * torch.randn(4096, dtype=torch.float64, generator=g)).bfloat16()
+    other = (exact + 0.004 * torch.randn(4096, dtype=torch.float64, generator=g)).bfloat16()
+    own = float((ref.double() - exact).abs().max())
+    other_err = (other.double() - exact).abs()
+    other_err_max = float(other_err.max())
+    if other_err_max <= own:  # make the tail exceed torch's largest error, as a chain of roundings does
+        i = int(other_err.argmax())
+        other[i] = (exact[i] + 1.5 * own * torch.sign(other.double()[i] - exact[i])).bfloat16()
+    assert compare(other, ref, TolerancePolicy(), exact).ok
+    far = other.clone()
+    far[0] = (exact[0] + 0.01 + 0.01 * exact[0].abs() + 3 * own).bfloat16()  # three times torch's worst: a bug
+    assert not compare(far, ref, TolerancePolicy(), exact).ok
+
+
+class _CastsItself(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.softmax(x.float(), dim=-1).to(torch.bfloat16)  # HF's attention: softmax in fp32, back to bf16
+        return y @ x.transpose(0, 1) + torch.full((x.shape[0], x.shape[0]), 0.5, dtype=torch.bfloat16)
+
+
+def test_the_float64_evaluation_widens_a_programs_own_casts():
+    x = torch.randn(8, 32).bfloat16()
+    m64 = copy.deepcopy(_CastsItself()).double()
+    with pytest.raises(RuntimeError):
+        m64(x.double())  # its cast meets float64 in a matmul: plain float64 evaluation fails
+    (y64,) = run_float64(m64, [x.double()])
+    want = torch.softmax(x.double(), dim=-1) @ x.double().T + 0.5
+    assert y64.dtype == torch.float64 and torch.allclose(y64, want, rtol=1e-12, atol=1e-12)
