@@ -23,11 +23,12 @@ demo: setup
 	$(VENV)/bin/akg translate --dsl triton --target h100 -o runs/demo_triton.py
 
 # PYTEST_ARGS narrows a run (e.g. -m gpu); pytest's "no tests collected" (exit 5) is not a failure.
-# The slowest tests are listed: the suite must stay within CI's 25 minutes on 2 cores. The Ray tests
-# run after the rest, alone: they compare timings, which another test running beside them would upset.
+# The slowest tests are listed: the suite must stay within CI's 25 minutes on 2 cores. The Ray tests and
+# the host measurements run after the rest, alone: another test running beside them would upset them.
+ALONE := tests/test_ray.py tests/test_alone_timing.py
 test: setup
-	$(PY) -m pytest -q -n 2 --durations=25 $(PYTEST_ARGS) --ignore=tests/test_ray.py tests || [ $$? -eq 5 ]
-	$(PY) -m pytest -q --durations=5 $(PYTEST_ARGS) tests/test_ray.py || [ $$? -eq 5 ]
+	$(PY) -m pytest -q -n 2 --durations=25 $(PYTEST_ARGS) $(addprefix --ignore=,$(ALONE)) tests || [ $$? -eq 5 ]
+	$(PY) -m pytest -q --durations=5 $(PYTEST_ARGS) $(ALONE) || [ $$? -eq 5 ]
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -7,7 +7,7 @@ saw far more time pass in every window, the worker's clocks were tampered with, 
 integrity check if need be. A speedup past `PLAUSIBLE_SPEEDUP` over eager (KernelBench v0.1's
 bound), or past a speed-of-light the verifier does not enforce (an estimated bandwidth), is timed again
 in a fresh interpreter (not forked from the server that ran the first), the candidate alone first, then
-the baselines, then the candidate again; the verdict stands where both re-timings reach the first within noise."""
+the baselines, then the candidate again; the verdict stands where a re-timing reaches the first within noise."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def _spread(t: dict[str, Any]) -> float:
 
 def retime_disagrees(first: dict[str, Any], again: dict[str, Any]) -> str | None:
     """A one-line reason where the re-timing (candidate first and last, fresh process) falls short of the first
-    timing's speedup beyond noise, else None (a re-timing faster than the first is no reason to doubt it)."""
+    timing's speedup beyond noise in both positions, else None (a re-timing faster than the first is no reason
+    to doubt it)."""
     t0, t1 = first.get("timing") or {}, again.get("timing") or {}
     figures = {"first run": speedup(first), "fresh process, candidate first": speedup(again),
                "fresh process, candidate last": speedup(again, "candidate_last")}
@@ -73,7 +74,9 @@ def retime_disagrees(first: dict[str, Any], again: dict[str, Any]) -> str | None
         return f"no speedup to compare in the re-timing ({missing})"
     noise = max(AGREE_FACTOR, max(_spread(t) for t in (t0.get("candidate", {}), t1.get("candidate", {}),
                                                         t1.get("candidate_last", {}), t1.get("eager", {}))) ** 2)
-    claimed, held = figures["first run"], min(v for k, v in figures.items() if k != "first run")
+    # the better of the two positions: on a small loaded host the block right after eager's can be slowed
+    # by eager's OpenMP threads still spinning (an honest 54x module read 69x first and 1x last)
+    claimed, held = figures["first run"], max(v for k, v in figures.items() if k != "first run")
     if claimed > noise * held:
         said = ", ".join(f"{k} {v:.3g}x" for k, v in figures.items())
         return f"the speedup over eager does not hold when timed again ({said}; noise allows {noise:.2g}x)"
