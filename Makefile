@@ -24,8 +24,9 @@ demo: setup
 
 # PYTEST_ARGS narrows a run (e.g. -m gpu); pytest's "no tests collected" (exit 5) is not a failure.
 # The slowest tests are listed: the suite must stay within CI's 25 minutes on 2 cores. The Ray tests and
-# the host measurements run after the rest, alone: another test running beside them would upset them.
-ALONE := tests/test_ray.py tests/test_alone_timing.py
+# the host measurements run after the rest, alone (the host measurement first: Ray leaves workers
+# behind): another test running beside them would upset them.
+ALONE := tests/test_alone_timing.py tests/test_ray.py
 test: setup
 	$(PY) -m pytest -q -n 2 --durations=25 $(PYTEST_ARGS) $(addprefix --ignore=,$(ALONE)) tests || [ $$? -eq 5 ]
 	$(PY) -m pytest -q --durations=5 $(PYTEST_ARGS) $(ALONE) || [ $$? -eq 5 ]
