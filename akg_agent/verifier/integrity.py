@@ -3,9 +3,9 @@ clocks, the statistics, torch's functions and `Tensor` methods, the verifier's o
 global numerics and threading settings, the dispatcher's kernels and the mode stacks.
 
 A candidate runs in the verifier's process (it must, to be timed as users will call it), so its Python
-can replace any of these: a `time.perf_counter` that leaves out its own forward made a 50-multiply module
-read 2.4x faster than one multiply. The timer reads references taken at import (`timing.py`), so a
-replacement changes no figure; this check names it, as a rejection, wherever it happened."""
+can replace any of these (a `time.perf_counter` that leaves out the time spent in its own forward). The
+timer reads references taken at import (`timing.py`), so a replacement changes no figure; this check names
+it, as a rejection, wherever it happened."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def retime_disagrees(first: dict[str, Any], again: dict[str, Any]) -> str | None
     noise = max(AGREE_FACTOR, max(_spread(t) for t in (t0.get("candidate", {}), t1.get("candidate", {}),
                                                         t1.get("candidate_last", {}), t1.get("eager", {}))) ** 2)
     # the better of the two positions: on a small loaded host the block right after eager's can be slowed
-    # by eager's OpenMP threads still spinning (an honest 54x module read 69x first and 1x last)
+    # by eager's OpenMP threads still spinning
     claimed, held = figures["first run"], max(v for k, v in figures.items() if k != "first run")
     if claimed > noise * held:
         said = ", ".join(f"{k} {v:.3g}x" for k, v in figures.items())
