@@ -21,6 +21,8 @@ NOT_COMPUTE = {
     "to", "view_as", "unbind", "split", "chunk", "flatten", "unflatten", "resize_", "set_", "sym_size",
     "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "is_contiguous", "is_pinned", "numel", "dim",
     "_local_scalar_dense", "item", "record_stream", "_has_compatible_shallow_copy_type",
+    # in-place views: a tensor's metadata changed, no value computed (a library GRU transposes its input so)
+    "transpose_", "t_", "squeeze_", "unsqueeze_", "as_strided_", "swapaxes_", "swapdims_", "detach_",
 }
 
 
