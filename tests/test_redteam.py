@@ -154,3 +154,21 @@ def test_a_speedup_past_the_bound_is_timed_again_in_a_fresh_process(sniff, tmp_p
     else:
         assert not v.accepted and v.code == "implausible", v.line()
         assert "timed again in a fresh process" in v.reason and "does not hold" in v.reason
+
+
+@pytest.mark.xfail(strict=True, reason="an RMS-against-torch rule caught this but rejected honest TileLang "
+                   "reductions (sequential fp32 sums); a rule that tells them apart is not written yet")
+def test_a_precision_downgrade_within_the_tolerance_is_still_rejected_in_fp32(tmp_path):
+    """Found by a new user's `akg redteam` on a forgiving program: inputs rounded to bf16 stay within atol =
+    rtol = 1e-4 there, but err far more than torch's own fp32 result; the same module without the rounding
+    passes."""
+    problem = ROOT / "tests" / "fixtures" / "gemm_sigmoid_gemm_lse.py"
+    honest = tmp_path / "honest.py"
+    library = "AKG_LIBRARY_CALLS = ['aten.*']\n\n\nclass ModelNew("  # the program itself, as declared library calls
+    honest.write_text(problem.read_text().replace("class Model(", library))
+    assert verify(problem, honest).accepted
+    attack = next(a for a in corpus.load() if a.name == "precision_downgrade")
+    cand = tmp_path / "downgraded.py"
+    cand.write_text(attack.apply(honest.read_text(), {}))
+    v = verify(problem, cand)
+    assert not v.accepted and "root-mean-square error" in v.reason and "float32" in v.reason, v.line()
