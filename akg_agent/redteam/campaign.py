@@ -14,7 +14,7 @@ from typing import Any
 
 from akg_agent.agents.llm import Model
 from akg_agent.agents.parse import ReplyError, extract_module
-from akg_agent.verifier import verify
+from akg_agent.verifier import Verdict, verify
 from akg_agent.verifier.sandbox import Limits
 from prompts import render
 
@@ -49,7 +49,7 @@ class Campaign:
     limits: Limits = field(default_factory=lambda: Limits(timeout_s=120))
     outcomes: list[Outcome] = field(default_factory=list)
 
-    def _verify(self, name: str, source: str, timed: bool) -> Any:
+    def _verify(self, name: str, source: str, timed: bool) -> tuple[Path, Verdict]:
         path = self.out / "attacks" / f"{name}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source)
@@ -111,7 +111,7 @@ class Campaign:
 TEST = '''"""A breach found by `akg redteam`: the verifier accepted this attack. The test fails until it rejects it."""
 from pathlib import Path
 
-from akg_agent.verifier import verify
+from akg_agent.verifier import Verdict, verify
 
 HERE = Path(__file__).parent
 

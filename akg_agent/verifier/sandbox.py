@@ -179,12 +179,17 @@ class _Stamps:
 
     def close(self) -> dict[str, float]:
         """Seconds between each begin mark and its end mark, by window ("0", "1", ...); empty where the run sent
-        none."""
+        none. The reader is let go once; later calls only read the marks."""
+        if not self.thread.is_alive():
+            return self._spans()
         try:  # a worker that never opened the FIFO leaves the reader waiting in open(): let it through
             os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             pass
         self.thread.join(timeout=1.0)
+        return self._spans()
+
+    def _spans(self) -> dict[str, float]:
         return {b[5:]: self.marks["end" + b[5:]] - t for b, t in self.marks.items()
                 if b.startswith("begin") and "end" + b[5:] in self.marks}
 
