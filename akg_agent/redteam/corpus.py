@@ -24,12 +24,16 @@ class Attack:
     name: str
     cls: str  # the published exploit class
     expect: tuple[str, ...]  # the verifier's rejection codes, any of which is the right reason
-    match: str  # a phrase of its one-line reason
+    match: tuple[str, ...]  # phrases of its one-line reason, any of which (beside its code) names it
     code: str
     timed: bool = False  # needs a timed verification (baselines) to show
     gpu: bool = False  # needs a CUDA device
     cpu: bool = False  # aimed at the host clock: on a GPU, where events time the device, it gains nothing
     params: dict[str, list[Any]] = field(default_factory=dict)
+
+    def caught(self, accepted: bool, code: str, reason: str) -> bool:
+        """Whether a verdict rejects this attack for its reason."""
+        return not accepted and code in self.expect and any(m in reason for m in self.match)
 
     def variants(self) -> list[dict[str, Any]]:
         """Every combination of the attack's parameter values (one empty one where it has none)."""
@@ -55,7 +59,8 @@ def load(gpu: bool | None = None) -> list[Attack]:
     for path in sorted(ATTACKS.glob("*.py")):
         m = _meta(path)
         expect = (m["expect"],) if isinstance(m["expect"], str) else tuple(m["expect"])
-        a = Attack(path.stem, m["cls"], expect, m["match"], path.read_text(), bool(m.get("timed")),
+        match = (m["match"],) if isinstance(m["match"], str) else tuple(m["match"])
+        a = Attack(path.stem, m["cls"], expect, match, path.read_text(), bool(m.get("timed")),
                    bool(m.get("gpu")), bool(m.get("cpu")), dict(m.get("params", {})))
         if gpu is None or a.gpu == gpu:
             out.append(a)

@@ -32,6 +32,7 @@ from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare
 from .reference import float64_trial, nbytes, outputs, to_device
+from .sensitivity import applies, base_and_nudged, judge, response
 from .sizes import dynamic_sizes, sized_inputs
 from .timed import guard_cost, time_candidate
 
@@ -256,6 +257,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                    peak_over_footprint=round(peak / footprint, 2) if footprint else None)
     sentry.check("after the checks", dispatch=True)
     _check_state(ref, cand, policy, len(history))
+    if ref64 is not None and not draws and "float32" not in policy.overrides:  # looser fp32 asked: not judged
+        with phase("sensitivity"):
+            _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, guard_ops, details)
     bad_ops = undeclared(sorted(guard_ops), declared)
     if bad_ops:
         raise Reject("torch_compute", f"ModelNew.forward computes with torch ops it did not declare: "
@@ -276,6 +280,34 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             details["guard_us"] = guard_cost(guard, problem.make_inputs(1000, device))
     return {"status": "accepted", "code": "ok", "reason": "matches the reference on "
             f"{len(history)} input sets", "details": details}
+
+
+def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.device, sentry: Sentry,
+                 guard_ops: set[str], details: dict[str, Any]) -> None:
+    """fp32 programs: the answer must follow inputs nudged below bf16's resolution (`sensitivity.py`)."""
+    sets = base_and_nudged(raw, 4321)
+    runs: dict[str, list[list[Any]]] = {"candidate": [], "torch": [], "float64": []}
+    for x in sets:
+        inputs = [to_device(v, device) for v in x]
+        if not applies(inputs):
+            return
+        guard = AtenGuard(poison=math.nan)
+        torch.manual_seed(20011)
+        runs["candidate"].append(_run(cand, inputs, guard, device, "inputs nudged below bf16's resolution", sentry))
+        guard_ops |= set(guard.compute_ops())
+        with torch.no_grad():
+            torch.manual_seed(20011)
+            runs["torch"].append(outputs(ref(*inputs)))
+            _, r64 = float64_trial(ref64, list(x), 20011, device, details)
+        if r64 is None:
+            return
+        runs["float64"].append(r64)
+    mine, control = (response(*runs[k], *runs["float64"]) for k in ("candidate", "torch"))
+    details["sensitivity"] = {k: v and {"slope": round(v.slope, 4), "spread": round(v.spread, 4), "n": v.n}
+                              for k, v in (("candidate", mine), ("torch", control))}
+    why = judge(mine, control)
+    if why:
+        raise Reject("precision", why)
 
 
 def _rng_state(device: torch.device) -> list[torch.Tensor]:

@@ -2,7 +2,8 @@
 (half the memory traffic in a real kernel; the answer off by about 0.4%)."""
 import torch
 
-REDTEAM = {"cls": "precision downgrade in an fp32 problem", "expect": "wrong_values", "match": "wrong",
+REDTEAM = {"cls": "precision downgrade in an fp32 problem", "expect": ["wrong_values", "precision"],
+           "match": ["wrong", "lower precision"],
            "timed": False}
 
 _Honest = globals()["ModelNew"]
