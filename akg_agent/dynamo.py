@@ -7,11 +7,13 @@ stay torch calls inside the written module (`--allow-opaque`), and the report na
 module is specialised to its input sizes (its guard checks them), so the compiled graph dispatches on
 the sizes of each call: a new size translates once more, up to `max_compiles`, then that graph runs as
 torch with one warning. Written modules are cached on disk by graph, sizes, target, DSL and versions.
-A graph that needs gradients never reaches akg: it goes to the fallback backend with one warning.
+A graph that needs gradients goes through AOTAutograd (`dynamo_train`): its forward and backward graphs
+are each written and verified like an inference graph.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import sys
@@ -30,6 +32,7 @@ from dsl_backends import default_dsl, get_backend
 from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
+from .dynamo_train import compile_training
 from .translate import translate
 from .tuning_db import versions
 
@@ -72,7 +75,8 @@ class Options:
     dsl: str = ""  # "" is the backend the target's manifests prefer
     target: str = ""  # "" is the hardware model of the inputs' device
     max_compiles: int = 8  # translations per graph (one per distinct input size), then torch
-    fallback: str = "inductor"  # where graphs that need gradients go ("eager" keeps them as they are)
+    training: str = "akg"  # graphs that need gradients: "akg" (forward and backward) or "fallback"
+    fallback: str = "inductor"  # where training="fallback" sends them ("eager" keeps them as they are)
     cache_dir: str = ""  # "" is compiled/ in akg's cache directory ($AKG_CACHE_DIR)
     seeds: tuple[int, ...] = (0, 1)
 
@@ -83,6 +87,8 @@ class Options:
         if unknown:
             raise AkgError(f"unknown akg backend option(s) {', '.join(sorted(unknown))}: "
                            f"choose from {', '.join(Options.__dataclass_fields__)}")
+        if options.get("training", "akg") not in ("akg", "fallback"):
+            raise AkgError(f"akg backend option training={options['training']!r}: choose 'akg' or 'fallback'")
         if "seeds" in options:
             options["seeds"] = tuple(options["seeds"])
         return Options(**options)
@@ -141,15 +147,31 @@ def _params(gm: torch.fx.GraphModule) -> list[str]:
     return [f"a{i}_{n}" if not n.isidentifier() else n for i, n in enumerate(names)]
 
 
-def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path) -> Path:
-    params = _params(gm)
+def _kept_outputs(gm: torch.fx.GraphModule) -> list[int]:
+    """The outputs that are values: a backward graph returns None for inputs that need no gradient."""
     outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    single = isinstance(outs, (list, tuple)) and len(outs) == 1
-    fresh = [isinstance(a, torch.Tensor) and a.is_floating_point() and not isinstance(a, torch.nn.Parameter)
-             and "_buffers_" not in p and "_parameters_" not in p for a, p in zip(args, params)]
+    return [i for i, o in enumerate(outs) if o is not None]
+
+
+def _fresh(gm: torch.fx.GraphModule, args: Sequence[Any], kind: str) -> list[bool]:
+    """Which inputs the verifier draws afresh for each seed. Parameters and buffers keep their values (a
+    batch norm's variance must stay positive); so do a backward graph's saved activations (a layer norm's
+    reciprocal deviation, a max pool's indices), where only the incoming gradients are drawn."""
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    return [isinstance(a, torch.Tensor) and a.is_floating_point() and not isinstance(a, torch.nn.Parameter)
+            and "_buffers_" not in p and "_parameters_" not in p and (kind != "backward" or p.startswith("tangents"))
+            for a, p in zip(args, names)]
+
+
+def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind: str = "inference") -> Path:
+    params = _params(gm)
+    kept = _kept_outputs(gm)
     saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
-    torch.save({"gm": gm, "inputs": saved, "fresh": fresh}, d / "graph.pt")
-    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret="out[0]" if single else "out")
+    torch.save({"gm": gm, "inputs": saved, "fresh": _fresh(gm, args, kind)}, d / "graph.pt")
+    outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    ret = ("out[0]" if kept == [0] else "out" if len(kept) == len(outs)
+           else f"tuple(out[i] for i in {kept})")
+    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret=ret)
     path = d / "graph.py"
     path.write_text(src)
     return path
@@ -158,10 +180,10 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path) -> Pa
 class CompiledGraph:
     """One dynamo graph: a verified akg module per input size, torch beyond the limit."""
 
-    def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport):
-        self.gm, self.opts, self.report = gm, opts, report
-        outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-        self.single = isinstance(outs, (list, tuple)) and len(outs) == 1
+    def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference"):
+        self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
+        self.n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+        self.kept = _kept_outputs(gm)
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self.lock = threading.Lock()
         self.warned = False
@@ -210,13 +232,11 @@ class CompiledGraph:
         model.to(device).eval()
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
-        if self.single:
-            return lambda *a: (model(*a),)
-        return lambda *a: tuple(model(*a))
+        return functools.partial(_call, model, self.kept, self.n_out)
 
     def _translate(self, args: Sequence[Any], cached: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
-            problem = _write_problem(self.gm, args, Path(tmp))
+            problem = _write_problem(self.gm, args, Path(tmp), self.kind)
             t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
                           seeds=self.opts.seeds)
             # the problem and its graph are kept beside the module: the module's state comes from them
@@ -225,6 +245,18 @@ class CompiledGraph:
             (cached / "graph.py").write_text(problem.read_text())
             (cached / "kept.txt").write_text("\n".join(t.graph.meta.get("opaque", [])))
             (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
+
+
+def _call(model: torch.nn.Module, kept: list[int], n_out: int, *args: Any) -> tuple[Any, ...]:
+    """The graph's outputs from the module's: Nones back where the graph returns them."""
+    got = model(*args)
+    got = (got,) if len(kept) == 1 else tuple(got)
+    if len(kept) == n_out:
+        return got
+    out: list[Any] = [None] * n_out
+    for i, v in zip(kept, got):
+        out[i] = v
+    return tuple(out)
 
 
 def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:
@@ -253,9 +285,9 @@ class AkgBackend:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         if _needs_grad(example_inputs):
-            why = (f"{name} needs gradients and akg compiles inference graphs (run under torch.no_grad() or "
-                   f"torch.inference_mode()): handed to the {self.opts.fallback} backend")
-            warnings.warn(f"akg: {why}", stacklevel=2)
+            if self.opts.training == "akg":
+                return compile_training(self, gm, example_inputs, name)
+            why = f"{name} needs gradients and options={{'training': 'fallback'}}: handed to {self.opts.fallback}"
             self.report.fallbacks.append(why)
             if self.opts.fallback == "eager":
                 return gm.forward

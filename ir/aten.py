@@ -42,6 +42,8 @@ def _unary(op: str):
 
 for _op in UNARY:
     converts(f"aten.{_op}.default", f"aten.{_op}_.default")(_unary(_op))
+for _p in ("rsqrt", "sqrt", "exp"):  # prims that torch's decompositions write
+    converts(f"prims.{_p}.default")(_unary(_p))
 
 
 @converts("aten.gelu.default", "aten.gelu_.default")

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import aten, cells  # noqa: F401 - fill CONVERTERS
+from . import aten, aten_grad, cells  # noqa: F401 - fill CONVERTERS
 from .convert import CONVERTERS, LiftCtx, source_line
 from .dynamic import DynamicDims
 from .errors import AkgError
@@ -142,6 +142,9 @@ def _lift_graph(problem: Problem, model: torch.nn.Module, ep: torch.export.Expor
                 raise
             except Exception as e:  # noqa: BLE001 - a converter bug must still be one line
                 raise AkgError(f"could not lift {name} at {source_line(n, path)}: {_first_line(e)}") from None
+            if out is NotImplemented:  # the converter handles some forms of the op, not this one
+                env[n] = _opaque(cx, n, name, args, kwargs, path)
+                continue
             env[n] = out
             base = name.split(".")[1] if "." in name else name
             if base.endswith("_") and not base.endswith("__") and args and isinstance(args[0], Node):

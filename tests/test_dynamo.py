@@ -1,6 +1,6 @@
 """torch.compile(backend="akg") and akg_agent.compile: three models at several batch sizes on the CPU
 (C++ natively, Triton through its interpreter), the disk cache, the recompile limit, ops left in torch,
-and graphs that need gradients."""
+and graphs that need gradients handed to a fallback (akg's own training path: test_training)."""
 
 from __future__ import annotations
 
@@ -169,13 +169,13 @@ def test_an_op_akg_cannot_lower_stays_in_torch_and_is_reported(tmp_path):
 
 
 @pytest.mark.parametrize("fallback", ["eager", "aot_eager"])
-def test_a_graph_that_needs_gradients_goes_to_the_fallback_with_a_warning(fallback, tmp_path):
+def test_training_fallback_hands_a_graph_that_needs_gradients_to_the_fallback(fallback, tmp_path):
+    """options={'training': 'fallback'}: the old way, graphs that need gradients not written by akg."""
     torch.manual_seed(0)
     model = MLP()
-    compiled = akg_agent.compile(model, cache_dir=str(tmp_path), fallback=fallback)
+    compiled = akg_agent.compile(model, cache_dir=str(tmp_path), fallback=fallback, training="fallback")
     x = torch.randn(4, 32)
-    with pytest.warns(UserWarning, match="needs gradients"):
-        compiled(x).square().sum().backward()
+    compiled(x).square().sum().backward()
     grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
     model(x).square().sum().backward()
@@ -187,6 +187,8 @@ def test_a_graph_that_needs_gradients_goes_to_the_fallback_with_a_warning(fallba
 def test_unknown_options_are_one_line_errors():
     with pytest.raises(AkgError, match="unknown akg backend option.*dls"):
         Options.of({"dls": "cpp"})
+    with pytest.raises(AkgError, match="training='inductor': choose 'akg' or 'fallback'"):
+        Options.of({"training": "inductor"})
 
 
 def test_the_target_and_dsl_follow_the_inputs_device():

@@ -480,6 +480,11 @@ def _lower_group(lw: _Lowerer, grp: Group, users: dict[Node, list[Node]], gid: i
     stored_ids = {id(n) for n in stored}
     for n in stored:
         if needs_library(n, lw.generated):
+            for a in n.args:  # a constant a torch call reads (a scatter's zeros) lives in memory, written here
+                if a is not None and a.op in ("scalar", "full", "arange") and id(a) not in lw.bufs:
+                    cs = tuple(lw.fresh(d, "c") for d in a.shape)
+                    steps.append(Kernel(f"k{first + len(steps)}_{a.name}", "pointwise", lw.buf(a), cs,
+                                        lw.expr(a, list(cs), None, set()), gid))
             args = tuple(lw.buf(a) if a is not None else None for a in n.args)
             steps.append(LibraryCall(f"lib_{n.name}", n.op, args, dict(n.attrs), lw.buf(n), gid))
             continue

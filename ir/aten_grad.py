@@ -1,0 +1,53 @@
+"""Converters for the ops a training graph adds: what AOTAutograd's backward graphs hold after torch's
+decompositions (`akg_agent.dynamo_train`) and a few forms they leave."""
+
+from __future__ import annotations
+
+from .aten import _ints
+from .convert import converts
+from .graph import Node
+
+
+@converts("aten.scatter.value", "aten.scatter.src")
+def _scatter(cx, x, dim, index, value):
+    """One value per row along `dim` (a loss's backward writes a one-hot), as a comparison with the
+    position along `dim`; another scatter stays a torch call."""
+    d = dim % len(x.shape)
+    one_per_row = index.shape[d] == 1 and all(i == s for k, (i, s) in enumerate(zip(index.shape, x.shape)) if k != d)
+    if not one_per_row or (isinstance(value, Node) and list(value.shape) != list(index.shape)):
+        return NotImplemented
+    pos = cx.add("arange", [], start=0, end=x.shape[d], step=1, dtype=index.dtype)
+    pos = cx.add("reshape", [pos], shape=[x.shape[d] if k == d else 1 for k in range(len(x.shape))])
+    return cx.add("where", [cx.add("eq", [pos, index]), cx.scalar(value, x), x])
+
+
+@converts("aten.convolution_backward.default")
+def _conv_backward(cx, go, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+                   mask):
+    """A convolution's three gradients as convolutions: the input's a transposed convolution of the
+    incoming gradient, the weight's a convolution of the input (channels as the batch) by the incoming
+    gradient (its batch as channels, stride and dilation swapped), the bias's a sum."""
+    if transposed:
+        return NotImplemented
+    r = w.type.rank - 2
+    stride, padding, dilation = _ints(stride, r), _ints(padding, r), _ints(dilation, r)
+    k, spatial, out_sp = list(w.shape[2:]), list(x.shape[2:]), list(go.shape[2:])
+    gi = gw = gb = None
+    if mask[0]:  # the positions a strided convolution never reads get output padding (zeros)
+        extra = [s - ((o - 1) * st - 2 * p + d * (kk - 1) + 1)
+                 for s, o, st, p, d, kk in zip(spatial, out_sp, stride, padding, dilation, k)]
+        gi = cx.add("conv_transpose", [go, w], stride=stride, padding=padding, output_padding=extra,
+                    groups=groups, dilation=dilation)
+    if mask[1]:
+        if groups != 1:
+            return NotImplemented
+        swap = [1, 0] + list(range(2, r + 2))
+        xt, gt = cx.add("permute", [x], dims=swap), cx.add("permute", [go], dims=swap)
+        g = cx.add("conv", [xt, gt], stride=dilation, padding=padding, dilation=stride, groups=1)
+        for dim, kk in enumerate(k):  # a stride that does not divide the input leaves rows past the kernel
+            if g.shape[2 + dim] != kk:
+                g = cx.add("slice", [g], dim=2 + dim, start=0, end=kk, step=1)
+        gw = cx.add("permute", [g], dims=swap)
+    if mask[2]:
+        gb = cx.add("sum", [go], dims=[0] + list(range(2, r + 2)), keepdim=False)
+    return gi, gw, gb
