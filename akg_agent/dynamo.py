@@ -13,9 +13,11 @@ are each written and verified like an inference graph.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import hashlib
 import importlib.util
+import math
 import sys
 import tempfile
 import threading
@@ -41,7 +43,9 @@ from pathlib import Path
 
 import torch
 
-_SAVED = torch.load(Path(__file__).with_name("{gm_file}"), weights_only=False)
+from akg_agent.dynamo import load_graph
+
+_SAVED = load_graph(Path(__file__).with_name("{gm_file}"))
 # parameters and buffers passed as inputs: the verifier's signed-input trial keeps their values
 AKG_FIXED_INPUTS = [i for i, fresh in enumerate(_SAVED["fresh"]) if not fresh]
 
@@ -163,11 +167,53 @@ def _fresh(gm: torch.fx.GraphModule, args: Sequence[Any], kind: str) -> list[boo
             for a, p in zip(args, names)]
 
 
+class GraphCode(torch.nn.Module):
+    """A graph module saved as its Python code and the tensors it reads. Loading a pickled graph module
+    traces its code again: an AOTAutograd graph's constants come back folded into new ones, named from a
+    process-wide counter (`_tensor_constant9` on the third load), so a written module's state keys would
+    not match the next load's; the code and its named buffers load the same every time."""
+
+    GLOBALS = {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": torch, "device": torch.device}
+
+    def __init__(self, code: str, consts: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        for k, v in consts.items():
+            self.register_buffer(k, v)
+        namespace = dict(self.GLOBALS)
+        exec(builtins.compile(code, "<akg graph>", "exec"), namespace)  # the graph akg itself saved
+        self._fn = namespace["forward"]
+        self.code = code
+
+    def forward(self, *args: Any) -> Any:
+        return self._fn(self, *args)
+
+
+def _as_code(gm: torch.fx.GraphModule) -> dict[str, Any] | None:
+    """The graph as code and constants, where its code needs only the usual globals (an ATen graph)."""
+    py = gm.graph.python_code("self")
+    targets = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    if set(py.globals) - {*GraphCode.GLOBALS, "fx_pytree", "pytree"} or any("." in t for t in targets):
+        return None
+    consts = {t: getattr(gm, t) for t in sorted(targets)}
+    if not all(isinstance(v, torch.Tensor) for v in consts.values()):
+        return None
+    return {"code": py.src, "consts": {k: v.detach().clone() for k, v in consts.items()}}
+
+
+def load_graph(path: Path) -> dict[str, Any]:
+    """A graph saved by `_write_problem`, with its inputs: a training graph's rebuilt from its code."""
+    saved = torch.load(path, weights_only=False)
+    if "code" in saved:
+        saved["gm"] = GraphCode(saved["code"], saved["consts"])
+    return saved
+
+
 def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind: str = "inference") -> Path:
     params = _params(gm)
     kept = _kept_outputs(gm)
     saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
-    torch.save({"gm": gm, "inputs": saved, "fresh": _fresh(gm, args, kind)}, d / "graph.pt")
+    graph = _as_code(gm) if kind != "inference" else None
+    torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": _fresh(gm, args, kind)}, d / "graph.pt")
     outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     ret = ("out[0]" if kept == [0] else "out" if len(kept) == len(outs)
            else f"tuple(out[i] for i in {kept})")
@@ -286,7 +332,13 @@ class AkgBackend:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         if _needs_grad(example_inputs):
             if self.opts.training == "akg":
-                return compile_training(self, gm, example_inputs, name)
+                dsl, target = _pick(self.opts, example_inputs)
+
+                def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
+                    rep = GraphReport(f"{name}.{kind}", dsl, target)
+                    self.report.graphs.append(rep)
+                    return CompiledGraph(g, self.opts, rep, kind=kind)
+                return compile_training(gm, example_inputs, written)
             why = f"{name} needs gradients and options={{'training': 'fallback'}}: handed to {self.opts.fallback}"
             self.report.fallbacks.append(why)
             if self.opts.fallback == "eager":

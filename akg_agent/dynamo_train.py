@@ -13,13 +13,10 @@ on the saved activations of the first call and incoming gradients drawn for each
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.fx
-
-if TYPE_CHECKING:
-    from .dynamo import AkgBackend
 
 _aten = torch.ops.aten
 # written as primitive ops (pointwise, sums, matmuls, gathers) before the lift: the backward ops, and the
@@ -44,23 +41,15 @@ def decompositions() -> dict[Any, Callable[..., Any]]:
     return get_decompositions(DECOMPOSED)
 
 
-def compile_training(backend: AkgBackend, gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                     name: str) -> Callable[..., Any]:
-    """The dynamo graph `gm` as AOTAutograd's forward and backward graphs, each an akg graph."""
+def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                     written: Callable[[torch.fx.GraphModule, str], Callable[..., Any]]) -> Callable[..., Any]:
+    """The dynamo graph `gm` as AOTAutograd's forward and backward graphs; `written(graph, kind)` makes
+    each ("forward", "backward") an akg graph."""
     from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
     from torch._dynamo.backends.common import aot_autograd
 
-    from .dynamo import CompiledGraph, GraphReport, _pick
-
-    dsl, target = _pick(backend.opts, example_inputs)
-
     def compiler(kind: str) -> Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
-        def compile_one(g: torch.fx.GraphModule, _examples: Sequence[Any]) -> Callable[..., Any]:
-            rep = GraphReport(f"{name}.{kind}", dsl, target)
-            backend.report.graphs.append(rep)
-            graph = CompiledGraph(g, backend.opts, rep, kind=kind)
-            return make_boxed_func(graph)
-        return compile_one
+        return lambda g, _examples: make_boxed_func(written(g, kind))
 
     return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                         partition_fn=min_cut_rematerialization_partition,

@@ -134,3 +134,29 @@ def test_a_one_hot_scatter_lifts_and_another_stays_a_torch_call(tmp_path):
     g = lift(load_problem(_problem(tmp_path, two_per_row, "[torch.randn(8, 10), torch.randint(0, 10, (8, 1))]")),
              allow_opaque=True)
     assert "opaque" in {n.op for n in g.nodes}
+
+
+def test_a_row_kernel_stored_over_its_operand_keeps_that_row_until_read(tmp_path):
+    """A layer norm's backward with the residual's gradient added, as GPT-2's backward graph has it: a C++
+    row kernel that stores over the residual (dead after it) must not stage its sum's terms in its output
+    row, which is the residual's row its sweep still reads (it did: the embeddings' gradients came out
+    wrong)."""
+    from dataclasses import replace
+
+    from akg_agent.strategy import Strategy
+    from akg_agent.translate import _lowered
+    from dsl_backends import get_backend
+    from dsl_backends.cpp.terms import terms_in_output
+    from hardware_models.spec import load_target
+
+    body = """
+    def forward(self, r, g, w, m, rstd):
+        t = g * w
+        return r + rstd * (t * 64 - t.sum(-1, keepdim=True) - m * (t * m).sum(-1, keepdim=True))
+    """
+    p = load_problem(_problem(tmp_path, body, "[torch.randn(1, 16, 64), torch.randn(1, 16, 64), torch.randn(64), "
+                                              "torch.randn(1, 16, 64), torch.rand(1, 16, 1) + 0.5]"))
+    _, _, prog, _ = _lowered(p, get_backend("cpp"), load_target("cpu"), False, False, Strategy(), False, None)
+    (k,) = prog.kernels()
+    assert k.kind == "rownorm" and terms_in_output(k)  # fresh output: its row is scratch until written
+    assert not terms_in_output(replace(k, in_place="r"))

@@ -37,8 +37,10 @@ def kept_sum(k: Kernel, cols: list[tuple[str, int]]) -> tuple[Reduce, list[Expr]
 
 
 def _output_row(k: Kernel) -> bool:
-    """A row kernel whose output's row may hold its terms (fp32, the rows leading it); the sum not looked at."""
-    return k.kind == "rownorm" and k.out.dtype == "f32" and row_split(k) is not None and rows_lead(k)
+    """A row kernel whose output's row may hold its terms (fp32, the rows leading it; not stored over an
+    operand, whose row the sweep still reads); the sum not looked at."""
+    return (k.kind == "rownorm" and k.out.dtype == "f32" and not k.in_place and row_split(k) is not None
+            and rows_lead(k))
 
 
 def terms_in_output(k: Kernel) -> bool:
