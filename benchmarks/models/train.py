@@ -34,7 +34,7 @@ import zoo  # noqa: E402
 import akg_agent  # noqa: E402
 from akg_agent.bench.provenance import provenance  # noqa: E402
 
-MODES = ("eager", "inductor", "akg")
+MODES = ("eager", "inductor", "akg", "float64")  # float64: eager in float64, the reference trajectory
 LOSS_RTOL = {"fp32": 1e-4, "bf16": 2e-2}  # a step's loss against eager's
 
 
@@ -44,7 +44,9 @@ class Trainer:
     def __init__(self, mode: str, model: torch.nn.Module, dtype: str, device: torch.device) -> None:
         self.mode, self.dtype, self.device = mode, dtype, device
         self.model = copy.deepcopy(model).train()
-        self.fn: Any = (self.model if mode == "eager" else torch.compile(self.model) if mode == "inductor"
+        if mode == "float64":  # the reference trajectory: eager in float64
+            self.model = self.model.double()
+        self.fn: Any = (self.model if mode in ("eager", "float64") else torch.compile(self.model) if mode == "inductor"
                         else akg_agent.compile(self.model))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=1e-2)
         self.scaler = torch.amp.GradScaler(device.type, enabled=dtype == "bf16" and device.type == "cuda")
@@ -60,8 +62,11 @@ class Trainer:
         t0 = time.perf_counter()
         try:
             self.opt.zero_grad(set_to_none=True)
+            if self.mode == "float64":
+                xs, target = [x.double() if x.is_floating_point() else x for x in xs], target.double()
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.dtype == "bf16"):
-                loss = F.mse_loss(self.fn(*xs).float(), target)
+                out = self.fn(*xs)
+                loss = F.mse_loss(out if self.mode == "float64" else out.float(), target)
             self.scaler.scale(loss).backward()
             self.scaler.step(self.opt)
             self.scaler.update()
@@ -88,6 +93,7 @@ def train_model(name: str, sizing: str, dtype: str, modes: list[str], device: to
         for t in trainers[k % len(trainers):] + trainers[:k % len(trainers)]:
             t.step(xs, target)
     eager = next((t for t in trainers if t.mode == "eager"), None)
+    f64 = next((t for t in trainers if t.mode == "float64"), None)
     rec: dict[str, Any] = {"model": name, "sizing": sizing, "dtype": dtype, "steps": steps, "contenders": {}}
     for t in trainers:
         c: dict[str, Any] = rec["contenders"].setdefault(t.mode, {})
@@ -102,6 +108,9 @@ def train_model(name: str, sizing: str, dtype: str, modes: list[str], device: to
                         for p, q in zip(t.model.parameters(), eager.model.parameters()))
             c.update(loss_max_rel_err=max(rel), weights_max_rel_err=worst,
                      losses_match=max(rel) <= LOSS_RTOL[dtype] and worst <= LOSS_RTOL[dtype])
+        if f64 is not None and not f64.error:  # how far each trajectory drifts from float64's
+            c["loss_max_rel_err_vs_float64"] = max(abs(a - b) / max(abs(b), 1e-30)
+                                                   for a, b in zip(t.losses, f64.losses))
         if t.mode == "akg":
             rep = t.fn.akg_report
             c["akg"] = {"graphs": [g.line() for g in rep.graphs], "fallbacks": list(rep.fallbacks),
