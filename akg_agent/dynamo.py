@@ -48,6 +48,8 @@ from akg_agent.dynamo import load_graph
 _SAVED = load_graph(Path(__file__).with_name("{gm_file}"))
 # parameters and buffers passed as inputs: the verifier's signed-input trial keeps their values
 AKG_FIXED_INPUTS = [i for i, fresh in enumerate(_SAVED["fresh"]) if not fresh]
+# a graph under torch.autocast computes in bf16 (or fp16) between fp32 values: judged by that precision
+AKG_COMPUTES_IN = {computes_in!r}
 
 
 class Model(torch.nn.Module):
@@ -208,6 +210,14 @@ def load_graph(path: Path) -> dict[str, Any]:
     return saved
 
 
+def _computes_in(gm: torch.fx.GraphModule) -> str | None:
+    """The narrower float type a graph computes in beside fp32 values (an autocast region), if any."""
+    seen = {v.dtype for n in gm.graph.nodes
+            if isinstance(v := n.meta.get("val", n.meta.get("example_value")), torch.Tensor)}
+    low = [d for d in (torch.bfloat16, torch.float16) if d in seen]
+    return str(low[0]).replace("torch.", "") if low and torch.float32 in seen else None
+
+
 def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind: str = "inference") -> Path:
     params = _params(gm)
     kept = _kept_outputs(gm)
@@ -217,7 +227,7 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind:
     outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     ret = ("out[0]" if kept == [0] else "out" if len(kept) == len(outs)
            else f"tuple(out[i] for i in {kept})")
-    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret=ret)
+    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret=ret, computes_in=_computes_in(gm))
     path = d / "graph.py"
     path.write_text(src)
     return path

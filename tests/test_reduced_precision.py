@@ -69,3 +69,26 @@ def test_the_float64_evaluation_widens_a_programs_own_casts():
     (y64,) = run_float64(m64, [x.double()])
     want = torch.softmax(x.double(), dim=-1) @ x.double().T + 0.5
     assert y64.dtype == torch.float64 and torch.allclose(y64, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fp32_outputs_of_a_program_that_computes_in_bf16_are_judged_by_bf16_rules():
+    """An fp32 output that went through bf16 (autocast): another valid rounding order errs as much as torch's
+    own, its largest error past torch's largest about half the time (by fp32's rules: wrong); one that
+    rounds far more than torch does everywhere is still caught."""
+    import torch
+
+    from akg_agent.verifier.policy import TolerancePolicy, compare
+
+    g = torch.Generator().manual_seed(0)
+    exact = torch.randn(4096, generator=g, dtype=torch.float64) * 10
+    noise = torch.randn(4096, generator=g, dtype=torch.float64) * 0.02  # bf16-sized errors at |x| ~ 10
+    ref = (exact + noise).float()
+    other = noise.flip(0)
+    other[7] = noise.abs().max() * 1.5  # one value past torch's largest error
+    cand = (exact + other).float()
+    assert not compare(cand, ref, TolerancePolicy(), exact).ok
+    policy = TolerancePolicy(computes_in=torch.bfloat16)
+    assert compare(cand, ref, policy, exact).ok
+    assert not compare((exact + 5 * noise.flip(0)).float(), ref, policy, exact).ok  # 5x torch's error everywhere
+    explicit = TolerancePolicy(overrides={"float32": (1e-4, 1e-4)}, computes_in=torch.bfloat16)
+    assert not compare(cand, ref, explicit, exact).ok  # an explicit fp32 tolerance wins

@@ -160,3 +160,27 @@ def test_a_row_kernel_stored_over_its_operand_keeps_that_row_until_read(tmp_path
     (k,) = prog.kernels()
     assert k.kind == "rownorm" and terms_in_output(k)  # fresh output: its row is scratch until written
     assert not terms_in_output(replace(k, in_place="r"))
+
+
+def test_a_bf16_autocast_step_is_written_by_akg_and_judged_by_bf16_rules(tmp_path):
+    """Under torch.autocast the graphs return fp32 values that went through bf16 matmuls; the problem
+    says so (AKG_COMPUTES_IN) and the verifier judges them by bf16's rules, so both graphs are written
+    (by fp32's they were rejected and ran as torch)."""
+    model, ref = _twins(MLP)
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path))
+    x, y = torch.randn(32, 16), torch.randint(0, 10, (32,))
+    losses, grads = [], []
+    for m in (compiled, ref):
+        m.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = m(x, y)
+        loss.backward()
+        losses.append(float(loss.detach()))
+        grads.append([p.grad for p in (model if m is compiled else ref).parameters()])
+    assert abs(losses[0] - losses[1]) <= 1e-2 * abs(losses[1])
+    for got, want in zip(*grads):
+        assert float((got - want).abs().max()) <= 2e-2 * float(want.abs().max())
+    assert all(g.translations == 1 and not g.torch_sizes for g in compiled.akg_report.graphs), \
+        compiled.akg_report.summary()
+    problem = next(tmp_path.glob("*/graph.py")).read_text()
+    assert "AKG_COMPUTES_IN = 'bfloat16'" in problem

@@ -17,7 +17,7 @@ from hardware_models.calibrate import cpu_bandwidth_now
 from . import timing, window
 from .candidate import compare_chunked, fingerprint, first_line, load_candidate
 from .integrity import Sentry, Snapshot
-from .policy import Reject, TolerancePolicy
+from .policy import Reject, TolerancePolicy, job_policy
 from .reference import float64_outputs, nbytes, outputs, timing_sets, to_device
 from .sizes import sized_inputs
 from .timing import Timing, Watch, side_stream_suspected, time_interleaved
@@ -42,7 +42,7 @@ def time_candidate(job: dict[str, Any], problem: Any, ref: Any, cand: Any, devic
     sizes at its largest (each dynamic dimension at its bound). `check_output`: the timed calls' answer is
     compared with the reference's (not where forward draws random numbers)."""
     t = job["timing"]
-    policy = TolerancePolicy(overrides={k: tuple(v) for k, v in job.get("tolerances", {}).items()})
+    policy = job_policy(job, problem.module)
     top = max((v["traced"] for v in (dynamic or {}).values()), default=0)
     draw = functools.partial(problem.make_inputs, device=device)
     make = (lambda sd: sized_inputs(draw, sd, dynamic, top)) if dynamic else draw

@@ -30,7 +30,7 @@ from .candidate import compare_chunked, fingerprint, first_line, load_candidate
 from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
-from .policy import Reject, TolerancePolicy, compare
+from .policy import Reject, TolerancePolicy, compare, job_policy
 from .reference import float64_trial, nbytes, outputs, to_device
 from .sensitivity import applies, base_and_nudged, judge, response
 from .sizes import dynamic_sizes, sized_inputs
@@ -116,8 +116,8 @@ def _signed_variant(inputs: list[Any], seed: int, fixed: frozenset[int] = frozen
 
 def check(job: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(job["device"])
-    policy = TolerancePolicy(overrides={k: tuple(v) for k, v in job.get("tolerances", {}).items()})
     problem = load_problem(job["ref"])
+    policy = job_policy(job, problem.module)
     if device.type == "cuda":  # the context made, its own settings (a default persisting-L2 carve-out) recorded
         torch.empty(1, device=device)
     sentry = Sentry(Snapshot.take())  # before any of the candidate's code runs
@@ -257,7 +257,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                    peak_over_footprint=round(peak / footprint, 2) if footprint else None)
     sentry.check("after the checks", dispatch=True)
     _check_state(ref, cand, policy, len(history))
-    if ref64 is not None and not draws and "float32" not in policy.overrides:  # looser fp32 asked: not judged
+    if ref64 is not None and not draws and "float32" not in policy.overrides and policy.computes_in is None:
+        # looser fp32 asked for, or a program that computes in bf16 itself: not judged
         with phase("sensitivity"):
             _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, guard_ops, details)
     bad_ops = undeclared(sorted(guard_ops), declared)
