@@ -293,8 +293,15 @@ class CompiledGraph:
     def _translate(self, args: Sequence[Any], cached: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
             problem = _write_problem(self.gm, args, Path(tmp), self.kind)
-            t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
-                          seeds=self.opts.seeds)
+            try:
+                t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
+                              seeds=self.opts.seeds)
+            except AkgError as e:  # a GEMM the backend cannot write with its epilogue: the library's GEMM
+                if "--library gemm" not in str(e):
+                    raise
+                t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
+                              seeds=self.opts.seeds, library=("gemm",))
+                self.report.notes.append(f"GEMMs left to the library: {first_line(str(e))}")
             # the problem and its graph are kept beside the module: the module's state comes from them
             cached.mkdir(parents=True, exist_ok=True)
             (cached / "graph.pt").write_bytes((Path(tmp) / "graph.pt").read_bytes())
@@ -313,6 +320,10 @@ def _call(model: torch.nn.Module, kept: list[int], n_out: int, *args: Any) -> tu
     for i, v in zip(kept, got):
         out[i] = v
     return tuple(out)
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:

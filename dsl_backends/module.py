@@ -21,7 +21,7 @@ from ir.types import DTYPES
 # aten ops each library step dispatches to (declared, so the verifier allows them)
 LIBRARY_DECLARATIONS = {
     "conv": ["aten.convolution"], "conv_transpose": ["aten.convolution"],
-    "max_pool": ["aten.max_pool*"], "avg_pool": ["aten.avg_pool*"],
+    "max_pool": ["aten.max_pool*"], "max_pool_indices": ["aten.max_pool*"], "avg_pool": ["aten.avg_pool*"],
     "adaptive_avg_pool": ["aten.adaptive_avg_pool*", "aten._adaptive_avg_pool*", "aten.mean"],
     "adaptive_max_pool": ["aten.adaptive_max_pool*"],
     "cumsum": ["aten.cumsum", "aten.flip", "aten.cat"], "cumprod": ["aten.cumprod", "aten.flip", "aten.cat"],
@@ -156,10 +156,11 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
             call = (f"F.conv_transpose{r}d({x}, {a[1]}, {a[2] if len(a) > 2 else 'None'}, {list(at['stride'])}, "
                     f"{list(at['padding'])}, {list(at['output_padding'])}, {at['groups']}, {list(at['dilation'])})")
         return f"{call}.movedim(1, -1)" if at["channels_last"] else call
-    if step.op == "max_pool":
+    if step.op in ("max_pool", "max_pool_indices"):
         r = len(at["kernel"])
+        idx = ", return_indices=True)[1]" if step.op == "max_pool_indices" else ")"
         return (f"F.max_pool{r}d({a[0]}, {list(at['kernel'])}, {list(at['stride'])}, {list(at['padding'])}, "
-                f"{list(at['dilation'])}, ceil_mode={at['ceil_mode']})")
+                f"{list(at['dilation'])}, ceil_mode={at['ceil_mode']}{idx}")
     if step.op == "avg_pool":
         r = len(at["kernel"])
         extra = "" if r == 1 else f", divisor_override={at['divisor_override']}"

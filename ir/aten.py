@@ -369,7 +369,10 @@ def _max_pool(cx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
 @converts("aten.max_pool1d_with_indices.default", "aten.max_pool2d_with_indices.default",
           "aten.max_pool3d_with_indices.default")
 def _max_pool_idx(cx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    return (_max_pool(cx, x, kernel, stride, padding, dilation, ceil_mode), _no_indices(cx))
+    """The maxima and where they are (a training graph saves those for the backward pass; an unused
+    indices node is dropped with the dead code)."""
+    values = _max_pool(cx, x, kernel, stride, padding, dilation, ceil_mode)
+    return values, cx.add("max_pool_indices", [x], **values.attrs)
 
 
 def _no_indices(cx):

@@ -178,6 +178,13 @@ def _max_pool(a, at, ctx):
     return fn(a[0], at["kernel"], at["stride"], at["padding"], at["dilation"], ceil_mode=at["ceil_mode"])
 
 
+@impl("max_pool_indices")
+def _max_pool_indices(a, at, ctx):
+    fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[len(at["kernel"])]
+    return fn(a[0], at["kernel"], at["stride"], at["padding"], at["dilation"], ceil_mode=at["ceil_mode"],
+              return_indices=True)[1]
+
+
 @impl("avg_pool")
 def _avg_pool(a, at, ctx):
     k = len(at["kernel"])

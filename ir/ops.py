@@ -109,6 +109,9 @@ _def("conv_transpose", "contraction", (2, 3), stride=R, padding=R, output_paddin
 
 # --- windows (rank = len(kernel) spatial dims at the end)
 _def("max_pool", "window", 1, kernel=R, stride=R, padding=R, dilation=R, ceil_mode=False)
+# where each window's maximum is (its flat position in the input's spatial plane, torch's convention): what a
+# training graph saves for max pooling's backward
+_def("max_pool_indices", "window", 1, kernel=R, stride=R, padding=R, dilation=R, ceil_mode=False)
 _def("avg_pool", "window", 1, kernel=R, stride=R, padding=R, ceil_mode=False,
      count_include_pad=True, divisor_override=None)
 _def("adaptive_avg_pool", "window", 1, output_size=R)

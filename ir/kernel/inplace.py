@@ -19,7 +19,8 @@ from .ir import Expr, Kernel, KernelProgram, LibraryCall, Load, Reduce, walk
 
 # library ops whose torch call returns storage of its own
 FRESH_CALLS = frozenset({op for ops in LIBRARY_FAMILIES.values() for op in ops} |
-                        {"conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool"})
+                        {"conv", "conv_transpose", "max_pool", "max_pool_indices", "avg_pool", "adaptive_avg_pool",
+                         "adaptive_max_pool"})
 
 
 def _reads_safely(k: Kernel, name: str) -> bool:
