@@ -113,8 +113,9 @@ def rownorm(k: Kernel, sched: Schedule) -> str:
     out_shape = "[BM, BR]" if cols else "[BM, 1]"
 
     def store(lines: list[str], val: str, hint: str = "") -> None:
+        # a 0-d output (a loss reduced to one value) is still stored through a [BM, 1] block of pointers
         flat = " + ".join(f"{env[v.name]} * {st}" if st != 1 else env[v.name]
-                          for v, st in zip(k.coords, k.out.strides())) or "0"
+                          for v, st in zip(k.coords, k.out.strides())) or "rows * 0"
         mask = "rmask & cmask" if cols else "rmask"
         lines.append(f"tl.store(out_ptr + ({flat}), {store_value(val, k.out.dtype, out_shape)}, mask={mask}{hint})")
 

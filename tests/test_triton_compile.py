@@ -1,0 +1,61 @@
+"""Written Triton kernels compiled for sm_90 on this CPU machine, as the GPU compiles them on first use:
+what only Triton's interpreter accepts (a block stored through a scalar pointer) fails here, not on the
+device."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from akg_agent.translate import translate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _compiles_for_sm90(problem: Path, tmp_path: Path) -> str:
+    t = translate(problem, "triton", "h100", verify_result=False, timing=False)
+    module = tmp_path / "module.py"
+    module.write_text(t.source)
+    kernels = {}
+    for k in t.program.kernels():
+        ptrs = {b.name: b.dtype for b in k.inputs()}
+        ptrs.update({"out_ptr": k.out.dtype}, **{b.name: b.dtype for b, _ in getattr(k, "also", ())})
+        kernels[k.name] = {"pointers": ptrs, "constexprs": dict(t.schedules[k.name])}
+    spec = tmp_path / "kernels.json"
+    spec.write_text(json.dumps(kernels))
+    r = subprocess.run([sys.executable, "-m", "tests.tools.triton_sm90", str(module), str(spec)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    return r.stdout + r.stderr[-1500:]
+
+
+@pytest.mark.parametrize("reduce", ["mean", "sum"])
+def test_a_loss_reduced_to_one_value_compiles_for_the_gpu(reduce, tmp_path):
+    """Label-smoothed cross-entropy at a vocabulary's size: its last kernel sums the rows' losses into one
+    value, stored from a [BM, 1] block (it went through a scalar pointer: Triton's interpreter accepted
+    it, the H200's compiler said "Value argument cannot be block type if pointer argument is not a block")."""
+    problem = tmp_path / "ce.py"
+    problem.write_text(textwrap.dedent(f"""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def forward(self, x, t):
+                return F.cross_entropy(x, t, label_smoothing=0.1, reduction="{reduce}")
+
+
+        def get_inputs():
+            return [torch.randn(4096, 32000), torch.randint(0, 32000, (4096,))]
+
+
+        def get_init_inputs():
+            return []
+    """))
+    out = _compiles_for_sm90(problem, tmp_path)
+    assert "all compiled" in out, out
