@@ -21,7 +21,8 @@ from ir.types import DTYPES
 # aten ops each library step dispatches to (declared, so the verifier allows them)
 LIBRARY_DECLARATIONS = {
     "conv": ["aten.convolution"], "conv_transpose": ["aten.convolution"],
-    "max_pool": ["aten.max_pool*"], "max_pool_indices": ["aten.max_pool*"], "avg_pool": ["aten.avg_pool*"],
+    "concat": ["aten.cat"], "max_pool": ["aten.max_pool*"], "max_pool_indices": ["aten.max_pool*"],
+    "avg_pool": ["aten.avg_pool*"],
     "adaptive_avg_pool": ["aten.adaptive_avg_pool*", "aten._adaptive_avg_pool*", "aten.mean"],
     "adaptive_max_pool": ["aten.adaptive_max_pool*"],
     "cumsum": ["aten.cumsum", "aten.flip", "aten.cat"], "cumprod": ["aten.cumprod", "aten.flip", "aten.cat"],
@@ -193,6 +194,8 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         result = RESULTS.index(at["result"])
         return (f"torch.ops.aten.{at['cell']}.input({a[0]}, {hx}, [{', '.join(a[3:])}], {at['has_biases']}, "
                 f"{at['layers']}, 0.0, False, {at['bidirectional']}, {at['batch_first']})[{result}]")
+    if step.op == "concat":  # many pieces (a recurrence's outputs): one copy each, by torch
+        return f"torch.cat([{', '.join(a)}], {at['dim']})"
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it
         args = ", ".join(_opaque_arg(v, a) for v in at["args"])
         kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])

@@ -156,3 +156,37 @@ def test_cells_stepped_in_a_loop_lift_as_gemms_and_gates(dsl, target, tmp_path):
     assert "opaque" not in g.ops() and g.ops().count("linear") == 24  # 3 steps x 4 cells x 2 GEMMs
     t = translate(path, dsl, target, out=tmp_path / "m.py", timing=False, seeds=(0, 1))
     assert t.verdict is not None and t.verdict.accepted, t.verdict
+
+
+def test_a_loop_of_hundreds_of_steps_lifts_lowers_and_renders(tmp_path):
+    """KernelBench level 3 #34's form (an RNN cell in a Python loop, the outputs stacked) at 600 steps: the
+    stack's select was a chain as deep as the steps, and the composite expansion recursed past Python's
+    limit; now a stack of many pieces is torch's copy and a stack of a few a balanced tree of selects."""
+    problem = tmp_path / "rnn_loop.py"
+    problem.write_text('''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.i2h = nn.Linear(8 + 8, 8)
+        self.h2o = nn.Linear(8, 4)
+
+    def forward(self, x, h):
+        outs = []
+        for t in range(x.shape[0]):
+            h = torch.tanh(self.i2h(torch.cat((x[t], h), dim=1)))
+            outs.append(self.h2o(h))
+        return torch.stack(outs, dim=0)
+
+
+def get_inputs():
+    return [torch.rand(600, 2, 8), torch.rand(2, 8)]
+
+
+def get_init_inputs():
+    return []
+''')
+    t = translate(problem, "cpp", "cpu", verify_result=False, timing=False)
+    assert "torch.cat([" in t.source  # the 600 outputs stacked by torch's copy

@@ -44,6 +44,7 @@ from .unroll import WINDOW_MAX
 LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "max_pool_indices", "avg_pool", "adaptive_avg_pool",
                "adaptive_max_pool", "cumsum", "cumprod", "opaque", "random")
 SCAN_OPS = ("cumsum", "cumprod")
+CONCAT_PIECES = 16  # a concatenation of more pieces is torch's copy per piece, not one kernel selecting
 REDUCE_OPS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "prod"}
 
 
@@ -83,6 +84,8 @@ def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
         return False
     if n.op in SCAN_OPS and "scan" in generated:
         return False
+    if n.op == "concat" and len(n.args) > CONCAT_PIECES:  # each element would select among them all
+        return True
     return n.op in LIBRARY_OPS or (n.op == "dropout" and n.attrs["training"] and n.attrs["p"] > 0) or \
         opdef(n.op).group == "composite"
 
@@ -204,10 +207,21 @@ class _Lowerer:
                 idx[dim] = iop("-", c[dim], ic(lo))
                 pieces.append((inside, self.expr(p, idx, land(mask, inside), inline)))
                 start = hi
-            result = pieces[-1][1]
-            for inside, val in reversed(pieces[:-1]):
-                result = where(inside, val, result, n.dtype)
-            return result
+            if len(pieces) <= 4:
+                result = pieces[-1][1]
+                for inside, val in reversed(pieces[:-1]):
+                    result = where(inside, val, result, n.dtype)
+                return result
+            # many pieces (a recurrence's outputs stacked): a balanced tree of selects, log-deep, not a chain
+            # as deep as the pieces are many (which no recursive pass over the expression survives)
+            starts = list(itertools.accumulate([p.shape[dim] for p in parts], initial=0))
+
+            def tree(lo: int, hi: int) -> Expr:
+                if hi - lo == 1:
+                    return pieces[lo][1]
+                mid = (lo + hi) // 2
+                return where(iop("<", c[dim], ic(starts[mid])), tree(lo, mid), tree(mid, hi), n.dtype)
+            return tree(0, len(pieces))
         if n.op in ("tril", "triu"):
             diff = iop("-", c[-1], c[-2])
             keep = iop("<=", diff, ic(at["diagonal"])) if n.op == "tril" else iop(">=", diff, ic(at["diagonal"]))
