@@ -223,7 +223,9 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind:
     kept = _kept_outputs(gm)
     saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
     graph = _as_code(gm) if kind != "inference" else None
-    torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": _fresh(gm, args, kind)}, d / "graph.pt")
+    n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": _fresh(gm, args, kind), "kept": kept,
+                "n_out": n_out}, d / "graph.pt")
     outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     ret = ("out[0]" if kept == [0] else "out" if len(kept) == len(outs)
            else f"tuple(out[i] for i in {kept})")
@@ -240,6 +242,7 @@ class CompiledGraph:
         self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
         self.n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
         self.kept = _kept_outputs(gm)
+        self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self.lock = threading.Lock()
         self.warned = False
@@ -281,14 +284,11 @@ class CompiledGraph:
             except AkgError as e:
                 return self._torch(str(e))
             self.report.translations += 1
-        model = _import(module, f"akg_compiled_{digest}").ModelNew()
-        reference = _import(cached / "graph.py", f"akg_graph_{digest}").Model()  # holds the graph's constants
-        model.load_state_dict(reference.state_dict(), strict=True)
+        self.entries.append(cached)
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-        model.to(device).eval()
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
-        return functools.partial(_call, model, self.kept, self.n_out)
+        return load_written(cached, device, self.kept, self.n_out)
 
     def _translate(self, args: Sequence[Any], cached: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
@@ -308,6 +308,21 @@ class CompiledGraph:
             (cached / "graph.py").write_text(problem.read_text())
             (cached / "kept.txt").write_text("\n".join(t.graph.meta.get("opaque", [])))
             (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
+
+
+def load_written(cached: Path, device: torch.device | None = None, kept: list[int] | None = None,
+                 n_out: int | None = None) -> Callable[..., tuple[Any, ...]]:
+    """A cache entry's written module, its state from the graph it replays, as the graph's callable (its
+    outputs a tuple, with Nones where the graph returns them)."""
+    name = cached.name
+    model = _import(cached / "module.py", f"akg_compiled_{name}").ModelNew()
+    reference = _import(cached / "graph.py", f"akg_graph_{name}")
+    model.load_state_dict(reference.Model().state_dict(), strict=True)  # the graph's constants
+    model.to(device or torch.device("cpu")).eval()
+    if kept is None or n_out is None:
+        saved = torch.load(cached / "graph.pt", weights_only=False)
+        kept, n_out = saved["kept"], saved["n_out"]
+    return functools.partial(_call, model, kept, n_out)
 
 
 def _call(model: torch.nn.Module, kept: list[int], n_out: int, *args: Any) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from ir.passes.library import LIBRARY_FAMILIES
 
 from ..agents import RunConfig, run
 from ..agents.human import ConsoleHuman, FileHuman
+from ..backward import translate_backward
 from ..examples import DEFAULT_PROBLEM
 from ..strategy import CONV_STRATEGIES
 from ..tuning_db import TuningDB
@@ -29,6 +30,12 @@ def cmd_translate(args: argparse.Namespace) -> int:
         raise AkgError("akg translate needs --dsl and --target (or --resume RUN_DIR)")
     args.file = args.file or str(DEFAULT_PROBLEM)
     out = args.o or str(Path("runs") / f"{Path(args.file).stem}_{args.dsl}.py")
+    if args.backward:  # forward and backward graphs through AOTAutograd, each written and verified
+        lines = translate_backward(args.file, args.dsl, args.target, out)
+        print(f"{Path(args.file).name} -> {out} ({args.dsl}, {args.target}; forward and backward)")
+        for line in lines:
+            print(f"  {line}")
+        return 0
     cfg = RunConfig(args.file, args.dsl, args.target, llm=args.llm, budget=args.budget, goal_frac=args.goal,
                     out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
                     timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu,
@@ -86,6 +93,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dynamic", default=None, metavar="SPEC",
                    help="input dimensions that vary at run time: NAME (dimension 0 of every input, e.g. batch), "
                    "input:dim[,input:dim...], or auto; the module takes sizes from 1 to the traced one there")
+    p.add_argument("--backward", action="store_true", help="a ModelNew whose forward and backward passes are "
+                   "akg kernels (both graphs verified against float64; a folder OUT_akg/ beside OUT)")
     p.add_argument("--train", action="store_true")
     p.add_argument("--allow-opaque", action="store_true")
     p.add_argument("--json", action="store_true")

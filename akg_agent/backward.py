@@ -1,0 +1,148 @@
+"""`akg translate FILE --backward`: a ModelNew whose forward and backward passes are akg kernels.
+
+The problem's Model is differentiated once by AOTAutograd as a function of its parameters and inputs (in
+that order: the primals), partitioned into a forward graph (the outputs, then the saved activations) and
+a backward graph (the saved activations and the outputs' gradients in, a gradient per primal out). Each
+graph is written and verified like a torch.compile graph (`dynamo.CompiledGraph`: the backward module
+against the float64 backward graph), kept in a folder beside the written file; the written file's
+`ModelNew` subclasses Model (state-dict compatible) and runs both through one `torch.autograd.Function`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+from torch.func import functional_call
+
+from ir.errors import AkgError
+from ir.problem import load_problem
+
+from .dynamo import CompiledGraph, GraphReport, Options, load_written
+from .dynamo_train import decompositions
+
+_MODULE = '''"""Written by `akg translate {problem} --backward --dsl {dsl} --target {target}`: forward and backward
+as akg kernels ({folder}/: the two written graphs, each verified against its float64 evaluation)."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+from akg_agent.backward import load_step
+
+_HERE = Path(__file__).with_name("{folder}")
+if not _HERE.is_dir():  # a copy of this file elsewhere (the verifier's sandbox): the folder where it was written
+    _HERE = Path({where!r})
+_spec = importlib.util.spec_from_file_location("akg_problem_{stem}", _HERE / "problem.py")
+_problem = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _problem
+_spec.loader.exec_module(_problem)
+_STEP = load_step(_HERE)
+
+
+class ModelNew(_problem.Model):
+    def forward(self, *inputs):
+        return _STEP(self, *inputs)
+
+
+get_inputs, get_init_inputs = _problem.get_inputs, _problem.get_init_inputs
+'''
+
+
+def _capture(model: torch.nn.Module, inputs: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """AOTAutograd's forward and backward graphs of `model` at `inputs`, with the values each was called
+    with (the backward's: the saved activations and gradients drawn for the outputs)."""
+    from functorch.compile import aot_function, make_boxed_func, min_cut_rematerialization_partition
+
+    names = [k for k, _ in model.named_parameters()]
+    got: dict[str, dict[str, Any]] = {}
+
+    def compiler(kind: str) -> Callable[[torch.fx.GraphModule, Any], Any]:
+        def compile_one(gm: torch.fx.GraphModule, _examples: Any) -> Any:
+            def run(*args: Any) -> Any:
+                got.setdefault(kind, {"gm": gm, "args": [a.detach().clone() if isinstance(a, torch.Tensor) else a
+                                                         for a in args]})
+                return gm(*args)
+            return make_boxed_func(run)
+        return compile_one
+
+    def fn(*primals: Any) -> Any:
+        params = dict(zip(names, primals[:len(names)]))
+        return functional_call(model, params, tuple(primals[len(names):]))
+
+    step = aot_function(fn, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                        partition_fn=min_cut_rematerialization_partition, decompositions=decompositions())
+    primals = [p.detach().requires_grad_(True) for p in model.parameters()] + \
+        [x.detach().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x for x in inputs]
+    out = step(*primals)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    g = torch.Generator().manual_seed(0)
+    torch.autograd.backward([o for o in outs if o.requires_grad],
+                            [torch.randn(o.shape, generator=g, dtype=o.dtype) for o in outs if o.requires_grad])
+    if "backward" not in got:
+        raise AkgError("the program's outputs do not depend on anything that needs a gradient: nothing to "
+                       "write for --backward")
+    return got["forward"], got["backward"]
+
+
+def translate_backward(problem_path: str | Path, dsl: str, target: str, out: str | Path,
+                       seeds: tuple[int, ...] = (0, 1)) -> list[str]:
+    """Write `out` (and its folder of two graphs); returns the report's lines."""
+    problem = load_problem(problem_path)
+    model = problem.build_model(0).train()
+    if any(b.is_floating_point() for b in model.buffers()) and any(
+            isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        raise AkgError(f"{Path(problem_path).name}: --backward does not write modules that update buffers in "
+                       "training yet (batch norm's running statistics); use torch.compile(backend='akg')")
+    fw, bw = _capture(model, problem.make_inputs(0))
+    out = Path(out)
+    folder = out.parent / f"{out.stem}_akg"
+    folder.mkdir(parents=True, exist_ok=True)
+    opts = Options(dsl=dsl, target=target, cache_dir=str(folder / "cache"), seeds=seeds)
+    lines, entries = [], {}
+    for kind, cap in (("forward", fw), ("backward", bw)):
+        rep = GraphReport(kind, dsl, target)
+        graph = CompiledGraph(cap["gm"], opts, rep, kind=kind)
+        graph(*cap["args"])  # written, verified and cached here; a failure is one line
+        if rep.torch_sizes or not graph.entries:
+            raise AkgError(f"{Path(problem_path).name}: the {kind} graph could not be written: "
+                           f"{rep.notes[-1] if rep.notes else 'no module'}")
+        entries[kind] = str(graph.entries[-1].relative_to(folder))
+        lines.append(rep.line())
+    n_saved = sum(1 for n in bw["gm"].graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents"))
+    n_fw = len(next(n for n in fw["gm"].graph.nodes if n.op == "output").args[0])
+    meta = {"params": len(list(model.parameters())), "user_outputs": n_fw - n_saved, "saved": n_saved, **entries}
+    (folder / "step.json").write_text(json.dumps(meta, indent=1))
+    (folder / "problem.py").write_text(Path(problem_path).read_text())
+    out.write_text(_MODULE.format(problem=Path(problem_path).name, dsl=dsl, target=target, folder=folder.name,
+                                  stem=out.stem.replace("-", "_"), where=str(folder.resolve())))
+    return lines
+
+
+def load_step(folder: Path) -> Callable[..., Any]:
+    """The forward-and-backward step a written `--backward` module runs."""
+    meta = json.loads((folder / "step.json").read_text())
+    fw, bw = load_written(folder / meta["forward"]), load_written(folder / meta["backward"])
+    n_user = meta["user_outputs"]
+
+    class Step(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *primals: Any) -> Any:  # type: ignore[override]
+            outs = fw(*primals)
+            ctx.save_for_backward(*[o for o in outs[n_user:] if isinstance(o, torch.Tensor)])
+            user = outs[:n_user]
+            return user[0] if n_user == 1 else tuple(user)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:  # type: ignore[override]
+            return tuple(bw(*ctx.saved_tensors, *[g.contiguous() for g in grads]))
+
+    def step(model: torch.nn.Module, *inputs: Any) -> Any:
+        return Step.apply(*model.parameters(), *inputs)
+
+    return step
