@@ -21,6 +21,7 @@ from ir.types import DTYPES
 # aten ops each library step dispatches to (declared, so the verifier allows them)
 LIBRARY_DECLARATIONS = {
     "conv": ["aten.convolution"], "conv_transpose": ["aten.convolution"],
+    "conv_weight_grad": ["aten.convolution_backward"],
     "concat": ["aten.cat"], "max_pool": ["aten.max_pool*"], "max_pool_indices": ["aten.max_pool*"],
     "avg_pool": ["aten.avg_pool*"],
     "adaptive_avg_pool": ["aten.adaptive_avg_pool*", "aten._adaptive_avg_pool*", "aten.mean"],
@@ -194,6 +195,10 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
         result = RESULTS.index(at["result"])
         return (f"torch.ops.aten.{at['cell']}.input({a[0]}, {hx}, [{', '.join(a[3:])}], {at['has_biases']}, "
                 f"{at['layers']}, 0.0, False, {at['bidirectional']}, {at['batch_first']})[{result}]")
+    if step.op == "conv_weight_grad":
+        return (f"torch.ops.aten.convolution_backward({a[0]}, {a[1]}, {a[2]}, None, {list(at['stride'])}, "
+                f"{list(at['padding'])}, {list(at['dilation'])}, False, {[0] * len(at['stride'])}, {at['groups']}, "
+                "[False, True, False])[1]")
     if step.op == "concat":  # many pieces (a recurrence's outputs): one copy each, by torch
         return f"torch.cat([{', '.join(a)}], {at['dim']})"
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it

@@ -49,10 +49,12 @@ def node_flops(n: Node) -> Counter[Key]:
             macs = out * w.shape[1]
         elif n.op == "conv":
             macs = out * w.shape[1] * _prod(w.shape[2:])
+        elif n.op == "conv_weight_grad":  # (go, x, w): each incoming gradient meets Cin/groups x kernel inputs
+            macs = args[0].type.numel * args[2].shape[1] * _prod(args[2].shape[2:])
         else:  # conv_transpose: every input element scatters into Cout/groups x kernel outputs
             macs = x.type.numel * w.shape[1] * _prod(w.shape[2:])
         c[("contraction", in_dtype)] += 2 * macs
-        if len(args) > 2:
+        if len(args) > 2 and n.op != "conv_weight_grad":
             c[("vector", n.dtype)] += out  # bias
         return c
     if d.group == "reduction":

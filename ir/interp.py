@@ -178,6 +178,12 @@ def _max_pool(a, at, ctx):
     return fn(a[0], at["kernel"], at["stride"], at["padding"], at["dilation"], ceil_mode=at["ceil_mode"])
 
 
+@impl("conv_weight_grad")
+def _conv_weight_grad(a, at, ctx):
+    return torch.ops.aten.convolution_backward(a[0], a[1], a[2], None, at["stride"], at["padding"], at["dilation"],
+                                               False, [0] * len(at["stride"]), at["groups"], [False, True, False])[1]
+
+
 @impl("max_pool_indices")
 def _max_pool_indices(a, at, ctx):
     fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[len(at["kernel"])]

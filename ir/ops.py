@@ -106,6 +106,10 @@ _def("linear", "contraction", (2, 3))  # x @ w.T (+ b)
 _def("conv", "contraction", (2, 3), stride=R, padding=R, dilation=R, groups=1, channels_last=False)
 _def("conv_transpose", "contraction", (2, 3), stride=R, padding=R, output_padding=R, dilation=R,
      groups=1, channels_last=False)
+# a convolution's weight gradient from the incoming gradient, the input and the weight (its shape): torch's
+# own (cuDNN's backward-weight algorithm: as a forward convolution with a kernel the output's size, fp32
+# errs 20x more on a ResNet stem)
+_def("conv_weight_grad", "contraction", 3, stride=R, padding=R, dilation=R, groups=1)
 
 # --- windows (rank = len(kernel) spatial dims at the end)
 _def("max_pool", "window", 1, kernel=R, stride=R, padding=R, dilation=R, ceil_mode=False)

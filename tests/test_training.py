@@ -124,7 +124,7 @@ def _problem(tmp_path: Path, body: str, inputs: str) -> Path:
 
 
 @pytest.mark.parametrize("stride,padding,dilation,size", [(1, 1, 1, 9), (2, 0, 1, 10), (3, 2, 2, 13)])
-def test_convolution_backward_lifts_to_convolutions(stride, padding, dilation, size, tmp_path):
+def test_convolution_backward_lifts_without_torch_calls(stride, padding, dilation, size, tmp_path):
     body = f"""
     def forward(self, go, x, w):
         return torch.ops.aten.convolution_backward(go, x, w, [6], [{stride}, {stride}], [{padding}, {padding}],

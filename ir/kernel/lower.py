@@ -41,8 +41,8 @@ from .ir import (
 from .share import share_reductions
 from .unroll import WINDOW_MAX
 
-LIBRARY_OPS = ("conv", "conv_transpose", "max_pool", "max_pool_indices", "avg_pool", "adaptive_avg_pool",
-               "adaptive_max_pool", "cumsum", "cumprod", "opaque", "random")
+LIBRARY_OPS = ("conv", "conv_transpose", "conv_weight_grad", "max_pool", "max_pool_indices", "avg_pool",
+               "adaptive_avg_pool", "adaptive_max_pool", "cumsum", "cumprod", "opaque", "random")
 SCAN_OPS = ("cumsum", "cumprod")
 CONCAT_PIECES = 16  # a concatenation of more pieces is torch's copy per piece, not one kernel selecting
 REDUCE_OPS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "prod"}
