@@ -13,7 +13,7 @@ from dsl_backends.jax_bridge import jax_entry
 from dsl_backends.module import Bucket, with_header
 from hardware_models.cost import SPLIT_PRODUCTS
 from hardware_models.counting import necessary_ops
-from hardware_models.spec import HardwareModel, load_target
+from hardware_models.spec import HardwareModel
 from ir.dynamic import bucket_bounds
 from ir.errors import AkgError
 from ir.graph import Graph
@@ -45,7 +45,7 @@ from .tuning_db import (
     problem_signature,
     versions,
 )
-from .verifier import Verdict, verify
+from .verifier import Verdict, model_of, verify
 from .verifier.sizes import dynamic_sizes
 
 
@@ -176,7 +176,7 @@ def _grouped(s: LibraryCall) -> str:
     return f" with groups={groups}" if groups > 1 else ""
 
 
-def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = False,
+def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, train: bool = False,
           allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True,
           rows: bool = True, dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
     """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
@@ -203,7 +203,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str, train: bool = Fa
                                                                       {"conv", "dwconv"}):
         raise AkgError(f"the {dsl} backend does not generate {'depthwise ' if conv == 'depthwise' else ''}"
                        "convolutions: use --conv library")
-    target = load_target(target_name)
+    target = model_of(target_name)  # a command's target arrives loaded; a name is loaded here, once
+    target_name = target.name
     if not backend.manifest.supports(target):
         raise AkgError(f"the {dsl} backend does not target {target_name} ({target.kind}); "
                        f"it targets {', '.join(backend.manifest.targets)}")
@@ -413,16 +414,15 @@ def module_body(t: Translation) -> str:
     return t._body[1]
 
 
-def _verify(t: Translation, target_name: str, seeds: tuple[int, ...], timed: bool, baselines: tuple[str, ...],
-            train: bool) -> Verdict:
+def _verify(t: Translation, seeds: tuple[int, ...], timed: bool, baselines: tuple[str, ...], train: bool) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="akg-translate-") as d:
         cand = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
         cand.write_text(t.source)
-        return verify(t.problem, cand, target=target_name, seeds=seeds, timing=timed, baselines=baselines,
+        return verify(t.problem, cand, target=t.target, seeds=seeds, timing=timed, baselines=baselines,
                       train=train)
 
 
-def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | Path | None = None,
+def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, out: str | Path | None = None,
               verify_result: bool = True, timing: bool = True, baselines: tuple[str, ...] = ("eager",),
               train: bool = False, allow_opaque: bool = False,
               seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library", pure: bool = False,
@@ -431,14 +431,14 @@ def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | P
               dynamic=dynamic, library=library)
     t.source = render(t)
     if t.executor == "none":
-        t.notes.append(f"no executor for {dsl} on {target_name} here: written, not run")
+        t.notes.append(f"no executor for {dsl} on {t.target.name} here: written, not run")
     elif t.executor == "compile-only":
         t.compiled = compile_only(t)
         t.notes.append(t.compiled)
         t.source = render(t)
     elif verify_result:
         timed = timing and t.executor == "native"
-        t.verdict = _verify(t, target_name, seeds, timed, baselines if timed else (), train)
+        t.verdict = _verify(t, seeds, timed, baselines if timed else (), train)
         split = {n for n, s in [*t.schedules.items(), *(x for _, _, sch in t.buckets for x in sch.items())]
                  if s.get("input_precision") in SPLIT_PRODUCTS}
         if not t.verdict.accepted and split:  # split precision is allowed only where it verifies
@@ -447,7 +447,7 @@ def translate(problem_path: str | Path, dsl: str, target_name: str, out: str | P
             t.buckets = [(u, p, {n: s.replace(input_precision="ieee") if s.get("input_precision") in SPLIT_PRODUCTS
                                  else s for n, s in sch.items()}) for u, p, sch in t.buckets]
             t.source = render(t)
-            t.verdict = _verify(t, target_name, seeds, timed, baselines if timed else (), train)
+            t.verdict = _verify(t, seeds, timed, baselines if timed else (), train)
         if not t.verdict.accepted:
             raise AkgError(f"the generated {dsl} module for {t.problem.name} failed verification: "
                            f"{t.verdict.reason}; nothing written")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dsl_backends import get_backend
+from hardware_models.spec import HardwareModel
 from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem
 from ir.kernel.lower import conv_kinds, generated_conv
@@ -28,7 +29,7 @@ from .ranking import ranked_space
 from .strategy import Strategy, untuned_strategy
 from .translate import Translation, build, module_body, render
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
-from .verifier import TRANSIENT, Verdict, device_for, verify
+from .verifier import TRANSIENT, Verdict, device_for, model_of, verify
 from .verifier.timing import host_lock
 
 # relative: schedules whose medians differ by less are taken as equally fast (two GPUs of one host, or two
@@ -54,7 +55,7 @@ def _with(t: Translation, kernels: list[str], sched: Schedule) -> Translation:
     return dataclasses.replace(t, schedules={**t.schedules, **{n: sched for n in kernels}}, _body=None)
 
 
-def _local(problem: Path, target: str) -> Callable[[list[Work]], Iterator[Done]]:
+def _local(problem: Path, target: HardwareModel) -> Callable[[list[Work]], Iterator[Done]]:
     """Candidates measured one after another in this process's sandbox."""
     device = f"{socket.gethostname()}:{device_for(target)}"
 
@@ -155,7 +156,7 @@ def _together(singles: list[tuple[Strategy, float]], default_s: float) -> Strate
     return Strategy(library=check_families(won)) if len(won) > 1 else None
 
 
-def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: float | None = None,
+def tune(problem: str, target: str | HardwareModel, dsl: str, budget: int = 8, time_limit_s: float | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None, Done | None], None] | None = None,
          ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True, jobs: int = 1,
@@ -169,8 +170,10 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
     if is_jax_problem(Path(problem)):  # its verification is not timed yet
         raise AkgError(f"{Path(problem).name} is a JAX program: akg translate writes and verifies its module; "
                        "tuning takes PyTorch (KernelBench) problems only so far")
+    model = model_of(target)  # loaded once: every build and verification below gets the value
+    target = model.name  # the name travels to Ray workers and into the report
     # the cost model's schedules: the database keys kernels by them
-    base = build(problem, dsl, target, tuned=False, dynamic=dynamic)
+    base = build(problem, dsl, model, tuned=False, dynamic=dynamic)
     if base.executor != "native":
         raise AkgError(f"tuning needs the {target} device here: {dsl} would run through its {base.executor}, "
                        "whose times mean nothing")
@@ -200,7 +203,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                 report["time_limit_hit"] = True
                 continue
             try:
-                t = base if strategy == Strategy() else build(problem, dsl, target, tuned=False, rows=strategy.rows,
+                t = base if strategy == Strategy() else build(problem, dsl, model, tuned=False, rows=strategy.rows,
                                                               conv=strategy.conv, dynamic=dynamic,
                                                               library=strategy.library)
             except AkgError as e:  # this strategy cannot express the problem: reported, not fatal
@@ -217,7 +220,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
                                              "score_s": total, "verdict": "from the tuning database",
                                              "kernels": kernels})
             else:
-                _verify_module(t, target)
+                _verify_module(t, model)
                 timing = t.verdict.details.get("timing", {}) if t.verdict.accepted else {}
                 med = timing.get("candidate", {}).get("median_s")
                 eager = timing.get("eager", {}).get("median_s")
@@ -245,7 +248,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
         elif _past(start, time_limit_s):
             report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
         else:
-            best = _head_to_head(scored, target, eager_ref, db, report) or best
+            best = _head_to_head(scored, model, eager_ref, db, report) or best
     finally:
         if cluster is not None:
             report["workers"] = cluster.workers
@@ -258,7 +261,7 @@ def tune(problem: str, target: str, dsl: str, budget: int = 8, time_limit_s: flo
         raise AkgError(f"no tuned {dsl} module for {base.problem.name} passed verification ({why})")
     t = best[1]
     if t.verdict is None:  # the fastest came from the database: its module verified (and timed) once here
-        _verify_module(t, target)
+        _verify_module(t, model)
         if not t.verdict.accepted:
             raise AkgError(f"the tuning database's fastest {dsl} module for {base.problem.name} "
                            f"({t.strategy.describe()}) fails verification now: {t.verdict.reason}; tune again "
@@ -297,8 +300,8 @@ def _steadied(med: float | None, eager: float | None, eager_ref: float | None) -
     return med * eager_ref / eager if eager and eager_ref else med
 
 
-def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], target: str, eager_ref: float | None,
-                  db: TuningDB, report: dict[str, Any]) -> tuple[float, Translation] | None:
+def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], target: HardwareModel,
+                  eager_ref: float | None, db: TuningDB, report: dict[str, Any]) -> tuple[float, Translation] | None:
     """Every accepted strategy's module timed once more, together, in one run (every contender in turns
     with eager, after its full verification): each strategy was timed in a run of its own, and one run
     that the host disturbed (a slower eager or module alone) can misorder the scores of separate runs. The
@@ -335,7 +338,7 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
     return best if math.isfinite(best[0]) else None
 
 
-def _verify_module(t: Translation, target: str) -> None:
+def _verify_module(t: Translation, target: HardwareModel) -> None:
     """The whole module verified and timed (its verdict set on `t`)."""
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         final = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
@@ -355,7 +358,7 @@ def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, sta
     backend = get_backend(t.dsl)
     ver, hw, dsl = versions(backend.manifest), hardware_key(t.target), t.dsl
     groups = {g.id: g for g in t.plan.groups}
-    measure = cluster.run if cluster is not None else _local(t.problem, t.target.name)
+    measure = cluster.run if cluster is not None else _local(t.problem, t.target)
     src = t.problem.read_text()
     problem_sig = problem_signature(t.problem)
     sigs = {k.name: kernel_signature(problem_sig, k) for k in t.program.kernels()}

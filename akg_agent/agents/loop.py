@@ -103,7 +103,7 @@ def _verify(cfg: RunConfig, t: Translation, path: Path, by: str) -> Verdict:
         t.compiled = compile_only(t)
         return Verdict(False, "compiled_not_run", t.compiled)
     timed = cfg.timing and t.executor == "native"
-    return verify(t.problem, path, target=t.target.name, seeds=cfg.seeds, timing=timed,
+    return verify(t.problem, path, target=t.target, seeds=cfg.seeds, timing=timed,
                   baselines=cfg.baselines if timed else (), train=cfg.train)
 
 

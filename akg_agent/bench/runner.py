@@ -14,10 +14,9 @@ from typing import Any
 
 from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
-from akg_agent.verifier import DEFAULT_SEEDS, Verdict, sol_trusted, verify
+from akg_agent.verifier import DEFAULT_SEEDS, Target, Verdict, model_of, sol_trusted, verify
 from akg_agent.verifier.sandbox import Limits
 from akg_agent.verifier.timing import AA_BASELINE, default_trials, host_lock, paired_quartiles
-from hardware_models.spec import load_target
 from ir.errors import AkgError
 
 from .admission import MemoryGate, device_capacity, verification_bytes
@@ -59,7 +58,7 @@ def confirmed(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     return dict(again, first_pass={k: first[k] for k in keep if k in first})
 
 
-def bench_one(problem: Path, solution: Path | None, target: str, baselines: Sequence[str], trials: int | None,
+def bench_one(problem: Path, solution: Path | None, target: Target, baselines: Sequence[str], trials: int | None,
               timeout_s: float, peers: dict[str, Path] | None = None, timing_lock: str | None = None
               ) -> dict[str, Any]:
     rec: dict[str, Any] = {"problem": problem.stem, "path": str(problem), "correct": False, "speedup": {}}
@@ -168,14 +167,14 @@ def record(rec: dict[str, Any], v: Verdict, baselines: Sequence[str], verify_s: 
     return rec
 
 
-def sol_basis(target: str) -> str:
+def sol_basis(target: Target) -> str:
     """What the fractions of speed-of-light rest on: the target's model, measured or estimated."""
-    m = load_target(target)
+    m = model_of(target)
     if m.calibrated_from:
         return f"{m.description}, {m.calibrated_from}"
-    if not sol_trusted(target):  # the bandwidth only estimated
+    if not sol_trusted(m):  # the bandwidth only estimated
         return (f"{m.description}, estimates (nominal clock, guessed bandwidth; `akg hw calibrate --target "
-                f"{target}` measures them)")
+                f"{m.name}` measures them)")
     return f"{m.description}, its data file"
 
 
@@ -207,7 +206,7 @@ def flatten(records: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[st
     return by
 
 
-def _translate_one(p: Path, dsl: str, target: str, sol_dir: Path, pure: bool = False) -> None:
+def _translate_one(p: Path, dsl: str, target: Target, sol_dir: Path, pure: bool = False) -> None:
     """Written, not verified: the bench's own run verifies and times it once (at real sizes a
     verification is most of a problem's time)."""
     try:
@@ -216,7 +215,7 @@ def _translate_one(p: Path, dsl: str, target: str, sol_dir: Path, pure: bool = F
         (sol_dir / f"{p.stem}.error.txt").write_text(str(e))
 
 
-def _translate_all(problems: list[Path], dsl: str, target: str, sol_dir: Path, jobs: int = 1,
+def _translate_all(problems: list[Path], dsl: str, target: Target, sol_dir: Path, jobs: int = 1,
                    pure: bool = False) -> None:
     """Translate each problem with the rules engine; a failure leaves that problem without a
     solution (reported as such), never stops the run. Each verification is its own subprocess, so
@@ -304,6 +303,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
          pure: bool, cluster: Cluster | None) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    model = model_of(target)  # loaded once for the run: each translation and verification gets the value
     if solutions is None:
         if dsl is None:
             raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
@@ -314,15 +314,15 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
             if cluster is not None:
                 _translate_on(cluster, problems, dsl, target, d, label == "pure")
             else:
-                _translate_all(problems, dsl, target, d, jobs, pure=label == "pure")
+                _translate_all(problems, dsl, model, d, jobs, pure=label == "pure")
     else:
         dirs = parse_solutions(solutions)
     for d in dirs.values():
         if not d.is_dir():
             raise AkgError(f"no such solutions folder: {d}")
     labels = list(dirs)
-    lock = host_lock(target)  # also keeps another akg run on this host (a tune, a second bench) off our timings
-    kind = load_target(target).kind
+    lock = host_lock(model)  # also keeps another akg run on this host (a tune, a second bench) off our timings
+    kind = model.kind
     gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(kind))
     again = CONFIRM * (trials or default_trials(kind == "gpu"))  # a flagged row's turns
 
@@ -332,9 +332,9 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
         peers = {lb: dirs[lb] / p.name for lb in have[1:]}
         need = verification_bytes(p) if jobs > 1 else 0
         with gate.hold(need):  # several at once only while their memory fits the device
-            rec = bench_one(p, dirs[main] / p.name, target, baselines, trials, timeout_s, peers or None, lock)
+            rec = bench_one(p, dirs[main] / p.name, model, baselines, trials, timeout_s, peers or None, lock)
             if any(slower_beyond_noise([rec], b) for b in baselines):  # a larger sample decides (`confirmed`)
-                rec = confirmed(rec, bench_one(p, dirs[main] / p.name, target, baselines, again, timeout_s,
+                rec = confirmed(rec, bench_one(p, dirs[main] / p.name, model, baselines, again, timeout_s,
                                                peers or None, lock))
         rec["main_label"] = main
         if need:
@@ -355,7 +355,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
     records.sort(key=lambda r: order[r["path"]])
     meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
             "solutions": scrub(solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items())),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs, "sol_model": sol_basis(target),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs, "sol_model": sol_basis(model),
             "ray": None if cluster is None else {"workers": cluster.workers, "timers": len(cluster.timers)},
             **provenance()}
     summary = summarize(records, baselines)

@@ -38,7 +38,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for dsl in dsls:
             out = args.o if len(dsls) == 1 else None
             out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
-            reports.append(tune(args.file, args.target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
+            reports.append(tune(args.file, target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
                                 on_progress=on_progress, ray=args.ray,
                                 strategies=not args.no_strategies, jobs=args.jobs, dynamic=args.dynamic)
                            | {"out": out})

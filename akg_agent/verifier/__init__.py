@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware_models.cost import SolReport, speed_of_light
-from hardware_models.spec import load_target, target_for_device, target_names
+from hardware_models.spec import HardwareModel, load_target, target_for_device, target_names
 from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem, load_jax_problem
 from ir.lift import lift
@@ -29,6 +29,14 @@ DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 # rejections that say more of the run than of the module (a card faster than the target's bound, a host
 # too loaded to finish in time): not remembered as the module's verdict, so a later run measures it again
 TRANSIENT = frozenset({"faster_than_sol", "side_stream", "timeout"})
+
+
+# a target is a hardware model loaded once per command and passed as a value; a name is loaded here
+Target = str | HardwareModel
+
+
+def model_of(target: Target) -> HardwareModel:
+    return target if isinstance(target, HardwareModel) else load_target(target)
 
 
 @dataclass
@@ -45,11 +53,11 @@ class Verdict:
         return {"accepted": self.accepted, "code": self.code, "reason": self.reason, "details": self.details}
 
 
-def device_for(target: str) -> str:
-    kind = load_target(target).kind
-    if kind == "cpu":
+def device_for(target: Target) -> str:
+    hw = model_of(target)
+    if hw.kind == "cpu":
         return "cpu"
-    if kind == "gpu" and load_target(target).vendor in ("nvidia", "amd"):
+    if hw.kind == "gpu" and hw.vendor in ("nvidia", "amd"):
         import torch
 
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -88,35 +96,35 @@ def timed_on(target: str, device: str) -> str | None:
     return None if present == target else present
 
 
-def sol_report(problem: Any, target: str) -> SolReport:
+def sol_report(problem: Any, target: Target) -> SolReport:
     """The speed-of-light no correct candidate can beat: the lower of the program as written and after
     the algebraic passes (a GEMM summed over its rows is legitimately a GEMV)."""
-    g, hw = lift(problem), load_target(target)
+    g, hw = lift(problem), model_of(target)
     written = speed_of_light(g, hw)
     run_passes(g, ["simplify"])
     return min(written, speed_of_light(g, hw), key=lambda r: r.sol_s)
 
 
-def sol_bound(problem: Any, target: str) -> float:
+def sol_bound(problem: Any, target: Target) -> float:
     return sol_report(problem, target).sol_s
 
 
-def sol_memory(report: SolReport, target: str) -> dict[str, float]:
+def sol_memory(report: SolReport, target: Target) -> dict[str, float]:
     """What the worker needs to bound a run again at the bandwidth the host shows when a run beats the
     bound: the memory part, the rest, and the bandwidth the memory part assumed."""
     other = max((v for k, v in report.components.items() if k != "dram"), default=0.0)
-    return {"dram_s": report.components.get("dram", 0.0), "other_s": other, "bw": load_target(target).dram_bw}
+    return {"dram_s": report.components.get("dram", 0.0), "other_s": other, "bw": model_of(target).dram_bw}
 
 
-def sol_trusted(target: str) -> bool:
+def sol_trusted(target: Target) -> bool:
     """Whether a run faster than the target's speed-of-light may be rejected: not where the memory
     bandwidth is only an estimate (a host CPU not calibrated with `akg hw calibrate`), where a bound from
     a guess rejected correct modules (a batch-1 linear whose weights stay in the last-level cache). The
     bound is still reported (fraction of speed-of-light) there."""
-    return load_target(target).figures["memory"]["dram_bw"].source != "estimate"
+    return model_of(target).figures["memory"]["dram_bw"].source != "estimate"
 
 
-def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[int, ...] = DEFAULT_SEEDS,
+def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", seeds: tuple[int, ...] = DEFAULT_SEEDS,
            timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
            limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
            train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None,
@@ -130,6 +138,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")
+    hw = model_of(target)  # loaded once (or handed in by the command, which loaded it once)
     if is_jax_problem(ref):  # checked against its JAX model on the host; not timed yet
         load_jax_problem(ref)  # fails fast, in one line, on a bad reference
         job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": "cpu", "seeds": list(seeds),
@@ -138,16 +147,15 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
         res = run_job(job, limits or Limits())
         if res["status"] == "error":
             raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
-        res.setdefault("details", {}).update(device="cpu", target=target, on_target=load_target(target).kind == "cpu",
-                                             sol_s=None)
+        res.setdefault("details", {}).update(device="cpu", target=hw.name, on_target=hw.kind == "cpu", sol_s=None)
         return Verdict(res["status"] == "accepted", res["code"], res["reason"], res["details"])
     problem = load_problem(ref)  # fails fast, in one line, on a bad reference
-    device = device_for(target)
-    on_target = (device == "cuda") == (load_target(target).kind == "gpu")
-    sol_s, other, sol = None, timed_on(target, device), None
+    device = device_for(hw)
+    on_target = (device == "cuda") == (hw.kind == "gpu")
+    sol_s, other, sol = None, timed_on(hw.name, device), None
     # the bound is the timing device's: a faster card than the target beats the target's bound honestly
-    sol_target = target if other is None else other
-    if timing and sol_check and on_target and sol_target in target_names():
+    sol_target: Target = hw if other is None else other
+    if timing and sol_check and on_target and (other is None or other in target_names()):
         try:
             sol = sol_report(problem, sol_target)
             sol_s = sol.sol_s
@@ -165,7 +173,7 @@ def verify(ref: str | Path, cand: str | Path, target: str = "cpu", seeds: tuple[
     res = _plausible(run_job(job, limits or Limits()), job, limits or Limits(), sol_s if not trusted else None)
     details = res.get("details", {})
     sol_s = details.get("sol_s_now") or sol_s  # the bound the run was held to
-    details.update(device=device, target=target, on_target=on_target, sol_s=sol_s)
+    details.update(device=device, target=hw.name, on_target=on_target, sol_s=sol_s)
     if other is not None:
         details["timed_card"] = other
     if res["status"] == "error":

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from hardware_models.spec import detect_cpu, load_target
+from hardware_models.spec import HardwareModel, detect_cpu, load_target
 
 # the references a candidate cannot reach by replacing module attributes (see the docstring)
 _clock = time.perf_counter
@@ -55,13 +55,15 @@ LOCK_WAIT_FILE = "lock_wait"  # its name in the run directory
 HOST_LOCK = "akg-timing.lock"  # in the host's temporary directory, shared by every akg run there
 
 
-def host_lock(target: str = "cpu") -> str:
+def host_lock(target: str | HardwareModel = "cpu") -> str:
     """The lock file every akg run on this host times under (bench, tune, Ray actors): two runs started
     side by side never time while the other uses the device. For a GPU target the device is the GPU this
     process sees as its first (CUDA_VISIBLE_DEVICES, as Ray sets it per actor), so runs on the GPUs of one
     host time side by side; a CPU target's device is the whole host."""
     name = HOST_LOCK
-    if target != "cpu" and load_target(target, calibrated=False).kind == "gpu":
+    kind = target.kind if isinstance(target, HardwareModel) else \
+        "cpu" if target == "cpu" else load_target(target, calibrated=False).kind
+    if kind == "gpu":
         first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
         name = f"{HOST_LOCK}.gpu-{re.sub(r'[^A-Za-z0-9_-]', '_', first)}"
     return str(Path(tempfile.gettempdir()) / name)
