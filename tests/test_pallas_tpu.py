@@ -93,3 +93,34 @@ def test_the_lowered_kernel_is_a_mosaic_call(tmp_path):
     exp = jax.export.export(jax.jit(functools.partial(getattr(mod, k.name), interpret=False)),
                             platforms=["tpu"])(*args)
     assert "tpu_custom_call" in exp.mlir_module()
+
+
+def test_a_group_norm_fits_vmem_by_its_values_not_the_product_of_its_axes(tmp_path):
+    """Group norm + swish + max pool at 2 x 32 x 32 x 32, 8 groups (a new user's program): the variance
+    around the mean nests one reduction of 4096 values in another, and the TPU template's footprint was
+    the product of both (5 GB a block row); a value holds its own axes, so it fits and is written."""
+    problem = tmp_path / "gn.py"
+    problem.write_text('''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(8, 32)
+
+    def forward(self, x):
+        y = self.gn(x)
+        return F.max_pool2d(y * torch.sigmoid(y), 2)
+
+
+def get_inputs():
+    return [torch.randn(2, 32, 32, 32)]
+
+
+def get_init_inputs():
+    return []
+''')
+    t = translate(problem, "pallas", "tpu-v5p", timing=False, seeds=(0, 1))
+    assert t.verdict is not None and t.verdict.accepted, t.verdict

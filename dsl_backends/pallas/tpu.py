@@ -208,7 +208,7 @@ def default_schedule(k: Kernel, target: HardwareModel) -> Schedule:
         tm, tn, tk = (M if M <= 512 else 256), (N if N <= 512 else 256), (K if K <= 2048 else 512)
         return Schedule(layout="tpu", TM=tm, TN=tn, TK=tk)
     axes = _axes(k)
-    rest = math.prod(v.extent for v in axes[1:])
+    rest = _widest_value(k, axes)
     per_row = 4 * rest * (2 * (len(_loads(k)) + 1) + 4)  # operands and output twice, temporaries
     e0 = axes[0].extent
     t0 = max(1, min(e0, budget // max(1, per_row)))
@@ -218,6 +218,29 @@ def default_schedule(k: Kernel, target: HardwareModel) -> Schedule:
         raise UnsupportedKernel(f"one block row of {k.name} needs {per_row} B of VMEM, more than the "
                                 f"{_vmem(target)} B the chip has (the TPU template keeps reduced axes whole)")
     return Schedule(layout="tpu", T0=t0)
+
+
+def _widest_value(k: Kernel, axes: list[Var]) -> int:
+    """Elements per block row of the largest array the kernel holds: a value's shape is its own variables'
+    extents (1 elsewhere), so a reduction nested in another (a variance around a mean) holds its axes
+    and the outer one's in turn, never both; the product of every axis (a group norm's 8 x 4096 x 4096,
+    5 GB a row) was what the template never allocates. A kernel with a scan keeps that bound (its masked
+    sums hold the scanned axis twice)."""
+    first = axes[0].name
+    if any(isinstance(e, Scan) for e in walk(k.expr)):
+        return math.prod(v.extent for v in axes[1:])
+    extent = {v.name: v.extent for v in axes}
+
+    def size(names: set[str]) -> int:
+        return math.prod(extent.get(n, 1) for n in names if n != first)
+
+    coords = {v.name for v in k.coords} | {"_lane"}
+    widest = size(coords)
+    for e in walk(k.expr):
+        if isinstance(e, Reduce):
+            used = set(free_vars(e.body)) | {v.name for v in e.axes}  # a nested reduction binds its own
+            widest = max(widest, size(used | coords))
+    return widest
 
 
 def _gemm(k: Kernel) -> tuple | None:
