@@ -34,7 +34,7 @@ from dsl_backends import default_dsl, get_backend
 from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
-from .dynamo_train import compile_training
+from .dynamo_train import compile_inference, compile_training
 from .translate import translate
 from .tuning_db import versions
 
@@ -243,6 +243,8 @@ class CompiledGraph:
         self.n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
         self.kept = _kept_outputs(gm)
         self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
+        # another way to write the graph where its problem file fails (at these arguments)
+        self.retry: Callable[[Sequence[Any]], Callable[..., Any]] | None = None
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self.lock = threading.Lock()
         self.warned = False
@@ -282,6 +284,9 @@ class CompiledGraph:
             try:
                 self._translate(args, cached)
             except AkgError as e:
+                if self.retry is not None:  # the batched graph: its problem file did not replay it
+                    self.report.notes.append(f"written through AOTAutograd's graph: {first_line(str(e))}")
+                    return self.retry(args)
                 return self._torch(str(e))
             self.report.translations += 1
         self.entries.append(cached)
@@ -353,6 +358,11 @@ def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:
     return opts.dsl or default_dsl(load_target(target)), target
 
 
+def _batched(gm: torch.fx.GraphModule) -> bool:
+    """Whether dynamo's graph calls functorch's batching (torch.vmap), which a problem file cannot replay."""
+    return any(n.op == "call_function" and "batch_dim" in str(n.target) for n in gm.graph.nodes)
+
+
 def _needs_grad(example_inputs: Sequence[Any]) -> bool:
     return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs)
 
@@ -366,24 +376,25 @@ class AkgBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
+        dsl, target = _pick(self.opts, example_inputs)
+
+        def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
+            rep = GraphReport(f"{name}.{kind}" if kind != "inference" else name, dsl, target)
+            self.report.graphs.append(rep)
+            return CompiledGraph(g, self.opts, rep, kind=kind)
         if _needs_grad(example_inputs):
             if self.opts.training == "akg":
-                dsl, target = _pick(self.opts, example_inputs)
-
-                def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
-                    rep = GraphReport(f"{name}.{kind}", dsl, target)
-                    self.report.graphs.append(rep)
-                    return CompiledGraph(g, self.opts, rep, kind=kind)
                 return compile_training(gm, example_inputs, written)
             why = f"{name} needs gradients and options={{'training': 'fallback'}}: handed to {self.opts.fallback}"
             self.report.fallbacks.append(why)
             if self.opts.fallback == "eager":
                 return gm.forward
             return torch._dynamo.lookup_backend(self.opts.fallback)(gm, example_inputs)
-        dsl, target = _pick(self.opts, example_inputs)
-        rep = GraphReport(name, dsl, target)
-        self.report.graphs.append(rep)
-        return CompiledGraph(gm, self.opts, rep)
+        graph = written(gm, "inference")
+        if _batched(gm):  # torch.vmap inside (a mask): where its problem file cannot replay it, AOTAutograd's
+            # ATen graph of it is written instead
+            graph.retry = lambda args: compile_inference(gm, args, written)
+        return graph
 
 
 def akg_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],

@@ -54,3 +54,15 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                         partition_fn=min_cut_rematerialization_partition,
                         decompositions=decompositions())(gm, list(example_inputs))
+
+
+def compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                      written: Callable[[torch.fx.GraphModule, str], Callable[..., Any]]) -> Callable[..., Any]:
+    """An inference graph dynamo cannot hand over as replayable torch calls (functorch's batching of a
+    torch.vmap), as AOTAutograd's ATen graph of it: one forward graph, written as `written(graph, "forward")`."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    compiler = aot_autograd(fw_compiler=lambda g, _examples: make_boxed_func(written(g, "forward")),
+                            decompositions=decompositions())  # the norms' extra outputs, as in training
+    return compiler(gm, list(example_inputs))

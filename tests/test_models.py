@@ -18,8 +18,7 @@ pytest.importorskip("transformers")
 import akg_agent  # noqa: E402
 
 # what akg cannot take yet, with the reason: the test fails (XPASS) once it can
-NOT_YET = {"mixtral": "dynamo's graph of the mask carries functorch batching calls (_add_batch_dim) that the "
-                      "written problem file cannot replay: the graph runs as torch"}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n]))
