@@ -153,10 +153,17 @@ def _params(gm: torch.fx.GraphModule) -> list[str]:
     return [f"a{i}_{n}" if not n.isidentifier() else n for i, n in enumerate(names)]
 
 
-def _kept_outputs(gm: torch.fx.GraphModule) -> list[int]:
-    """The outputs that are values: a backward graph returns None for inputs that need no gradient."""
-    outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    return [i for i, o in enumerate(outs) if o is not None]
+def _outputs_at(gm: torch.fx.GraphModule, args: Sequence[Any]) -> tuple[list[int], dict[int, Any], int]:
+    """Which outputs are tensors (the written module's), which are constants at these input sizes (a size a
+    forward graph with dynamic shapes saves for its backward; a backward graph's None for an input that
+    needs no gradient), and how many there are. A variant is written per input size, so they hold."""
+    with torch.no_grad():
+        outs = gm(*args)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    kept = [i for i, o in enumerate(outs) if isinstance(o, torch.Tensor)]
+    fixed = {i: (int(o) if isinstance(o, torch.SymInt) else o) for i, o in enumerate(outs)
+             if not isinstance(o, torch.Tensor)}
+    return kept, fixed, len(outs)
 
 
 def _fresh(gm: torch.fx.GraphModule, args: Sequence[Any], kind: str) -> list[bool]:
@@ -220,15 +227,12 @@ def _computes_in(gm: torch.fx.GraphModule) -> str | None:
 
 def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind: str = "inference") -> Path:
     params = _params(gm)
-    kept = _kept_outputs(gm)
+    kept, fixed, n_out = _outputs_at(gm, args)
     saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
     graph = _as_code(gm) if kind != "inference" else None
-    n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
     torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": _fresh(gm, args, kind), "kept": kept,
-                "n_out": n_out}, d / "graph.pt")
-    outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    ret = ("out[0]" if kept == [0] else "out" if len(kept) == len(outs)
-           else f"tuple(out[i] for i in {kept})")
+                "fixed": fixed, "n_out": n_out}, d / "graph.pt")
+    ret = "out[0]" if kept == [0] else "out" if len(kept) == n_out else f"tuple(out[i] for i in {kept})"
     src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret=ret, computes_in=_computes_in(gm))
     path = d / "graph.py"
     path.write_text(src)
@@ -240,8 +244,6 @@ class CompiledGraph:
 
     def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference"):
         self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
-        self.n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
-        self.kept = _kept_outputs(gm)
         self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
         # another way to write the graph where its problem file fails (at these arguments)
         self.retry: Callable[[Sequence[Any]], Callable[..., Any]] | None = None
@@ -293,7 +295,7 @@ class CompiledGraph:
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
-        return load_written(cached, device, self.kept, self.n_out)
+        return load_written(cached, device)
 
     def _translate(self, args: Sequence[Any], cached: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
@@ -315,28 +317,26 @@ class CompiledGraph:
             (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
 
 
-def load_written(cached: Path, device: torch.device | None = None, kept: list[int] | None = None,
-                 n_out: int | None = None) -> Callable[..., tuple[Any, ...]]:
+def load_written(cached: Path, device: torch.device | None = None) -> Callable[..., tuple[Any, ...]]:
     """A cache entry's written module, its state from the graph it replays, as the graph's callable (its
-    outputs a tuple, with Nones where the graph returns them)."""
+    outputs a tuple, with the graph's constant outputs, Nones among them, in their places)."""
     name = cached.name
     model = _import(cached / "module.py", f"akg_compiled_{name}").ModelNew()
     reference = _import(cached / "graph.py", f"akg_graph_{name}")
     model.load_state_dict(reference.Model().state_dict(), strict=True)  # the graph's constants
     model.to(device or torch.device("cpu")).eval()
-    if kept is None or n_out is None:
-        saved = torch.load(cached / "graph.pt", weights_only=False)
-        kept, n_out = saved["kept"], saved["n_out"]
-    return functools.partial(_call, model, kept, n_out)
+    saved = torch.load(cached / "graph.pt", weights_only=False)
+    return functools.partial(_call, model, saved["kept"], saved.get("fixed", {}), saved["n_out"])
 
 
-def _call(model: torch.nn.Module, kept: list[int], n_out: int, *args: Any) -> tuple[Any, ...]:
-    """The graph's outputs from the module's: Nones back where the graph returns them."""
+def _call(model: torch.nn.Module, kept: list[int], fixed: dict[int, Any], n_out: int, *args: Any
+          ) -> tuple[Any, ...]:
+    """The graph's outputs from the module's, its constant outputs (Nones, sizes) in their places."""
     got = model(*args)
     got = (got,) if len(kept) == 1 else tuple(got)
     if len(kept) == n_out:
         return got
-    out: list[Any] = [None] * n_out
+    out: list[Any] = [fixed.get(i) for i in range(n_out)]
     for i, v in zip(kept, got):
         out[i] = v
     return tuple(out)

@@ -276,3 +276,22 @@ class ModelNew(Model):
 ''')
     v = verify(graph, dropped)
     assert not v.accepted and v.code == "wrong_values", v.line()
+
+
+def test_a_second_batch_size_makes_the_graphs_dynamic_and_both_are_written(tmp_path):
+    """Dynamo marks a size dynamic when a second one is seen; AOTAutograd's forward graph then saves that
+    size (a Python int) for the backward. Each size is written on its own, the int kept as a constant of
+    that variant (it was a KeyError in the lift)."""
+    torch._dynamo.reset()
+    model, ref = _twins(MLP)
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path))
+    for batch in (8, 12):
+        x, y = torch.randn(batch, 16), torch.randint(0, 10, (batch,))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="akg:")
+            loss, grads = _step(compiled, x, y)
+        want_loss, want = _step(ref, x, y)
+        assert abs(loss - want_loss) <= 1e-5 * abs(want_loss)
+        for got, exp in zip(grads, want):
+            torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-5)
+    assert sum(g.translations for g in compiled.akg_report.graphs) == 4, compiled.akg_report.summary()
