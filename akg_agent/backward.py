@@ -99,7 +99,8 @@ def translate_backward(problem_path: str | Path, dsl: str, target: str, out: str
             isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
         raise AkgError(f"{Path(problem_path).name}: --backward does not write modules that update buffers in "
                        "training yet (batch norm's running statistics); use torch.compile(backend='akg')")
-    fw, bw = _capture(model, problem.make_inputs(0))
+    inputs = problem.make_inputs(0)
+    fw, bw = _capture(model, inputs)
     out = Path(out)
     folder = out.parent / f"{out.stem}_akg"
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,7 +117,8 @@ def translate_backward(problem_path: str | Path, dsl: str, target: str, out: str
         lines.append(rep.line())
     n_saved = sum(1 for n in bw["gm"].graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents"))
     n_fw = len(next(n for n in fw["gm"].graph.nodes if n.op == "output").args[0])
-    meta = {"params": len(list(model.parameters())), "user_outputs": n_fw - n_saved, "saved": n_saved, **entries}
+    meta = {"params": len(list(model.parameters())), "user_outputs": n_fw - n_saved, "saved": n_saved, **entries,
+            "inputs": [[list(x.shape), str(x.dtype)] if isinstance(x, torch.Tensor) else None for x in inputs]}
     (folder / "step.json").write_text(json.dumps(meta, indent=1))
     (folder / "problem.py").write_text(Path(problem_path).read_text())
     out.write_text(_MODULE.format(problem=Path(problem_path).name, dsl=dsl, target=target, folder=folder.name,
@@ -143,6 +145,12 @@ def load_step(folder: Path) -> Callable[..., Any]:
             return tuple(bw(*ctx.saved_tensors, *[g.contiguous() for g in grads]))
 
     def step(model: torch.nn.Module, *inputs: Any) -> Any:
+        for i, (x, want) in enumerate(zip(inputs, meta.get("inputs", []))):
+            if want is not None and isinstance(x, torch.Tensor) and [list(x.shape), str(x.dtype)] != want:
+                raise ValueError(f"ModelNew input {i} is {str(x.dtype).replace('torch.', '')} {list(x.shape)}; "
+                                 f"this --backward module was written and verified for "
+                                 f"{want[1].replace('torch.', '')} {want[0]} only: translate again with "
+                                 "--backward at these sizes")
         return Step.apply(*model.parameters(), *inputs)
 
     return step

@@ -244,6 +244,8 @@ def test_translate_backward_writes_a_module_whose_gradients_are_eagers(tmp_path)
     for (name, q), r in zip(new.named_parameters(), ref.parameters()):
         torch.testing.assert_close(q.grad, r.grad, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
     assert verify(problem, out).accepted  # and as a forward module, by the verifier
+    with pytest.raises(ValueError, match=r"input 0 is float32 \[3, .*written and verified for float32 .* only"):
+        new(torch.randn(3, *x.shape[1:]))
 
 
 def test_a_backward_module_that_drops_a_term_is_rejected(tmp_path):
