@@ -37,6 +37,7 @@ from ir.errors import AkgError
 from .dynamo_train import compile_inference, compile_training
 from .translate import translate
 from .tuning_db import versions
+from .verifier.candidate import first_line
 
 _PROBLEM = '''"""A graph captured by torch.compile (dynamo) for akg; {gm_file} holds the graph and its inputs."""
 from pathlib import Path
@@ -157,6 +158,10 @@ def _outputs_at(gm: torch.fx.GraphModule, args: Sequence[Any]) -> tuple[list[int
     """Which outputs are tensors (the written module's), which are constants at these input sizes (a size a
     forward graph with dynamic shapes saves for its backward; a backward graph's None for an input that
     needs no gradient), and how many there are. A variant is written per input size, so they hold."""
+    nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    if all(isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val", n.meta.get("example_value")), torch.Tensor)
+           or n is None for n in nodes):  # the usual graph: no need to run it for the sizes
+        return [i for i, n in enumerate(nodes) if n is not None], {}, len(nodes)
     with torch.no_grad():
         outs = gm(*args)
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
@@ -191,7 +196,6 @@ class GraphCode(torch.nn.Module):
         namespace = dict(self.GLOBALS)
         exec(builtins.compile(code, "<akg graph>", "exec"), namespace)  # the graph akg itself saved
         self._fn = namespace["forward"]
-        self.code = code
 
     def forward(self, *args: Any) -> Any:
         return self._fn(self, *args)
@@ -287,7 +291,7 @@ class CompiledGraph:
                 self._translate(args, cached)
             except AkgError as e:
                 if self.retry is not None:  # the batched graph: its problem file did not replay it
-                    self.report.notes.append(f"written through AOTAutograd's graph: {first_line(str(e))}")
+                    self.report.notes.append(f"written through AOTAutograd's graph: {first_line(e)}")
                     return self.retry(args)
                 return self._torch(str(e))
             self.report.translations += 1
@@ -308,7 +312,7 @@ class CompiledGraph:
                     raise
                 t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
                               seeds=self.opts.seeds, library=("gemm",))
-                self.report.notes.append(f"GEMMs left to the library: {first_line(str(e))}")
+                self.report.notes.append(f"GEMMs left to the library: {first_line(e)}")
             # the problem and its graph are kept beside the module: the module's state comes from them
             cached.mkdir(parents=True, exist_ok=True)
             (cached / "graph.pt").write_bytes((Path(tmp) / "graph.pt").read_bytes())
@@ -340,10 +344,6 @@ def _call(model: torch.nn.Module, kept: list[int], fixed: dict[int, Any], n_out:
     for i, v in zip(kept, got):
         out[i] = v
     return tuple(out)
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:

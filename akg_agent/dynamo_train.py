@@ -32,7 +32,7 @@ DECOMPOSED = [
     _aten.nll_loss_forward, _aten.embedding_dense_backward, _aten.max_pool2d_with_indices_backward,
     _aten.avg_pool2d_backward, _aten.mse_loss_backward, _aten.smooth_l1_loss_backward,
     _aten.binary_cross_entropy_backward, _aten.binary_cross_entropy_with_logits, _aten.select_backward,
-    _aten.slice_backward, _aten.transpose_copy, _aten.native_dropout_backward, _aten.rsqrt,
+    _aten.slice_backward, _aten.transpose_copy, _aten.native_dropout_backward,
 ]
 
 

@@ -4,33 +4,11 @@ device."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from akg_agent.translate import translate
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _compiles_for_sm90(problem: Path, tmp_path: Path) -> str:
-    t = translate(problem, "triton", "h100", verify_result=False, timing=False)
-    module = tmp_path / "module.py"
-    module.write_text(t.source)
-    kernels = {}
-    for k in t.program.kernels():
-        ptrs = {b.name: b.dtype for b in k.inputs()}
-        ptrs.update({"out_ptr": k.out.dtype}, **{b.name: b.dtype for b, _ in getattr(k, "also", ())})
-        kernels[k.name] = {"pointers": ptrs, "constexprs": dict(t.schedules[k.name])}
-    spec = tmp_path / "kernels.json"
-    spec.write_text(json.dumps(kernels))
-    r = subprocess.run([sys.executable, "-m", "tests.tools.triton_sm90", str(module), str(spec)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
-    return r.stdout + r.stderr[-1500:]
+from tests.tools.triton_sm90_sweep import check
 
 
 @pytest.mark.parametrize("reduce", ["mean", "sum"])
@@ -57,5 +35,5 @@ def test_a_loss_reduced_to_one_value_compiles_for_the_gpu(reduce, tmp_path):
         def get_init_inputs():
             return []
     """))
-    out = _compiles_for_sm90(problem, tmp_path)
-    assert "all compiled" in out, out
+    out = check(problem, "h100", tmp_path)
+    assert out == "ok", out

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import math
 import sys
 import time
 import traceback
@@ -30,6 +29,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import zoo  # noqa: E402
+from run import _geomean  # noqa: E402
 
 import akg_agent  # noqa: E402
 from akg_agent.bench.provenance import provenance  # noqa: E402
@@ -121,10 +121,6 @@ def train_model(name: str, sizing: str, dtype: str, modes: list[str], device: to
         if ind and c.get("median_step_s"):
             c["speedup_vs_inductor"] = ind / c["median_step_s"]
     return rec
-
-
-def _geomean(xs: list[float]) -> float | None:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def main(argv: list[str] | None = None) -> int:
