@@ -22,6 +22,7 @@ from .convert import CONVERTERS, LiftCtx, source_line
 from .dynamic import DynamicDims
 from .errors import AkgError
 from .graph import Graph, Node
+from .port.launch import HOP, captured, lift_launch
 from .problem import Problem, _first_line
 from .rnn_trace import traced_as_one_op
 from .sym import size, symbol_names
@@ -40,7 +41,7 @@ def _export(problem: Problem, model: torch.nn.Module, dims: DynamicDims | None =
                 with mode:
                     fake = dims.grown(fake)
             shapes = dims.export_shapes(fake) if dims is not None else None
-            with traced_as_one_op():
+            with traced_as_one_op(), captured():
                 return torch.export.export(model, tuple(fake), strict=False, dynamic_shapes=shapes)
     except AkgError:
         raise
@@ -131,6 +132,15 @@ def _lift_graph(problem: Problem, model: torch.nn.Module, ep: torch.export.Expor
                 env[n] = env[n.args[0]][n.args[1]]
                 continue
             name = str(target)
+            if name == HOP:  # a Triton launch: the tensors it writes take their new values
+                kw = {k: value(v) for k, v in n.kwargs.items()}
+                kw["kwargs"] = {k: value(v) for k, v in n.kwargs["kwargs"].items()}
+                for arg, new in lift_launch(cx, **kw, fx_args=n.kwargs["kwargs"]).items():
+                    old = kw["kwargs"][arg]
+                    for k, v in list(env.items()):
+                        if v is old:
+                            env[k] = new
+                continue
             conv = CONVERTERS.get(name)
             args, kwargs = value(n.args), {k: value(v) for k, v in n.kwargs.items()}
             if conv is None:
