@@ -16,7 +16,7 @@ from ir.passes.fusion import to_dot
 from ir.problem import load_problem
 from ir.verify import verify_graph
 
-from .commands import bench, hw, redteam, testgen, translate, tune, ui, verify
+from .commands import bench, hw, port, redteam, testgen, translate, tune, ui, verify
 from .examples import DEFAULT_PROBLEM
 
 
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_parser(sub)
     bench.add_parser(sub)
     translate.add_parser(sub)
+    port.add_parser(sub)
     tune.add_parser(sub)
     testgen.add_parser(sub)
     ui.add_parser(sub)

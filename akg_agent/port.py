@@ -1,0 +1,82 @@
+"""`akg port`: a module whose forward launches Triton kernels, written again in another DSL or for another
+chip. The original is the reference: a problem file that imports it (its `ModelNew` as `Model`, the
+inputs from the problem file given or from the module itself) is written beside the output, and the port
+is verified against it (on this CPU the original runs under Triton's interpreter). Each launch is lifted
+through its TTIR (`ir.port`), so the port goes through the same passes, fusion and renderers as a lifted
+PyTorch program: kernels the original launched apart may be fused."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from ir.errors import AkgError
+
+from .translate import Translation, translate
+
+REFERENCE = '''"""The reference of a port (written by `akg port`): {module}'s ModelNew, run as written, with
+the inputs of {inputs}."""
+import importlib.util
+import sys
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_original = _load("akg_port_original", {module_path!r})
+_inputs = _original if {problem_path!r} is None else _load("akg_port_problem", {problem_path!r})
+Model = _original.ModelNew
+get_inputs = _inputs.get_inputs
+get_init_inputs = _inputs.get_init_inputs
+'''
+
+
+@dataclass
+class Port:
+    translation: Translation
+    reference: Path
+    kernels: list[dict]
+
+
+def _defines(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))} | \
+        {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: str | Path | None = None,
+         timing: bool = True) -> Port:
+    module = Path(module)
+    if not module.is_file():
+        raise AkgError(f"no such module: {module}")
+    try:
+        names = _defines(module)
+    except SyntaxError as e:
+        raise AkgError(f"{module.name} does not parse: {e.msg} (line {e.lineno})") from None
+    if "ModelNew" not in names:
+        raise AkgError(f"{module.name} defines no ModelNew: akg port takes a KernelBench-style solution module")
+    text = module.read_text()
+    if "triton" not in text:
+        kind = "CUDA-C (load_inline)" if "load_inline" in text or "__global__" in text else \
+            "Pallas" if "pallas" in text else "its"
+        raise AkgError(f"{module.name} launches no Triton kernel: lifting {kind} kernels is not built yet "
+                       "(akg port lifts Triton kernels through their TTIR)")
+    source = Path(problem) if problem is not None else module
+    if problem is not None and not source.is_file():
+        raise AkgError(f"no such problem file: {problem}")
+    if not {"get_inputs", "get_init_inputs"} <= _defines(source):
+        raise AkgError(f"{source.name} defines no get_inputs()/get_init_inputs(): give the problem file "
+                       "with --problem")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ref = out.with_name(f"{out.stem}_original.py")
+    ref.write_text(REFERENCE.format(module=module.name, inputs=source.name, module_path=str(module.resolve()),
+                                    problem_path=str(source.resolve()) if problem is not None else None))
+    t = translate(ref, dsl, target, out, timing=timing)
+    return Port(t, ref, list(t.graph.meta.get("ported", [])))
