@@ -20,6 +20,15 @@ the inputs of {inputs}."""
 import importlib.util
 import sys
 
+import torch
+
+if not torch.cuda.is_available():  # Triton's interpreter cannot time configs: autotune takes the first
+    try:
+        from triton.runtime.autotuner import Autotuner
+        Autotuner._bench = lambda self, *args, config, **kwargs: [0.0, 0.0, 0.0]
+    except ImportError:
+        pass
+
 
 def _load(name, path):
     spec = importlib.util.spec_from_file_location(name, path)

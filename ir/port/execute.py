@@ -15,7 +15,7 @@ import numpy as np
 from ..convert import LiftCtx
 from ..errors import AkgError
 from ..graph import Node
-from . import ttir, views
+from . import loops, ttir, views
 
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": np.float32}
@@ -151,6 +151,11 @@ class Executor:
         a, b, s = (int(x.a.reshape(-1)[0]) for x in bounds)  # type: ignore[union-attr]
         carried = [self.get(x) for x in inits]
         steps = range(a, b, s)
+        whole = loops.run_whole(self, op, steps, carried)
+        if whole is not None:
+            for r, v in zip(op.results, whole):
+                self.env[r] = v
+            return
         self.L.unrolled += len(steps)
         if self.L.unrolled > MAX_UNROLLED:
             raise self.fail(f"its loops run more than {MAX_UNROLLED} iterations in all: not lifted yet")
@@ -287,6 +292,10 @@ def _binary(ex: Executor, op: ttir.Op) -> Value:
         else:
             out = _NP_BIN[kind][0](a.a, b.a)
         return Num(_wrap(np.asarray(out), elem) if elem in _INT_BITS else np.asarray(out).astype(a.a.dtype), elem)
+    if kind == "addf" and isinstance(a, Num) and not a.a.any():  # a loop's zero accumulator
+        return b
+    if kind == "addf" and isinstance(b, Num) and not b.a.any():
+        return a
     gop = _NP_BIN.get(kind, (None, ""))[1]
     if not gop or elem not in _FLOAT and kind in ("andi", "ori") and elem != "i1":
         raise ex.fail(f"{op.name} on loaded data: not lifted yet")
@@ -356,7 +365,7 @@ def _fma(ex: Executor, op: ttir.Op) -> Value:
 
 def _cast(ex: Executor, op: ttir.Op) -> Value:
     a = ex.get(op.operands[0])
-    to = ttir.element(op.text.rsplit(" to ", 1)[1])
+    to = ttir.element(op.text.rsplit(" : ", 1)[1].split(" to ")[-1].split("->")[-1])
     if isinstance(a, Ptr):
         raise ex.fail("a cast of a pointer")
     if op.name == "tt.bitcast" or op.name == "arith.bitcast":
@@ -446,10 +455,8 @@ def _atomic(ex: Executor, op: ttir.Op) -> Value | None:
     kind = op.text.split()[1].rstrip(",")
     if kind != "fadd" and kind != "add":
         raise ex.fail(f"tt.atomic_rmw {kind}: only atomic adds are lifted yet")
-    if op.results:
-        raise ex.fail("an atomic add whose old value is used: not lifted yet")
-    ops = [o for o in op.operands]
-    return _store(ex, ttir.Op([], op.name, op.text, ops), atomic=True)
+    # its result (the old value) is left unbound: a kernel that reads it fails as reading an undefined value
+    return _store(ex, ttir.Op([], op.name, op.text, list(op.operands)), atomic=True)
 
 
 def _reduce(ex: Executor, op: ttir.Op) -> Value:

@@ -200,7 +200,11 @@ def _main() -> None:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     from triton.runtime.jit import JITFunction
-    fn = next(v for v in vars(mod).values() if isinstance(v, JITFunction) and v.fn.__name__ == job["kernel"])
+    def jitted(v: Any) -> Any:  # the jit function under autotune / heuristics wrappers
+        while v is not None and not isinstance(v, JITFunction):
+            v = getattr(v, "fn", None)
+        return v
+    fn = next(j for j in map(jitted, vars(mod).values()) if j is not None and j.fn.__name__ == job["kernel"])
     sys.stdout.write(generate(fn, job["pointers"], job["constants"]))
 
 
