@@ -6,6 +6,7 @@ the new values of the tensors the kernel writes."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import sys
 from collections.abc import Iterator
@@ -41,10 +42,23 @@ def resolve(kernel: Any, args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
                 args = {**args, k: f(args)}
             kernel = kernel.fn
         elif hasattr(kernel, "fn") and callable(kernel.fn) and type(kernel).__name__ == "InterpretedFunction":
-            kernel = JITFunction(kernel.fn)
+            kernel = _as_jit(kernel.fn, JITFunction)
         else:
             raise AkgError(f"cannot lift a launch of {type(kernel).__name__}: not a triton.jit kernel")
     return kernel, args
+
+
+_JITTED: dict[Any, Any] = {}
+
+
+def _as_jit(fn: Any, jit: Any) -> Any:
+    """A `triton.jit` function for one the interpreter made (TRITON_INTERPRET=1 at import). Its hash is
+    set from its source: Triton's dependency walk rejects the interpreter's helpers it calls."""
+    if fn not in _JITTED:
+        j = jit(fn)
+        j.hash = hashlib.sha256(j.src.encode()).hexdigest()
+        _JITTED[fn] = j
+    return _JITTED[fn]
 
 
 @contextlib.contextmanager

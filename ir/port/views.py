@@ -151,6 +151,9 @@ def gather(cx: LiftCtx, src: Node, off: np.ndarray, mask: np.ndarray | None, fil
     if hit.size and (hit.min() < 0 or hit.max() >= numel):
         bad = int(hit.min() if hit.min() < 0 else hit.max())
         raise AkgError(f"{what} reads element {bad} of a tensor of {numel}: out of bounds under its mask")
+    v = _merged(cx, flat, off, mask, shape, fill) if hit.size else None
+    if v is not None:
+        return v
     got = _split(off, mask)
     if got is not None and hit.size:
         sizes, (c, strides) = got
@@ -173,6 +176,86 @@ def gather(cx: LiftCtx, src: Node, off: np.ndarray, mask: np.ndarray | None, fil
     if not mask.all():
         v = cx.add("where", [constant(cx, mask), v, cx.scalar(fill, v)])
     return v
+
+
+def _merged(cx: LiftCtx, flat: Node, off: np.ndarray, mask: np.ndarray, shape: tuple[int, ...],
+            fill: float) -> Node | None:
+    """The read as a view after merging axes that walk memory as one (a program id and its block's range,
+    a loop's iterations and its chunk): a mask that cuts a tensor's end is a box in the merged axes."""
+    found = _affine(off, mask)
+    if found is None:
+        return None
+    c, strides = found
+    chains = [[d] for d in range(len(shape)) if strides[d] and shape[d] > 1]
+    rest = [d for d in range(len(shape)) if not (strides[d] and shape[d] > 1)]
+    merged = True
+    while merged:
+        merged = False
+        for a, b in itertools.permutations(chains, 2):
+            if strides[a[-1]] == strides[b[0]] * shape[b[0]] and strides[b[0]] > 0:
+                a.extend(b)
+                chains.remove(b)
+                merged = True
+                break
+    perm = [d for ch in chains for d in ch] + rest
+    msizes = [math.prod(shape[d] for d in ch) for ch in chains] + [shape[d] for d in rest]
+    mstrides = [strides[ch[-1]] for ch in chains] + [0] * len(rest)
+    m = np.broadcast_to(mask, shape).transpose(perm).reshape(msizes)
+    ext, is_box = _box(m, msizes)
+    if not is_box and len(msizes) == len(shape):
+        return None  # nothing merged: the split path may do better
+    v = _view(cx, flat, c, mstrides, ext)
+    if v is None:
+        return None
+    v = _pad_to(cx, v, ext, msizes, fill)
+    v = cx.add("reshape", [v], shape=[shape[d] for d in perm])
+    if perm != sorted(perm):
+        v = cx.add("permute", [v], dims=[perm.index(d) for d in range(len(shape))])
+    if not is_box:
+        v = cx.add("where", [constant(cx, mask), v, cx.scalar(fill, v)])
+    return v
+
+
+def _covering(cx: LiftCtx, off: np.ndarray, mask: np.ndarray, val: Node, shape: tuple[int, ...],
+              base: Node) -> Node | None:
+    """A store that writes every element of `base` once at affine addresses (a box in merged axes): the
+    stored block rearranged (merged, cut to the box, ordered by address), without inverting addresses."""
+    found = _affine(off, mask)
+    if found is None:
+        return None
+    c, strides = found
+    chains = [[d] for d in range(len(shape)) if strides[d] and shape[d] > 1]
+    if any(strides[d] == 0 and shape[d] > 1 for d in range(len(shape))):
+        return None  # a broadcast axis stores one element many times
+    merged = True
+    while merged:
+        merged = False
+        for a, b in itertools.permutations(chains, 2):
+            if strides[a[-1]] == strides[b[0]] * shape[b[0]] and strides[b[0]] > 0:
+                a.extend(b)
+                chains.remove(b)
+                merged = True
+                break
+    chains.sort(key=lambda ch: -strides[ch[-1]])  # by address, outermost first
+    rest = [d for d in range(len(shape)) if d not in {x for ch in chains for x in ch}]
+    perm = [d for ch in chains for d in ch] + rest
+    msizes = [math.prod(shape[d] for d in ch) for ch in chains]
+    mstrides = [strides[ch[-1]] for ch in chains]
+    m = np.broadcast_to(mask, shape).transpose(perm).reshape(msizes + [1] * len(rest))
+    ext, is_box = _box(m, msizes + [1] * len(rest))
+    ext = ext[:len(msizes)]
+    dense = all(mstrides[i] == mstrides[i + 1] * ext[i + 1] for i in range(len(ext) - 1)) and \
+        (not mstrides or mstrides[-1] == 1)
+    if not is_box or c != 0 or not dense or math.prod(ext) != base.type.numel:
+        return None
+    v = val if tuple(val.shape) == shape else cx.add("expand", [val], shape=list(shape))
+    if perm != list(range(len(shape))):
+        v = cx.add("permute", [v], dims=perm)
+    v = cx.add("reshape", [v], shape=msizes)
+    for i, (e, n) in enumerate(zip(ext, msizes)):
+        if e != n:
+            v = cx.add("slice", [v], dim=i, start=0, end=e, step=1)
+    return cx.add("reshape", [v], shape=list(base.shape))
 
 
 def _is_last_of_group(sizes: list[list[int]], i: int) -> bool:
@@ -225,6 +308,9 @@ def written(cx: LiftCtx, base: Node, off: np.ndarray, mask: np.ndarray, val: Nod
     vflat = val if tuple(val.shape) == shape else cx.add("expand", [val], shape=list(shape))
     vflat = cx.add("reshape", [vflat], shape=[math.prod(shape)])
     if not atomic:
+        whole = _covering(cx, off, mask, val, shape, base)
+        if whole is not None:
+            return whole
         uniq = np.unique(pos)
         if uniq.size < pos.size:
             raise AkgError(f"{what} stores to the same element from two places (a race on the GPU): not lifted")
