@@ -132,6 +132,9 @@ def test_no_project_module_is_imported_inside_a_function():
 
 
 DSL_NAMES = ("triton", "tilelang", "cuda-c", "cuda_c", "pallas", "metal", "cpp")
+# the port frontend reads kernels written in a DSL (its source language, not a target backend): it names
+# the language it lifts and the ones it does not lift yet
+SOURCE_FRONTENDS = ("ir.port", "akg_agent.port", "akg_agent.commands.port")
 
 
 def test_no_dsl_is_named_outside_its_backend_folder():
@@ -143,6 +146,8 @@ def test_no_dsl_is_named_outside_its_backend_folder():
         parts = mod.split(".")
         if parts[0] == "dsl_backends" and len(parts) > 2:
             continue  # a backend's own folder
+        if any(mod == f or mod.startswith(f + ".") for f in SOURCE_FRONTENDS):
+            continue
         tree = ast.parse(path.read_text())
         docs = {id(n.body[0].value) for n in ast.walk(tree)
                 if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))

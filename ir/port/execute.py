@@ -8,61 +8,21 @@ addresses are affine (`views`), gathers of constant indices where not. Loops are
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from ..convert import LiftCtx
 from ..errors import AkgError
 from ..graph import Node
 from . import loops, ttir, views
+from .values import Launch, Num, Ptr, Sym, Value, Write
 
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": np.float32}
 _IR_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "i1": "bool", "i8": "i8", "i16": "i16",
              "i32": "i32", "i64": "i64"}
 MAX_UNROLLED = 4096  # loop iterations unrolled in one launch, over all its loops
-
-
-@dataclass
-class Num:
-    a: np.ndarray  # the grid's axes, then the block's; size 1 where it does not vary
-    elem: str
-
-
-@dataclass
-class Sym:
-    n: Node
-    elem: str
-
-
-@dataclass
-class Ptr:
-    arg: str
-    off: Num | Sym
-
-
-Value = Num | Sym | Ptr
-
-
-@dataclass
-class Write:
-    off: np.ndarray
-    val: Num | Sym
-    mask: np.ndarray
-    atomic: bool = False
-
-
-@dataclass
-class Launch:
-    """What the executor needs of one launch: the kernel's pointer arguments' current values (flat graph
-    nodes), the grid, and where in the problem file the launch is (for errors)."""
-    name: str
-    grid: tuple[int, ...]
-    tensors: dict[str, Node]
-    where: str
-    writes: dict[str, list[Write]] = field(default_factory=dict)
-    unrolled: int = 0
 
 
 def _wrap(a: np.ndarray, elem: str, unsigned: bool = False) -> np.ndarray:

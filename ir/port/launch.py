@@ -20,7 +20,8 @@ from ..errors import AkgError
 from ..graph import Node
 from ..types import DTYPES
 from . import ttir, views
-from .execute import Executor, Launch, Num, Ptr
+from .execute import Executor
+from .values import Launch, Num, Ptr
 
 HOP = "triton_kernel_wrapper_mutation"
 _TTIR_CACHE: dict[tuple, str] = {}

@@ -6,14 +6,14 @@ loop that carries anything else (an online softmax's running maximum) is unrolle
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import ttir
+from .values import Num, Ptr, Sym, Value
 
-if TYPE_CHECKING:
-    from .execute import Executor, Value
+Executor = Any  # ir.port.execute.Executor, which runs loops through this module
 
 
 class AxisEnv(dict):
@@ -30,7 +30,6 @@ class AxisEnv(dict):
 
 
 def lift_axis(ex: Executor, v: Value, axis: int) -> Value:
-    from .execute import Num, Ptr, Sym
     if isinstance(v, Ptr):
         return Ptr(v.arg, lift_axis(ex, v.off, axis))  # type: ignore[arg-type]
     if isinstance(v, Num):
@@ -47,7 +46,6 @@ def _producer(body: list[ttir.Op], name: str) -> ttir.Op | None:
 def classify(ex: Executor, op: ttir.Op, carried: list[Value]) -> list[tuple[str, Any]] | None:
     """Per carried value: ("step", its per-iteration step as a Num) or ("dot"/"add", None); None where
     the loop is not of that form."""
-    from .execute import Num, Ptr
     names, body = op.block_args[0], op.regions[0]
     yields = body[-1].operands
     kinds: list[tuple[str, Any]] = []
@@ -75,7 +73,6 @@ def classify(ex: Executor, op: ttir.Op, carried: list[Value]) -> list[tuple[str,
 
 def run_whole(ex: Executor, op: ttir.Op, steps: range, carried: list[Value]) -> list[Value] | None:
     """The loop's results, computed with the iterations as an axis; None where it is not of that form."""
-    from .execute import Num, Ptr, Sym
     kinds = classify(ex, op, carried)
     if kinds is None or len(steps) < 2:
         return None

@@ -1,0 +1,51 @@
+"""The executor's values: what is known at lift time (`Num`), what becomes graph nodes (`Sym`), pointers
+into a launch's tensors (`Ptr`), and the stores a launch makes (`Write`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..graph import Node
+
+
+@dataclass
+class Num:
+    a: np.ndarray  # the grid's axes, then the block's; size 1 where it does not vary
+    elem: str
+
+
+@dataclass
+class Sym:
+    n: Node
+    elem: str
+
+
+@dataclass
+class Ptr:
+    arg: str
+    off: Num | Sym
+
+
+Value = Num | Sym | Ptr
+
+
+@dataclass
+class Write:
+    off: np.ndarray
+    val: Num | Sym
+    mask: np.ndarray
+    atomic: bool = False
+
+
+@dataclass
+class Launch:
+    """What the executor needs of one launch: the kernel's pointer arguments' current values (flat graph
+    nodes), the grid, and where in the problem file the launch is (for errors)."""
+    name: str
+    grid: tuple[int, ...]
+    tensors: dict[str, Node]
+    where: str
+    writes: dict[str, list[Write]] = field(default_factory=dict)
+    unrolled: int = 0
