@@ -18,7 +18,7 @@ class ModelNew(torch.nn.Module):
         self.emb = torch.nn.Embedding(vocab, dim)
 
     def forward(self, idx):
-        out = torch.empty(idx.numel(), self.emb.weight.shape[1])
+        out = torch.empty(idx.numel(), self.emb.weight.shape[1], device=idx.device)
         embedding_kernel[(idx.numel(),)](idx, self.emb.weight, out, self.emb.weight.shape[1], BLOCK=64)
         return out.view(*idx.shape, -1)
 

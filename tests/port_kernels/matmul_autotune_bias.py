@@ -31,7 +31,7 @@ class ModelNew(torch.nn.Module):
     def forward(self, x):
         M, K = x.shape
         N = self.lin.weight.shape[0]
-        y = torch.empty((M, N), dtype=x.dtype)
+        y = torch.empty((M, N), dtype=x.dtype, device=x.device)
         grid = lambda meta: (triton.cdiv(M, meta["BM"]), triton.cdiv(N, meta["BN"]))  # noqa: E731
         linear_leaky_kernel[grid](x, self.lin.weight, self.lin.bias, y, M, N, K, 0.1)
         return y

@@ -35,7 +35,7 @@ class ModelNew(torch.nn.Module):
     def forward(self, a, b):
         M, K = a.shape
         N = b.shape[1]
-        c = torch.empty((M, N), dtype=a.dtype)
+        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
         grid = (triton.cdiv(M, 32) * triton.cdiv(N, 32),)
         matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                             c.stride(1), BM=32, BN=32, BK=16, GM=2)

@@ -23,7 +23,7 @@ class ModelNew(torch.nn.Module):
         t = torch.empty_like(x)
         scale_shift_kernel[(triton.cdiv(x.numel(), 256),)](x, t, x.numel(), 2.0, -1.0, BLOCK=256)
         t = t.reshape(-1, x.shape[-1])
-        out = torch.empty(t.shape[0], dtype=x.dtype)
+        out = torch.empty(t.shape[0], dtype=x.dtype, device=x.device)
         row_max_kernel[(t.shape[0],)](t, out, t.shape[1], BLOCK=64)
         return torch.relu(out) + 1.0
 
