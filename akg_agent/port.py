@@ -18,17 +18,10 @@ from .translate import Translation, translate
 REFERENCE = '''"""The reference of a port (written by `akg port`): {module}'s ModelNew, run as written, with
 the inputs of {inputs}."""
 import importlib.util
+import os
 import sys
 
 import torch
-
-if not torch.cuda.is_available():  # Triton's interpreter cannot time configs: autotune takes the first
-    try:
-        from triton.runtime.autotuner import Autotuner
-        Autotuner._bench = lambda self, *args, config, **kwargs: [0.0, 0.0, 0.0]
-    except ImportError:
-        pass
-
 
 def _load(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -38,6 +31,16 @@ def _load(name, path):
     return mod
 
 
+# without a GPU the original runs under Triton's interpreter (read when Triton is first imported, and at
+# each launch)
+if not torch.cuda.is_available() and "triton" not in sys.modules:
+    os.environ["TRITON_INTERPRET"] = "1"
+if not torch.cuda.is_available():  # Triton's interpreter cannot time configs: autotune takes the first
+    try:
+        from triton.runtime.autotuner import Autotuner
+        Autotuner._bench = lambda self, *args, config, **kwargs: [0.0, 0.0, 0.0]
+    except ImportError:
+        pass
 _original = _load("akg_port_original", {module_path!r})
 _inputs = _original if {problem_path!r} is None else _load("akg_port_problem", {problem_path!r})
 Model = _original.ModelNew

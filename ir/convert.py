@@ -22,10 +22,11 @@ class LiftCtx:
     fx_node: torch.fx.Node | None = None
     allow_opaque: bool = False
     opaque: list[str] = field(default_factory=list)
+    hint: str | None = None  # names the nodes it adds (else the FX node's name)
 
     # --- helpers used by converters
     def add(self, op: str, args: list[Node | None], /, **attrs: Any) -> Node:
-        hint = self.fx_node.name if self.fx_node is not None else op
+        hint = self.hint or (self.fx_node.name if self.fx_node is not None else op)
         n = self.graph.add(op, args, attrs, name=hint)
         if self.fx_node is not None:
             n.meta["source"] = source_line(self.fx_node)

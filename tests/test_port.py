@@ -130,3 +130,26 @@ def test_port_errors_name_the_cause(tmp_path: Path) -> None:
         "tl.cumsum(tl.load(x_ptr + offs, mask=mask), axis=0)"))
     with pytest.raises(AkgError, match="the op tt.scan is not lifted yet"):
         port(scan, "cpp", "cpu", tmp_path / "o.py", timing=False)
+
+
+@pytest.mark.slow
+def test_triton_in_pallas_tpu_and_its_tests_out(tmp_path: Path) -> None:
+    """docs/using.md's walk-through: a Triton module ported to Pallas for TPU, its tests generated; they
+    pass on the port and fail on a copy whose answer is nudged."""
+    _port("fused_softmax.py", "pallas", "tpu-v5p", tmp_path)
+    module, ref = tmp_path / "fused_softmax_pallas.py", tmp_path / "fused_softmax_pallas_original.py"
+    nudged = tmp_path / "off" / "module.py"
+    nudged.parent.mkdir()
+    head, tail = module.read_text().rsplit("        return ", 1)  # forward's last line
+    nudged.write_text(head + "        return 1.001 * " + tail)
+    assert nudged.read_text() != module.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    for mod, sub, want in ((module, "good", 0), (nudged, "bad", 1)):
+        test = tmp_path / sub / "test_softmax_tpu.py"
+        gen = subprocess.run([sys.executable, "-m", "akg_agent", "testgen", str(ref), str(mod), "-o", str(test)],
+                             cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+        assert gen.returncode == 0, gen.stderr[-2000:]
+        done = subprocess.run([*run, str(test)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+        assert done.returncode == want, done.stdout[-2000:]
+    assert "test_matches_the_reference[" in done.stdout

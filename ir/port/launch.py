@@ -6,6 +6,7 @@ the new values of the tensors the kernel writes."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import sys
@@ -125,6 +126,7 @@ def lift_launch(cx: LiftCtx, kernel_idx: int, constant_args_idx: int, grid: list
                            f"{lines[-1] if lines else type(e).__name__}") from None
     ptr_args, body = ttir.parse(_TTIR_CACHE[key])
     launch = Launch(name, g, tensors, where)
+    cx = dataclasses.replace(cx, hint=name.removesuffix("_kernel"))  # nodes named after the kernel
     ex = Executor(cx, launch)
     for p in ptr_args:
         ex.env["%" + p] = Ptr(p, Num(np.zeros((1,) * len(ex.grid), dtype=np.int64), "i64"))

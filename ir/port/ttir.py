@@ -45,7 +45,7 @@ def generate(fn: Any, pointers: dict[str, str], constants: dict[str, Any]) -> st
     every other argument folded as a constant, for sm_90 (the front end's output does not depend on it).
     Under Triton's interpreter (which replaces triton.language's own jit functions when first imported)
     the front end runs in a process of its own, on the kernel's file."""
-    if os.environ.get("TRITON_INTERPRET") == "1":
+    if _interpreted():
         code = fn.fn.__code__ if hasattr(fn, "fn") else fn.__code__
         job = json.dumps({"file": code.co_filename, "kernel": code.co_name, "pointers": pointers,
                           "constants": constants})
@@ -75,6 +75,13 @@ def generate(fn: Any, pointers: dict[str, str], constants: dict[str, Any]) -> st
     passes.common.add_cse(pm)
     pm.run(mod, "ttir")
     return str(mod)
+
+
+def _interpreted() -> bool:
+    """Whether this process imported Triton under its interpreter (its own jit helpers replaced)."""
+    from triton.language import standard
+    from triton.runtime.interpreter import InterpretedFunction
+    return isinstance(standard.sum, InterpretedFunction) or os.environ.get("TRITON_INTERPRET") == "1"
 
 
 _LOC = re.compile(r"\s+loc\((?:[^()]|\([^()]*(?:\([^()]*\))*[^()]*\))*\)")
