@@ -13,6 +13,8 @@ from pathlib import Path
 
 from ir.errors import AkgError
 
+from .agents.llm import Model
+from .port_llm import Rewrite, rewrite
 from .translate import Translation, translate
 
 REFERENCE = '''"""The reference of a port (written by `akg port`): {module}'s ModelNew, run as written, with
@@ -51,9 +53,10 @@ get_init_inputs = _inputs.get_init_inputs
 
 @dataclass
 class Port:
-    translation: Translation
     reference: Path
-    kernels: list[dict]
+    kernels: list[dict]  # the launches lifted through their TTIR
+    translation: Translation | None = None  # the lifted program, written and verified
+    rewritten: Rewrite | None = None  # or the module a model wrote, and its attempts
 
 
 def _defines(path: Path) -> set[str]:
@@ -63,7 +66,9 @@ def _defines(path: Path) -> set[str]:
 
 
 def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: str | Path | None = None,
-         timing: bool = True) -> Port:
+         timing: bool = True, model: Model | None = None, budget: int = 3) -> Port:
+    """Lift and write the module's kernels; with `model`, what cannot be lifted is written by the model
+    (the whole module), each attempt verified against the original."""
     module = Path(module)
     if not module.is_file():
         raise AkgError(f"no such module: {module}")
@@ -74,7 +79,7 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
     if "ModelNew" not in names:
         raise AkgError(f"{module.name} defines no ModelNew: akg port takes a KernelBench-style solution module")
     text = module.read_text()
-    if "triton" not in text:
+    if "triton" not in text and model is None:
         kind = "CUDA-C (load_inline)" if "load_inline" in text or "__global__" in text else \
             "Pallas" if "pallas" in text else "its"
         raise AkgError(f"{module.name} launches no Triton kernel: lifting {kind} kernels is not built yet "
@@ -90,5 +95,26 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
     ref = out.with_name(f"{out.stem}_original.py")
     ref.write_text(REFERENCE.format(module=module.name, inputs=source.name, module_path=str(module.resolve()),
                                     problem_path=str(source.resolve()) if problem is not None else None))
-    t = translate(ref, dsl, target, out, timing=timing)
-    return Port(t, ref, list(t.graph.meta.get("ported", [])))
+    if "triton" not in text:
+        assert model is not None
+        return Port(ref, [], rewritten=rewrite(module, ref, dsl, target, out, model, why_not_lifted(module),
+                                               inputs_text(Path(problem) if problem else None), budget, timing))
+    try:
+        t = translate(ref, dsl, target, out, timing=timing)
+    except AkgError as e:
+        if model is None:
+            raise AkgError(f"{e} (with --llm MODEL a model writes what akg cannot lift)") from None
+        return Port(ref, [], rewritten=rewrite(module, ref, dsl, target, out, model, str(e)[:300],
+                                               inputs_text(Path(problem) if problem else None), budget, timing))
+    return Port(ref, list(t.graph.meta.get("ported", [])), translation=t)
+
+
+def why_not_lifted(module: Path) -> str:
+    return f"{module.name} launches no Triton kernel"
+
+
+def inputs_text(problem: Path | None) -> str:
+    """Where the inputs come from, for a model's prompt (the module is not run to say it: a CUDA-C module
+    compiles on import, and a replayed request must read the same everywhere)."""
+    return "the module's own get_inputs()" if problem is None else \
+        f"get_inputs() of the problem file {problem.name}:\n```python\n{problem.read_text()}\n```"

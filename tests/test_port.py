@@ -153,3 +153,47 @@ def test_triton_in_pallas_tpu_and_its_tests_out(tmp_path: Path) -> None:
         done = subprocess.run([*run, str(test)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
         assert done.returncode == want, done.stdout[-2000:]
     assert "test_matches_the_reference[" in done.stdout
+
+
+SCAN_PORT = '''Here is the port.
+```python
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def block_cumsum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.cumsum(x, axis=0){bug}, mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        block_cumsum[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+        return out
+```
+'''
+
+
+def test_what_cannot_be_lifted_is_written_by_a_model_and_verified(tmp_path: Path) -> None:
+    """The LLM path with a scripted model: a kernel akg cannot lift (a scan) is written by the model; its
+    first answer is rejected against the original and goes back with the verifier's reason."""
+    from akg_agent.agents.scripted import ScriptedModel
+    from akg_agent.port import port
+
+    scan = tmp_path / "scan.py"
+    scan.write_text((KERNELS / "vector_add.py").read_text().replace(
+        "tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)",
+        "tl.cumsum(tl.load(x_ptr + offs, mask=mask, other=0.0), axis=0)"))
+    model = ScriptedModel([SCAN_PORT.replace("{bug}", " + 1.0"), SCAN_PORT.replace("{bug}", "")])
+    p = port(scan, "triton", "h200", tmp_path / "out.py", timing=False, model=model)
+    assert p.translation is None and p.rewritten is not None and p.rewritten.verdict.accepted
+    assert len(p.rewritten.attempts) == 2 and "rejected" in p.rewritten.attempts[0]
+    first, second = model.prompts
+    assert "tl.cumsum" in first[1][0]["content"] and "tt.scan is not lifted" in first[1][0]["content"]
+    assert "The verifier rejected it" in second[1][-1]["content"]
+    assert (tmp_path / "out.py").read_text().startswith("# Written by scripted:test for akg port from scan.py")

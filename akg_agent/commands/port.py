@@ -8,14 +8,24 @@ from pathlib import Path
 
 from dsl_backends import available
 
+from ..agents.llm import make_model
 from ..port import port
 
 
 def cmd_port(args: argparse.Namespace) -> int:
     out = args.o or str(Path("runs") / f"{Path(args.module).stem}_{args.dsl}.py")
-    p = port(args.module, args.dsl, args.target, out, problem=args.problem, timing=not args.no_time)
-    t = p.translation
+    model = make_model(args.llm) if args.llm else None
+    p = port(args.module, args.dsl, args.target, out, problem=args.problem, timing=not args.no_time, model=model,
+             budget=args.budget)
     print(f"{Path(args.module).name} -> {out} ({args.dsl}, {args.target}); reference {p.reference}")
+    if p.rewritten is not None:
+        r = p.rewritten
+        print(f"  rewritten by {r.by} (akg could not lift the kernels): {r.tokens[0]} tokens in, {r.tokens[1]} out")
+        for line in r.attempts:
+            print(f"  {line}")
+        return 0
+    t = p.translation
+    assert t is not None
     for k in p.kernels:
         print(f"  lifted {k['kernel']}: grid {'x'.join(map(str, k['grid']))}, writes {', '.join(k['writes'])}")
     print(f"  written: {len(t.program.kernels())} kernel(s), library calls: "
@@ -37,4 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", default=None, help="output module (default runs/<module>_<dsl>.py); the reference "
                    "problem is written beside it as <out>_original.py")
     p.add_argument("--no-time", action="store_true", help="verify but do not time")
+    p.add_argument("--llm", default=None, help="anthropic:MODEL, openai:MODEL or replay:TRANSCRIPT: a model writes "
+                   "the port where akg cannot lift the kernels (CUDA-C, an op the lifter lacks)")
+    p.add_argument("--budget", type=int, default=3, help="the model's attempts (each verified)")
     p.set_defaults(fn=cmd_port)

@@ -35,11 +35,12 @@ def check(path: Path) -> dict:
             model = p.build_model(seed)
             xs = p.make_inputs(seed)
             want = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in xs])
-            got = run(g, xs, g.weights | dict(model.state_dict()))
-            got = got[0] if isinstance(got, (list, tuple)) and len(got) == 1 else got
-            if tuple(got.shape) != tuple(want.shape):
-                return {"file": path.name, "lifted": True, "error": f"shape {tuple(got.shape)} != {tuple(want.shape)}"}
-            worst = max(worst, float((got.double() - want.double()).abs().max()))
+            got = list(run(g, xs, g.weights | dict(model.state_dict())))
+            want = list(want) if isinstance(want, (list, tuple)) else [want]
+            for a, b in zip(got, want, strict=True):
+                if tuple(a.shape) != tuple(b.shape):
+                    return {"file": path.name, "lifted": True, "error": f"shape {tuple(a.shape)} != {tuple(b.shape)}"}
+                worst = max(worst, float((a.double() - b.double()).abs().max()))
         ops = sorted({n.op for n in g.nodes})
         return {"file": path.name, "lifted": True, "max_err": worst, "ops": ops, "nodes": len(g.nodes),
                 "ported": g.meta.get("ported", [])}
