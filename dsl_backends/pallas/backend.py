@@ -161,7 +161,8 @@ class PallasBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         if target.kind == "tpu":
-            vmem = f"_AKG_VMEM_LIMIT = {int(target.chip('local_mem_per_unit_bytes')) * 3 // 4}\n"
+            vmem = (f"_AKG_VMEM_LIMIT = {int(target.chip('local_mem_per_unit_bytes')) * 3 // 4}\n"
+                    f"_AKG_TPU_CHIP = ({target.name.removeprefix('tpu-')!r}, {target.units})\n")
             return Frame(IMPORTS + tpu.IMPORTS, render.PRELUDE + vmem + tpu.RUNTIME, sources)
         return Frame(IMPORTS, render.PRELUDE + RUNTIME, sources)
 

@@ -429,6 +429,11 @@ IMPORTS = ["from jax import lax  # noqa: E402", "from jax.experimental.pallas im
 RUNTIME = '''
 _AKG_ON_TPU = _akg_jax_devices()[0].platform == "tpu"
 _AKG_LOWERED = {}  # kernel name and operand types -> checked
+if not _AKG_ON_TPU:  # lowered here for the target chip: Mosaic asks the device it runs on for the chip's
+    # tiling (a 1-D block), and this host is no TPU: the target chip's entry from JAX's own table
+    from jax._src.pallas.mosaic import tpu_info as _akg_tpu_info  # noqa: E402
+    _akg_tpu_info.registry.setdefault(_akg_jax_devices()[0].device_kind, lambda: _akg_tpu_info._get_tpu_info_impl(
+        _akg_tpu_info.ChipVersion(_AKG_TPU_CHIP[0]), _AKG_TPU_CHIP[1]))
 
 
 def _akg_prod(x, axes):
