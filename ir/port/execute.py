@@ -15,7 +15,7 @@ import numpy as np
 from ..convert import LiftCtx
 from ..errors import AkgError
 from ..graph import Node
-from . import loops, ttir, views
+from . import loops, padding, ttir, views
 from .values import Launch, Num, Ptr, Sym, Value, Write
 
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
@@ -57,7 +57,11 @@ class Executor:
 
     def node(self, v: Num | Sym) -> Node:
         if isinstance(v, Sym):
-            return v.n
+            if v.pad is None:
+                return v.n
+            if v.padded is None:
+                v.padded = views.pad_to(self.cx, v.n, list(v.n.shape), list(v.pad[0]), v.pad[1])
+            return v.padded
         dt = _IR_DTYPE[v.elem]
         flat = v.a.reshape(-1)
         if flat.size and (flat == flat[0]).all():
@@ -179,7 +183,7 @@ def _reshape_to(ex: Executor, v: Value, block: tuple[int, ...], how: str, axis: 
         if how == "expand_dims":
             return Num(np.expand_dims(a, g + axis), v.elem)
         return Num(np.broadcast_to(a, a.shape[:g] + a.shape[g:]).reshape(a.shape[:g] + block), v.elem)
-    n = v.n
+    n = ex.node(v)
     gshape = list(n.shape[:g])
     if how in ("splat", "broadcast"):
         n = ex.cx.add("reshape", [n], shape=gshape + [1] * (len(block) - (n.type.rank - g)) + list(n.shape[g:]))
@@ -207,7 +211,7 @@ def _trans(ex: Executor, op: ttir.Op) -> Value:
         return Num(np.transpose(v.a, perm), v.elem)
     if isinstance(v, Ptr):
         raise ex.fail("a transposed block of pointers: not lifted yet")
-    return Sym(ex.cx.add("permute", [v.n], dims=perm), v.elem)
+    return Sym(ex.cx.add("permute", [ex.node(v)], dims=perm), v.elem)
 
 
 # elementwise ops: (numpy function, graph op, result element ("" = the operand's))
@@ -252,6 +256,10 @@ def _binary(ex: Executor, op: ttir.Op) -> Value:
         else:
             out = _NP_BIN[kind][0](a.a, b.a)
         return Num(_wrap(np.asarray(out), elem) if elem in _INT_BITS else np.asarray(out).astype(a.a.dtype), elem)
+    if isinstance(a, Sym) and a.pad or isinstance(b, Sym) and b.pad:
+        got = padding.binary(ex, kind, a, b)
+        if got is not None:
+            return got
     if kind == "addf" and isinstance(a, Num) and not a.a.any():  # a loop's zero accumulator
         return b
     if kind == "addf" and isinstance(b, Num) and not b.a.any():
@@ -296,7 +304,16 @@ def _unary(ex: Executor, op: ttir.Op) -> Value:
     fn, gop = _UNARY[op.name]
     if isinstance(a, Num) and fn is not None:
         return Num(np.asarray(fn(a.a)).astype(a.a.dtype), a.elem)
-    return Sym(ex.cx.add(gop, [ex.node(a)]), a.elem)
+    return _padded_unary(ex, a, fn or np.vectorize(math.erf), lambda n: ex.cx.add(gop, [n]))
+
+
+def _padded_unary(ex: Executor, a: Sym, fn: Any, build: Any) -> Sym:
+    """A unary op; on a padded value, on its tensor part, the padding's value computed here."""
+    if a.pad is None:
+        return Sym(build(a.n), a.elem)
+    with np.errstate(all="ignore"):
+        fill = float(np.asarray(fn(np.float32(a.pad[1]))))
+    return Sym(build(a.n), a.elem, (a.pad[0], fill))
 
 
 def _exp2(ex: Executor, op: ttir.Op) -> Value:
@@ -304,7 +321,8 @@ def _exp2(ex: Executor, op: ttir.Op) -> Value:
     if isinstance(a, Num):
         return Num(np.exp2(a.a).astype(a.a.dtype), a.elem)
     assert isinstance(a, Sym)
-    return Sym(ex.cx.add("exp", [ex.cx.add("mul", [a.n, ex.cx.scalar(math.log(2.0), a.n)])]), a.elem)
+    return _padded_unary(ex, a, np.exp2, lambda n: ex.cx.add("exp", [ex.cx.add("mul", [n, ex.cx.scalar(
+        math.log(2.0), n)])]))
 
 
 def _log2(ex: Executor, op: ttir.Op) -> Value:
@@ -312,7 +330,8 @@ def _log2(ex: Executor, op: ttir.Op) -> Value:
     if isinstance(a, Num):
         return Num(np.log2(a.a).astype(a.a.dtype), a.elem)
     assert isinstance(a, Sym)
-    return Sym(ex.cx.add("mul", [ex.cx.add("log", [a.n]), ex.cx.scalar(1 / math.log(2.0), a.n)]), a.elem)
+    return _padded_unary(ex, a, np.log2, lambda n: ex.cx.add("mul", [ex.cx.add("log", [n]), ex.cx.scalar(
+        1 / math.log(2.0), n)]))
 
 
 def _fma(ex: Executor, op: ttir.Op) -> Value:
@@ -343,7 +362,7 @@ def _cast(ex: Executor, op: ttir.Op) -> Value:
             return Num(a.a != 0, to)
         src = np.trunc(a.a) if a.elem in _FLOAT else a.a
         return Num(_wrap(src.astype(np.int64), to), to)
-    return Sym(ex.cx.add("cast", [a.n], dtype=_IR_DTYPE[to]), to)
+    return Sym(ex.cx.add("cast", [ex.node(a)], dtype=_IR_DTYPE[to]), to)
 
 
 def _addptr(ex: Executor, op: ttir.Op) -> Value:
@@ -375,6 +394,12 @@ def _load(ex: Executor, op: ttir.Op) -> Value:
         ex.L.writes.get(p.arg) and _reads_written(ex, p.arg, p.off.a, m)
         fill = other.a.reshape(-1)[0].item() if isinstance(other, Num) and other.a.size and \
             (other.a == other.a.reshape(-1)[0]).all() else 0.0
+        uniform = other is None or isinstance(other, Num) and bool((other.a == fill).all())
+        if uniform and m is not None:
+            n, ext = views.gather_lazy(ex.cx, src, p.off.a, m, fill, f"Triton kernel {ex.L.name}")
+            if ext is not None:
+                return Sym(n, elem, (tuple(np.broadcast_shapes(p.off.a.shape, m.shape)), float(fill)))
+            return Sym(n, elem)
         n = views.gather(ex.cx, src, p.off.a, m, fill, f"Triton kernel {ex.L.name}")
         if other is not None and not (isinstance(other, Num) and (other.a == fill).all()) and m is not None:
             n = ex.cx.add("where", [ex.node(Num(np.broadcast_to(m, n.shape), "i1")), n,
@@ -432,12 +457,17 @@ def _reduce(ex: Executor, op: ttir.Op) -> Value:
     v = ex.get(op.operands[0])
     assert not isinstance(v, Ptr)
     g = len(ex.grid)
-    shape = tuple(max(s, 1) for s in (v.n.shape if isinstance(v, Sym) else v.a.shape))
+    shape = tuple(max(s, 1) for s in (v.pad[0] if isinstance(v, Sym) and v.pad else
+                                       v.n.shape if isinstance(v, Sym) else v.a.shape))
     full_block = ttir.shape(op.text.split(" : (", 1)[1].split(")")[0]) if " : (" in op.text else shape[g:]
     if isinstance(v, Num):
         fn = {"sum": np.sum, "amax": np.max, "amin": np.min, "prod": np.prod}[gop]
         a = np.broadcast_to(v.a, v.a.shape[:g] + tuple(full_block))
         return Num(np.asarray(fn(a, axis=g + axis)), v.elem)
+    if v.pad is not None:
+        got = padding.reduce(ex, gop, v, g + axis)
+        if got is not None:
+            return got
     n = ex.full(v, tuple(v.n.shape[:g]) + tuple(full_block))
     return Sym(ex.cx.add(gop, [n], dims=[g + axis], keepdim=False), v.elem)
 

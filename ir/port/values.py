@@ -20,6 +20,11 @@ class Num:
 class Sym:
     n: Node
     elem: str
+    # a block row longer than the tensor's: `n` holds the tensor's part, the rest of `full` holds `fill`
+    # (the masked load's `other`, carried through the ops after it); a reduction whose identity is `fill`
+    # reads `n` alone, and only an op that needs the whole block pads it (`padded`)
+    pad: tuple[tuple[int, ...], float] | None = None
+    padded: Node | None = None
 
 
 @dataclass

@@ -163,7 +163,7 @@ def gather(cx: LiftCtx, src: Node, off: np.ndarray, mask: np.ndarray | None, fil
         v = _view(cx, flat, c, strides, ext)
         if v is not None and all(
                 ext[i] == flat_sizes[i] for i in range(len(ext)) if not _is_last_of_group(sizes, i)):
-            v = _pad_to(cx, v, ext, flat_sizes, fill)
+            v = pad_to(cx, v, ext, flat_sizes, fill)
             if list(flat_sizes) != list(shape):
                 v = cx.add("reshape", [v], shape=list(shape))
             if not is_box:
@@ -179,7 +179,7 @@ def gather(cx: LiftCtx, src: Node, off: np.ndarray, mask: np.ndarray | None, fil
 
 
 def _merged(cx: LiftCtx, flat: Node, off: np.ndarray, mask: np.ndarray, shape: tuple[int, ...],
-            fill: float) -> Node | None:
+            fill: float, lazy: bool = False) -> Node | tuple[Node, list[int]] | None:
     """The read as a view after merging axes that walk memory as one (a program id and its block's range,
     a loop's iterations and its chunk): a mask that cuts a tensor's end is a box in the merged axes."""
     found = _affine(off, mask)
@@ -207,7 +207,14 @@ def _merged(cx: LiftCtx, flat: Node, off: np.ndarray, mask: np.ndarray, shape: t
     v = _view(cx, flat, c, mstrides, ext)
     if v is None:
         return None
-    v = _pad_to(cx, v, ext, msizes, fill)
+    order = [ch[0] for ch in chains]
+    if lazy and is_box and ext != msizes and all(len(ch) == 1 for ch in chains) and order == sorted(order) \
+            and all(shape[d] == 1 for d in rest):  # nothing merged or moved: the caller keeps the padding
+        box = [1] * len(shape)  # symbolic (`values.Sym.pad`)
+        for d, e in zip(order, ext):
+            box[d] = e
+        return (v if list(v.shape) == box else cx.add("reshape", [v], shape=box)), box
+    v = pad_to(cx, v, ext, msizes, fill)
     v = cx.add("reshape", [v], shape=[shape[d] for d in perm])
     if perm != sorted(perm):
         v = cx.add("permute", [v], dims=[perm.index(d) for d in range(len(shape))])
@@ -251,11 +258,39 @@ def _covering(cx: LiftCtx, off: np.ndarray, mask: np.ndarray, val: Node, shape: 
     v = val if tuple(val.shape) == shape else cx.add("expand", [val], shape=list(shape))
     if perm != list(range(len(shape))):
         v = cx.add("permute", [v], dims=perm)
-    v = cx.add("reshape", [v], shape=msizes)
+    if list(v.shape) != msizes:
+        v = cx.add("reshape", [v], shape=msizes)
+    inner = unpadded(v, ext)  # a value padded to its block and cut back: the value itself
+    if inner is not None:
+        v = inner
     for i, (e, n) in enumerate(zip(ext, msizes)):
-        if e != n:
+        if e != n and inner is None:
             v = cx.add("slice", [v], dim=i, start=0, end=e, step=1)
     return cx.add("reshape", [v], shape=list(base.shape))
+
+
+def gather_lazy(cx: LiftCtx, src: Node, off: np.ndarray, mask: np.ndarray | None, fill: float,
+                what: str) -> tuple[Node, list[int] | None]:
+    """As `gather`, but a read that is a box of the tensor padded with `fill` (a row shorter than its
+    block) comes back unpadded, with the box: (node, its extent per axis), or (node, None)."""
+    if mask is not None and off.size:
+        shape = tuple(np.broadcast_shapes(off.shape, mask.shape))
+        numel = src.type.numel
+        flat = src if src.type.rank == 1 else cx.add("reshape", [src], shape=[numel])
+        hit = np.broadcast_to(off, shape)[np.broadcast_to(mask.astype(bool), shape)]
+        if hit.size and hit.min() >= 0 and hit.max() < numel:
+            got = _merged(cx, flat, off, mask.astype(bool), shape, fill, lazy=True)
+            if isinstance(got, tuple):
+                return got
+    return gather(cx, src, off, mask, fill, what), None
+
+
+def unpadded(v: Node, ext: list[int]) -> Node | None:
+    """The input of `v` where `v` pads it at the end to its shape and `ext` is the input's shape."""
+    if v.op != "pad" or list(v.args[0].shape) != list(ext):  # type: ignore[union-attr]
+        return None
+    pads = v.attrs["pads"]
+    return v.args[0] if all(pads[i] == 0 for i in range(0, len(pads), 2)) else None
 
 
 def _is_last_of_group(sizes: list[list[int]], i: int) -> bool:
@@ -268,7 +303,7 @@ def _is_last_of_group(sizes: list[list[int]], i: int) -> bool:
     return False
 
 
-def _pad_to(cx: LiftCtx, v: Node, ext: list[int], full: list[int], fill: float) -> Node:
+def pad_to(cx: LiftCtx, v: Node, ext: list[int], full: list[int], fill: float) -> Node:
     if ext == list(full):
         return v
     pads: list[int] = []

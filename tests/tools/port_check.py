@@ -42,6 +42,8 @@ def check(path: Path) -> dict:
                     return {"file": path.name, "lifted": True, "error": f"shape {tuple(a.shape)} != {tuple(b.shape)}"}
                 worst = max(worst, float((a.double() - b.double()).abs().max()))
         ops = sorted({n.op for n in g.nodes})
+        if os.environ.get("AKG_PORT_SHOW"):
+            print(g, file=sys.stderr)
         return {"file": path.name, "lifted": True, "max_err": worst, "ops": ops, "nodes": len(g.nodes),
                 "ported": g.meta.get("ported", [])}
 
