@@ -124,12 +124,8 @@ def test_port_errors_name_the_cause(tmp_path: Path) -> None:
     none.write_text("import triton\nclass Model:\n    pass\n")
     with pytest.raises(AkgError, match="defines no ModelNew"):
         port(none, "cpp", "cpu", tmp_path / "o.py")
-    scan = tmp_path / "scan.py"
-    scan.write_text((KERNELS / "vector_add.py").read_text().replace(
-        "tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)",
-        "tl.cumsum(tl.load(x_ptr + offs, mask=mask), axis=0)"))
-    with pytest.raises(AkgError, match="the op tt.scan is not lifted yet"):
-        port(scan, "cpp", "cpu", tmp_path / "o.py", timing=False)
+    with pytest.raises(AkgError, match=r"cannot lift Triton kernel block_max_kernel \(atomic_max.py:.*not lifted yet"):
+        port(_atomic_max(tmp_path), "cpp", "cpu", tmp_path / "o.py", timing=False)
 
 
 @pytest.mark.slow
@@ -155,45 +151,53 @@ def test_triton_in_pallas_tpu_and_its_tests_out(tmp_path: Path) -> None:
     assert "test_matches_the_reference[" in done.stdout
 
 
-SCAN_PORT = '''Here is the port.
-```python
-import torch
+ATOMIC_MAX = '''import torch
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def block_cumsum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def block_max_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, tl.cumsum(x, axis=0){bug}, mask=mask)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+    tl.atomic_max(out_ptr, tl.max(x, axis=0){bug})
 
 
 class ModelNew(torch.nn.Module):
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        block_cumsum[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    def forward(self, x):
+        out = torch.full((1,), -float("inf"), device=x.device)
+        block_max_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
         return out
-```
+
+
+def get_inputs():
+    return [torch.randn(3000)]
+
+
+def get_init_inputs():
+    return []
 '''
 
 
+def _atomic_max(tmp_path: Path) -> Path:
+    """A module whose kernel akg does not lift (an atomic maximum)."""
+    path = tmp_path / "atomic_max.py"
+    path.write_text(ATOMIC_MAX.replace("{bug}", ""))
+    return path
+
+
 def test_what_cannot_be_lifted_is_written_by_a_model_and_verified(tmp_path: Path) -> None:
-    """The LLM path with a scripted model: a kernel akg cannot lift (a scan) is written by the model; its
+    """The LLM path with a scripted model: a kernel akg cannot lift (an atomic max) is written by the model; its
     first answer is rejected against the original and goes back with the verifier's reason."""
     from akg_agent.agents.scripted import ScriptedModel
     from akg_agent.port import port
 
-    scan = tmp_path / "scan.py"
-    scan.write_text((KERNELS / "vector_add.py").read_text().replace(
-        "tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)",
-        "tl.cumsum(tl.load(x_ptr + offs, mask=mask, other=0.0), axis=0)"))
-    model = ScriptedModel([SCAN_PORT.replace("{bug}", " + 1.0"), SCAN_PORT.replace("{bug}", "")])
-    p = port(scan, "triton", "h200", tmp_path / "out.py", timing=False, model=model)
+    reply = "Here is the port.\n```python\n" + ATOMIC_MAX.split("def get_inputs")[0] + "```\n"
+    model = ScriptedModel([reply.replace("{bug}", " + 1.0"), reply.replace("{bug}", "")])
+    p = port(_atomic_max(tmp_path), "triton", "h200", tmp_path / "out.py", timing=False, model=model)
     assert p.translation is None and p.rewritten is not None and p.rewritten.verdict.accepted
     assert len(p.rewritten.attempts) == 2 and "rejected" in p.rewritten.attempts[0]
     first, second = model.prompts
-    assert "tl.cumsum" in first[1][0]["content"] and "tt.scan is not lifted" in first[1][0]["content"]
+    assert "tl.atomic_max" in first[1][0]["content"] and "not lifted yet" in first[1][0]["content"]
     assert "The verifier rejected it" in second[1][-1]["content"]
-    assert (tmp_path / "out.py").read_text().startswith("# Written by scripted:test for akg port from scan.py")
+    assert (tmp_path / "out.py").read_text().startswith("# Written by scripted:test for akg port from atomic_max.py")

@@ -15,13 +15,14 @@ import numpy as np
 from ..convert import LiftCtx
 from ..errors import AkgError
 from ..graph import Node
-from . import loops, padding, ttir, views
+from . import blocks, loops, padding, ttir, views
+from .values import IR_DTYPE as _IR_DTYPE
 from .values import Launch, Num, Ptr, Sym, Value, Write
+from .values import block_of as _block_of
+from .values import elem_of as _elem_of
 
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": np.float32}
-_IR_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "i1": "bool", "i8": "i8", "i16": "i16",
-             "i32": "i32", "i64": "i64"}
 MAX_UNROLLED = 4096  # loop iterations unrolled in one launch, over all its loops
 
 
@@ -133,14 +134,6 @@ class Executor:
             carried = [self.get(x) for x in yields.operands]
         for r, v in zip(op.results, carried):
             self.env[r] = v
-
-
-def _block_of(op: ttir.Op) -> tuple[int, ...]:
-    return ttir.shape(op.result_type.split(", ")[0])
-
-
-def _elem_of(op: ttir.Op) -> str:
-    return ttir.element(op.result_type.split(", ")[0])
 
 
 def _constant(ex: Executor, op: ttir.Op) -> Value:
@@ -444,53 +437,6 @@ def _atomic(ex: Executor, op: ttir.Op) -> Value | None:
     return _store(ex, ttir.Op([], op.name, op.text, list(op.operands)), atomic=True)
 
 
-def _reduce(ex: Executor, op: ttir.Op) -> Value:
-    axis = int(op.attr("axis") or 0)  # type: ignore[union-attr]
-    body = [o for o in op.regions[0] if o.name != "tt.reduce.return"]
-    if len(op.operands) != 1 or len(body) != 1:
-        raise ex.fail("a reduction other than sum, max or min (an argmax, a custom combine): not lifted yet")
-    combine = body[0].name.split(".", 1)[1]
-    gop = {"addf": "sum", "addi": "sum", "maxnumf": "amax", "maximumf": "amax", "maxsi": "amax",
-           "minnumf": "amin", "minimumf": "amin", "minsi": "amin", "mulf": "prod"}.get(combine)
-    if gop is None:
-        raise ex.fail(f"a reduction combining with {body[0].name}: not lifted yet")
-    v = ex.get(op.operands[0])
-    assert not isinstance(v, Ptr)
-    g = len(ex.grid)
-    shape = tuple(max(s, 1) for s in (v.pad[0] if isinstance(v, Sym) and v.pad else
-                                       v.n.shape if isinstance(v, Sym) else v.a.shape))
-    full_block = ttir.shape(op.text.split(" : (", 1)[1].split(")")[0]) if " : (" in op.text else shape[g:]
-    if isinstance(v, Num):
-        fn = {"sum": np.sum, "amax": np.max, "amin": np.min, "prod": np.prod}[gop]
-        a = np.broadcast_to(v.a, v.a.shape[:g] + tuple(full_block))
-        return Num(np.asarray(fn(a, axis=g + axis)), v.elem)
-    if v.pad is not None:
-        got = padding.reduce(ex, gop, v, g + axis)
-        if got is not None:
-            return got
-    n = ex.full(v, tuple(v.n.shape[:g]) + tuple(full_block))
-    return Sym(ex.cx.add(gop, [n], dims=[g + axis], keepdim=False), v.elem)
-
-
-def _dot(ex: Executor, op: ttir.Op) -> Value:
-    a, b = ex.get(op.operands[0]), ex.get(op.operands[1])
-    acc = ex.get(op.operands[2]) if len(op.operands) > 2 else None
-    assert not isinstance(a, Ptr) and not isinstance(b, Ptr)
-    g = len(ex.grid)
-    out = _block_of(op)
-    na, nb = ex.node(a), ex.node(b)
-    m = ex.cx.add("matmul", [na, nb])
-    elem = _elem_of(op)
-    if _IR_DTYPE[elem] != m.dtype:
-        m = ex.cx.add("cast", [m], dtype=_IR_DTYPE[elem])
-    if acc is not None and not (isinstance(acc, Num) and not acc.a.any()):
-        assert not isinstance(acc, Ptr)
-        m = ex.cx.add("add", [ex.node(acc), m])
-    if len(out) != m.type.rank - g:
-        raise ex.fail("a tt.dot of unexpected rank")
-    return Sym(m, elem)
-
-
 def _splat_scalar_ptr(ex: Executor, op: ttir.Op) -> Value:
     return _shape_op("splat")(ex, op)
 
@@ -500,7 +446,8 @@ _OPS: dict[str, Any] = {
     "tt.make_range": _make_range, "tt.splat": _splat_scalar_ptr, "tt.broadcast": _shape_op("broadcast"),
     "tt.expand_dims": _shape_op("expand_dims"), "tt.reshape": _shape_op("reshape"), "tt.trans": _trans,
     "arith.cmpi": _compare, "arith.cmpf": _compare, "arith.select": _select, "tt.addptr": _addptr,
-    "tt.load": _load, "tt.store": _store, "tt.atomic_rmw": _atomic, "tt.reduce": _reduce, "tt.dot": _dot,
+    "tt.load": _load, "tt.store": _store, "tt.atomic_rmw": _atomic,
+    "tt.scan": blocks.scan, "tt.reduce": blocks.reduce, "tt.dot": blocks.dot,
     "math.exp2": _exp2, "math.log2": _log2, "math.fma": _fma, "tt.mulhiui": _mulhi,
     "tt.precise_divf": lambda ex, op: _binary(ex, ttir.Op(op.results, "arith.divf", op.text, op.operands)),
 }

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..graph import Node
+from . import ttir
+
+IR_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "i1": "bool", "i8": "i8", "i16": "i16",
+             "i32": "i32", "i64": "i64"}
 
 
 @dataclass
@@ -54,3 +58,11 @@ class Launch:
     where: str
     writes: dict[str, list[Write]] = field(default_factory=dict)
     unrolled: int = 0
+
+
+def block_of(op: ttir.Op) -> tuple[int, ...]:
+    return ttir.shape(op.result_type.split(", ")[0])
+
+
+def elem_of(op: ttir.Op) -> str:
+    return ttir.element(op.result_type.split(", ")[0])
