@@ -134,7 +134,7 @@ def test_no_project_module_is_imported_inside_a_function():
 DSL_NAMES = ("triton", "tilelang", "cuda-c", "cuda_c", "pallas", "metal", "cpp")
 # the port frontend reads kernels written in a DSL (its source language, not a target backend): it names
 # the language it lifts and the ones it does not lift yet
-SOURCE_FRONTENDS = ("ir.port", "akg_agent.port", "akg_agent.commands.port")
+SOURCE_FRONTENDS = ("ir.port", "akg_agent.port", "akg_agent.port_llm", "akg_agent.commands.port")
 
 
 def test_no_dsl_is_named_outside_its_backend_folder():
