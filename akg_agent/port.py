@@ -3,7 +3,9 @@ chip. The original is the reference: a problem file that imports it (its `ModelN
 inputs from the problem file given or from the module itself) is written beside the output, and the port
 is verified against it (on this CPU the original runs under Triton's interpreter). Each launch is lifted
 through its TTIR (`ir.port`), so the port goes through the same passes, fusion and renderers as a lifted
-PyTorch program: kernels the original launched apart may be fused."""
+PyTorch program: kernels the original launched apart may be fused. A JAX program (`model`, `get_params`,
+`get_inputs`) whose kernels are `pallas_call`s is its own reference: each call is lifted through its
+jaxpr (`ir.port.pallas`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from ir.errors import AkgError
+from ir.jax_lift import is_jax_problem
 
 from .agents.llm import Model
 from .port_llm import Rewrite, rewrite
@@ -72,6 +77,9 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
     module = Path(module)
     if not module.is_file():
         raise AkgError(f"no such module: {module}")
+    if is_jax_problem(module):  # a JAX program whose kernels are Pallas calls: itself the reference
+        t = translate(module, dsl, target, out, timing=timing)
+        return Port(module, list(t.graph.meta.get("ported", [])), translation=t)
     try:
         names = _defines(module)
     except SyntaxError as e:
@@ -99,6 +107,8 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
         assert model is not None
         return Port(ref, [], rewritten=rewrite(module, ref, dsl, target, out, model, why_not_lifted(module),
                                                inputs_text(Path(problem) if problem else None), budget, timing))
+    if not torch.cuda.is_available():  # the original runs under Triton's interpreter here: no baseline to time
+        timing = False
     try:
         t = translate(ref, dsl, target, out, timing=timing)
     except AkgError as e:

@@ -1,6 +1,7 @@
-"""Port every Triton module of a folder (default: tests/port_kernels/) to each (DSL, target) pair with
-`akg port` and record, per port, whether the verifier accepted it against the original, how many kernels
-were written, and the time against the original where the target's device is here.
+"""Port every module of the folders given (default: the Triton and Pallas suites in tests/port_kernels/)
+to each (DSL, target) pair with `akg port` and record, per port, whether the verifier accepted it against
+the original, how many kernels were written, and the time against the original where the target's
+device is here.
 
     python benchmarks/port_matrix.py --pairs cpp:cpu,pallas:tpu-v5p,cuda-c:h200,triton:h200 --out runs/port
 
@@ -47,12 +48,13 @@ def one(module: Path, dsl: str, target: str, work: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", nargs="?", default=str(ROOT / "tests" / "port_kernels"))
+    ap.add_argument("folders", nargs="*", default=[str(ROOT / "tests" / "port_kernels"),
+                                                   str(ROOT / "tests" / "port_kernels" / "pallas")])
     ap.add_argument("--pairs", default="cpp:cpu,pallas:tpu-v5p,cuda-c:h200,triton:h200")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     pairs = [tuple(p.split(":", 1)) for p in args.pairs.split(",")]
-    modules = sorted(p for p in Path(args.folder).glob("*.py"))
+    modules = [p for folder in args.folders for p in sorted(Path(folder).glob("*.py"))]
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         for m in modules:

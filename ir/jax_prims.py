@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from .convert import LiftCtx
 from .errors import AkgError
 from .graph import Graph, Node
+from .port import pallas
 
 JAX_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8",
               "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "bool"}
@@ -345,6 +347,13 @@ def _conv(cx: Cx, eqn: Any, a: list[Node], p: dict[str, Any]) -> Node:
     return cx.add("conv", [x, w], stride=[int(s) for s in p["window_strides"]],
                   padding=[int(lo) for lo, _ in pads], dilation=[int(d) for d in p["rhs_dilation"]],
                   groups=int(p["feature_group_count"]))
+
+
+@prim("pallas_call")
+def _pallas_call(cx: Cx, eqn: Any, a: list[Node], p: dict[str, Any]) -> list[Node]:
+    """A Pallas kernel: vectorised over its grid and converted (`ir.port.pallas`)."""
+    return pallas.lift_call(LiftCtx(cx.g), eqn, a, p, cx.where(eqn),
+                            lambda jaxpr, args, consts: convert_jaxpr(cx, jaxpr, args, consts))
 
 
 @prim("pjit", "jit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call",
