@@ -18,6 +18,8 @@ from ..graph import Node
 from . import views
 
 Convert = Callable[[Any, list[Node], list[Any]], list[Node]]
+# hints about where a value lives (JAX on a GPU host adds them to a discharged kernel): the value itself
+PASS_THROUGH = ("with_memory_space_constraint",)
 
 
 def _block_sizes(bm: Any, where: str) -> list[int | None]:
@@ -93,7 +95,9 @@ def lift_call(cx: LiftCtx, eqn: Any, args: list[Node], p: dict[str, Any], where:
             read = lambda v: v.val if isinstance(v, jax.extend.core.Literal) else env[v]  # noqa: E731
             for e in jaxpr.eqns:
                 ins = [read(v) for v in e.invars]
-                if e.primitive is pl_prims.program_id_p:
+                if e.primitive.name in PASS_THROUGH:
+                    res = ins[:1]
+                elif e.primitive is pl_prims.program_id_p:
                     res = [pids[e.params["axis"]]]
                 elif e.primitive is pl_prims.num_programs_p:
                     res = [jnp.int32(grid[e.params["axis"]])]
