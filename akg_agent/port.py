@@ -19,7 +19,7 @@ from ir.errors import AkgError
 from ir.jax_lift import is_jax_problem
 
 from .agents.llm import Model
-from .port_llm import Rewrite, rewrite
+from .port_llm import Job, Rewrite, rewrite
 from .translate import Translation, translate
 
 REFERENCE = '''"""The reference of a port (written by `akg port`): {module}'s ModelNew, run as written, with
@@ -105,7 +105,7 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
                                     problem_path=str(source.resolve()) if problem is not None else None))
     if "triton" not in text:
         assert model is not None
-        return Port(ref, [], rewritten=rewrite(module, ref, dsl, target, out, model, why_not_lifted(module),
+        return Port(ref, [], rewritten=rewrite(Job(module, ref, dsl, target, out), model, why_not_lifted(module),
                                                inputs_text(Path(problem) if problem else None), budget, timing))
     if not torch.cuda.is_available():  # the original runs under Triton's interpreter here: no baseline to time
         timing = False
@@ -114,7 +114,7 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
     except AkgError as e:
         if model is None:
             raise AkgError(f"{e} (with --llm MODEL a model writes what akg cannot lift)") from None
-        return Port(ref, [], rewritten=rewrite(module, ref, dsl, target, out, model, str(e)[:300],
+        return Port(ref, [], rewritten=rewrite(Job(module, ref, dsl, target, out), model, str(e)[:300],
                                                inputs_text(Path(problem) if problem else None), budget, timing))
     return Port(ref, list(t.graph.meta.get("ported", [])), translation=t)
 

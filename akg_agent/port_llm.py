@@ -40,8 +40,18 @@ def request(module: Path, dsl: str, target: str, why: str, inputs: str) -> tuple
     return system, [{"role": "user", "content": user}]
 
 
-def rewrite(module: Path, ref: Path, dsl: str, target: str, out: Path, model: Model, why: str, inputs: str,
-            budget: int = 3, timing: bool = True) -> Rewrite:
+@dataclass(frozen=True)
+class Job:
+    """What is ported, against what, to which DSL and target, and where the port goes."""
+    module: Path
+    ref: Path
+    dsl: str
+    target: str
+    out: Path
+
+
+def rewrite(job: Job, model: Model, why: str, inputs: str, budget: int = 3, timing: bool = True) -> Rewrite:
+    module, ref, dsl, target, out = job.module, job.ref, job.dsl, job.target, job.out
     system, messages = request(module, dsl, target, why, inputs)
     done = Rewrite(verdict=None, by=model.name)  # type: ignore[arg-type]
     tin = tout = 0

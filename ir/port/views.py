@@ -178,16 +178,10 @@ def gather(cx: LiftCtx, src: Node, off: np.ndarray, mask: np.ndarray | None, fil
     return v
 
 
-def _merged(cx: LiftCtx, flat: Node, off: np.ndarray, mask: np.ndarray, shape: tuple[int, ...],
-            fill: float, lazy: bool = False) -> Node | tuple[Node, list[int]] | None:
-    """The read as a view after merging axes that walk memory as one (a program id and its block's range,
-    a loop's iterations and its chunk): a mask that cuts a tensor's end is a box in the merged axes."""
-    found = _affine(off, mask)
-    if found is None:
-        return None
-    c, strides = found
+def _chains(strides: list[int], shape: Sequence[int]) -> list[list[int]]:
+    """The moving axes grouped where they walk memory as one (outer axis first in each group): an axis whose
+    stride is the next one's stride times that one's size continues it."""
     chains = [[d] for d in range(len(shape)) if strides[d] and shape[d] > 1]
-    rest = [d for d in range(len(shape)) if not (strides[d] and shape[d] > 1)]
     merged = True
     while merged:
         merged = False
@@ -197,6 +191,19 @@ def _merged(cx: LiftCtx, flat: Node, off: np.ndarray, mask: np.ndarray, shape: t
                 chains.remove(b)
                 merged = True
                 break
+    return chains
+
+
+def _merged(cx: LiftCtx, flat: Node, off: np.ndarray, mask: np.ndarray, shape: tuple[int, ...],
+            fill: float, lazy: bool = False) -> Node | tuple[Node, list[int]] | None:
+    """The read as a view after merging axes that walk memory as one (a program id and its block's range,
+    a loop's iterations and its chunk): a mask that cuts a tensor's end is a box in the merged axes."""
+    found = _affine(off, mask)
+    if found is None:
+        return None
+    c, strides = found
+    chains = _chains(strides, shape)
+    rest = [d for d in range(len(shape)) if not (strides[d] and shape[d] > 1)]
     perm = [d for ch in chains for d in ch] + rest
     msizes = [math.prod(shape[d] for d in ch) for ch in chains] + [shape[d] for d in rest]
     mstrides = [strides[ch[-1]] for ch in chains] + [0] * len(rest)
@@ -231,18 +238,9 @@ def _covering(cx: LiftCtx, off: np.ndarray, mask: np.ndarray, val: Node, shape: 
     if found is None:
         return None
     c, strides = found
-    chains = [[d] for d in range(len(shape)) if strides[d] and shape[d] > 1]
     if any(strides[d] == 0 and shape[d] > 1 for d in range(len(shape))):
         return None  # a broadcast axis stores one element many times
-    merged = True
-    while merged:
-        merged = False
-        for a, b in itertools.permutations(chains, 2):
-            if strides[a[-1]] == strides[b[0]] * shape[b[0]] and strides[b[0]] > 0:
-                a.extend(b)
-                chains.remove(b)
-                merged = True
-                break
+    chains = _chains(strides, shape)
     chains.sort(key=lambda ch: -strides[ch[-1]])  # by address, outermost first
     rest = [d for d in range(len(shape)) if d not in {x for ch in chains for x in ch}]
     perm = [d for ch in chains for d in ch] + rest
