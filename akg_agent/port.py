@@ -91,7 +91,8 @@ def port(module: str | Path, dsl: str, target: str, out: str | Path, problem: st
         kind = "CUDA-C (load_inline)" if "load_inline" in text or "__global__" in text else \
             "Pallas" if "pallas" in text else "its"
         raise AkgError(f"{module.name} launches no Triton kernel: lifting {kind} kernels is not built yet "
-                       "(akg port lifts Triton kernels through their TTIR)")
+                       "(akg port lifts Triton kernels through their TTIR and Pallas through their jaxpr); "
+                       "give --llm MODEL for a model to write the port, verified against this module")
     source = Path(problem) if problem is not None else module
     if problem is not None and not source.is_file():
         raise AkgError(f"no such problem file: {problem}")
