@@ -69,6 +69,17 @@ def test_every_suite_kernel_lifts_to_the_originals_answer() -> None:
         assert ("index_select" in r["ops"]) == (r["file"] in DATA_DEPENDENT), r
 
 
+def test_a_tiled_matmul_lifts_to_one_gemm() -> None:
+    """Every program multiplies a block of A's rows by a block of B's columns over all of K (a grouped
+    order, a K loop of tl.dot) and stores the block at those rows and columns: the lift is C = A @ B, so the
+    target's GEMM runs it; an epilogue (bias, leaky ReLU) is applied to the whole of C."""
+    got = {r["file"]: r for r in _lifted([KERNELS / "matmul_grouped.py", KERNELS / "matmul_autotune_bias.py"])}
+    assert got["matmul_grouped.py"]["ops"] == ["input", "matmul"], got["matmul_grouped.py"]
+    assert got["matmul_grouped.py"]["max_err"] < 1e-4
+    linear = got["matmul_autotune_bias.py"]
+    assert "matmul" in linear["ops"] and "sum" not in linear["ops"] and linear["max_err"] < 1e-4, linear
+
+
 def _port(name: str, dsl: str, target: str, tmp_path: Path) -> str:
     out = tmp_path / f"{Path(name).stem}_{dsl}.py"
     done = subprocess.run([sys.executable, "-m", "akg_agent", "port", str(KERNELS / name), "--dsl", dsl,

@@ -390,6 +390,7 @@ def _load(ex: Executor, op: ttir.Op) -> Value:
         uniform = other is None or isinstance(other, Num) and bool((other.a == fill).all())
         if uniform and m is not None:
             n, ext = views.gather_lazy(ex.cx, src, p.off.a, m, fill, f"Triton kernel {ex.L.name}")
+            n.meta["port_read"] = (p.arg, p.off.a, m, fill)  # where a GEMM's tiles came from (`gemm`)
             if ext is not None:
                 return Sym(n, elem, (tuple(np.broadcast_shapes(p.off.a.shape, m.shape)), float(fill)))
             return Sym(n, elem)

@@ -20,7 +20,7 @@ from ..convert import LiftCtx, source_line
 from ..errors import AkgError
 from ..graph import Node
 from ..types import DTYPES
-from . import ttir, views
+from . import gemm, ttir, views
 from .execute import Executor
 from .values import Launch, Num, Ptr
 
@@ -145,7 +145,10 @@ def lift_launch(cx: LiftCtx, kernel_idx: int, constant_args_idx: int, grid: list
                 val = cx.add("reshape", [val], shape=[1] * (w.off.ndim - val.type.rank) + list(val.shape))
             if val.dtype != cur.dtype:
                 val = cx.add("cast", [val], dtype=cur.dtype)
-            cur = views.written(cx, cur, w.off, w.mask, val, w.atomic, f"Triton kernel {name} ({where})")
+            whole = None if w.atomic or len(writes) > 1 else \
+                gemm.whole(cx, tensors, cur, w.off, w.mask, val, f"Triton kernel {name} ({where})")
+            cur = whole if whole is not None else \
+                views.written(cx, cur, w.off, w.mask, val, w.atomic, f"Triton kernel {name} ({where})")
         out[arg] = cur
     cx.graph.meta.setdefault("ported", []).append(
         {"kernel": name, "grid": list(g), "writes": sorted(out), "programs": math.prod(g)})

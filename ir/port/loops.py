@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ttir
+from . import gemm, ttir
 from .values import Num, Ptr, Sym, Value
 
 Executor = Any  # ir.port.execute.Executor, which runs loops through this module
@@ -103,8 +103,11 @@ def run_whole(ex: Executor, op: ttir.Op, steps: range, carried: list[Value]) -> 
                 continue
             v = ex.env[y]
             assert isinstance(v, Sym)
-            total = _contract(ex, v, g) if kind == "dot" else \
-                ex.cx.add("sum", [_materialized(ex, v.n, g, T)], dims=[g], keepdim=False)
+            inner = v.n
+            while inner.op == "cast":
+                inner = inner.args[0]
+            total = _contract(ex, v, g) if kind == "dot" or inner.op == "matmul" else \
+                ex.cx.add("sum", [_materialized(ex, v.n, g, T)], dims=[g], keepdim=False)  # acc += tl.dot(...)
             if total.dtype != v.n.dtype:
                 total = ex.cx.add("cast", [total], dtype=v.n.dtype)
             if not (isinstance(init, Num) and not init.a.any()):
@@ -139,4 +142,12 @@ def _contract(ex: Executor, v: Any, g: int) -> Any:
     dims = list(range(g)) + [g + 1, g, g + 2]
     a2 = ex.cx.add("reshape", [ex.cx.add("permute", [a], dims=dims)], shape=list(a.shape[:g]) + [M, T * K])
     b2 = ex.cx.add("reshape", [b], shape=list(b.shape[:g]) + [T * K, N])
-    return ex.cx.add("matmul", [a2, b2])
+    out = ex.cx.add("matmul", [a2, b2])
+    ra, rb = gemm.read_of(a), gemm.read_of(b)
+    if ra is not None and rb is not None:  # the tiles' addresses in the same order, for `gemm.whole`
+        full_a, full_b = tuple(a.shape), tuple(b.shape)
+        oa, ma = (np.broadcast_to(x, full_a).transpose(dims).reshape(list(full_a[:g]) + [M, T * K])
+                  for x in (ra[1], ra[2]))
+        ob, mb = (np.broadcast_to(x, full_b).reshape(list(full_b[:g]) + [T * K, N]) for x in (rb[1], rb[2]))
+        out.meta["port_gemm"] = ((ra[0], oa, ma), (rb[0], ob, mb))
+    return out
