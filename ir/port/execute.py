@@ -438,13 +438,9 @@ def _atomic(ex: Executor, op: ttir.Op) -> Value | None:
     return _store(ex, ttir.Op([], op.name, op.text, list(op.operands)), atomic=True)
 
 
-def _splat_scalar_ptr(ex: Executor, op: ttir.Op) -> Value:
-    return _shape_op("splat")(ex, op)
-
-
 _OPS: dict[str, Any] = {
     "arith.constant": _constant, "tt.get_program_id": _program_id, "tt.get_num_programs": _num_programs,
-    "tt.make_range": _make_range, "tt.splat": _splat_scalar_ptr, "tt.broadcast": _shape_op("broadcast"),
+    "tt.make_range": _make_range, "tt.splat": _shape_op("splat"), "tt.broadcast": _shape_op("broadcast"),
     "tt.expand_dims": _shape_op("expand_dims"), "tt.reshape": _shape_op("reshape"), "tt.trans": _trans,
     "arith.cmpi": _compare, "arith.cmpf": _compare, "arith.select": _select, "tt.addptr": _addptr,
     "tt.load": _load, "tt.store": _store, "tt.atomic_rmw": _atomic,
