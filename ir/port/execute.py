@@ -23,6 +23,7 @@ from .values import elem_of as _elem_of
 
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": np.float32}
+_TTIR_ELEM = {v: k for k, v in _IR_DTYPE.items()}  # IR dtype -> TTIR element type
 MAX_UNROLLED = 4096  # loop iterations unrolled in one launch, over all its loops
 
 
@@ -381,10 +382,11 @@ def _load(ex: Executor, op: ttir.Op) -> Value:
         raise ex.fail("tt.load of a tensor descriptor or block pointer: not lifted yet")
     mask, other = _mask_of(ex, op, 1), _mask_of(ex, op, 2)
     src = ex.L.tensors[p.arg]
-    elem = {v: k for k, v in _IR_DTYPE.items()}[src.dtype]
+    elem = _TTIR_ELEM[src.dtype]
     if isinstance(p.off, Num) and (mask is None or isinstance(mask, Num)):
         m = mask.a if mask is not None else None
-        ex.L.writes.get(p.arg) and _reads_written(ex, p.arg, p.off.a, m)
+        if ex.L.writes.get(p.arg):
+            _reads_written(ex, p.arg, p.off.a, m)
         fill = other.a.reshape(-1)[0].item() if isinstance(other, Num) and other.a.size and \
             (other.a == other.a.reshape(-1)[0]).all() else 0.0
         uniform = other is None or isinstance(other, Num) and bool((other.a == fill).all())
@@ -400,7 +402,7 @@ def _load(ex: Executor, op: ttir.Op) -> Value:
                                     ex.node(other)])
         return Sym(n, elem)
     # an address computed from loaded data: a gather of the flat tensor
-    idx = ex.node(p.off) if isinstance(p.off, Sym) else ex.node(p.off)
+    idx = ex.node(p.off)
     n = views.gather_nodes(ex.cx, src, idx)
     if mask is not None:
         n = ex.cx.add("where", [ex.node(mask), n, ex.node(other) if other is not None else ex.cx.scalar(0, n)])

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..convert import LiftCtx
 from ..errors import AkgError
 from ..graph import Node
+from ..types import dtype_of
 from . import views
 
 Convert = Callable[[Any, list[Node], list[Any]], list[Node]]
@@ -135,9 +137,6 @@ def lift_call(cx: LiftCtx, eqn: Any, args: list[Node], p: dict[str, Any], where:
     return result
 
 
-_IR = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32", "int64": "i64",
-       "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
-
-
 def _ir(dtype: Any) -> str:
-    return _IR[np.dtype(dtype).name if str(dtype) != "bfloat16" else "bfloat16"]
+    """A JAX dtype's IR name (through torch's dtype of the same name: the IR's one table)."""
+    return dtype_of(getattr(torch, np.dtype(dtype).name))
