@@ -34,6 +34,7 @@ from dsl_backends import default_dsl, get_backend
 from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
+from . import cuda_graphs
 from .dynamo_train import compile_inference, compile_training
 from .translate import translate
 from .tuning_db import versions
@@ -86,6 +87,9 @@ class Options:
     fallback: str = "inductor"  # where training="fallback" sends them ("eager" keeps them as they are)
     cache_dir: str = ""  # "" is compiled/ in akg's cache directory ($AKG_CACHE_DIR)
     seeds: tuple[int, ...] = (0, 1)
+    # inference graphs on a GPU: "auto" replays each written module as a CUDA graph where that keeps a plain
+    # call's meaning (`cuda_graphs`), "off" launches its kernels from Python on every call
+    cuda_graphs: str = "auto"
 
     @staticmethod
     def of(options: dict[str, Any] | None) -> Options:
@@ -96,6 +100,8 @@ class Options:
                            f"choose from {', '.join(Options.__dataclass_fields__)}")
         if options.get("training", "akg") not in ("akg", "fallback"):
             raise AkgError(f"akg backend option training={options['training']!r}: choose 'akg' or 'fallback'")
+        if options.get("cuda_graphs", "auto") not in ("auto", "off"):
+            raise AkgError(f"akg backend option cuda_graphs={options['cuda_graphs']!r}: choose 'auto' or 'off'")
         if "seeds" in options:
             options["seeds"] = tuple(options["seeds"])
         return Options(**options)
@@ -109,6 +115,7 @@ class GraphReport:
     dsl: str
     target: str
     translations: int = 0  # written and verified here
+    replayed: int = 0  # input sizes replayed as a CUDA graph
     cache_hits: int = 0  # served from the disk cache
     torch_sizes: int = 0  # input sizes run as torch (over max_compiles, or not translatable)
     kept_in_torch: list[str] = field(default_factory=list)  # ops left as torch calls
@@ -117,7 +124,8 @@ class GraphReport:
     def line(self) -> str:
         kept = f"; left in torch: {', '.join(self.kept_in_torch)}" if self.kept_in_torch else ""
         return (f"{self.name}: {self.dsl} on {self.target}: {self.translations} translated, "
-                f"{self.cache_hits} from cache, {self.torch_sizes} size(s) run as torch{kept}")
+                f"{self.cache_hits} from cache, {self.torch_sizes} size(s) run as torch"
+                + (f", {self.replayed} replayed as a CUDA graph" if self.replayed else "") + kept)
 
 
 @dataclass
@@ -299,7 +307,19 @@ class CompiledGraph:
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
-        return load_written(cached, device)
+        fn = load_written(cached, device)
+        if self.kind != "inference" or device.type != "cuda" or self.opts.cuda_graphs == "off":
+            return fn
+        why = cuda_graphs.ineligible(self.gm)
+        if why:
+            self.report.notes.append(f"not replayed as a CUDA graph: {why}")
+            return fn
+        self.report.replayed += 1
+        return cuda_graphs.Replayed(fn, cuda_graphs.static_inputs(self.gm, args), self._dropped)
+
+    def _dropped(self, why: str) -> None:
+        self.report.replayed -= 1
+        self.report.notes.append(why)
 
     def _translate(self, args: Sequence[Any], cached: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:

@@ -1,0 +1,102 @@
+"""Where a model's time goes: the GPU kernels of eager, inductor and akg, per call, side by side.
+
+For each model and contender: the calls' wall time, the GPU time its kernels add up to (their gap is
+launch overhead), the number of kernels a call launches, and the kernels that take most of the time,
+each with its share. akg's written modules are copied beside the report, so a slow kernel can be read.
+
+    python benchmarks/models/kernel_profile.py --sizing gpu --dtype bf16 --models gpt2,llama --out runs/prof
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import zoo  # noqa: E402
+from run import contender  # noqa: E402
+
+from akg_agent.bench.provenance import provenance  # noqa: E402
+
+
+def kernels(fn: Any, xs: list[torch.Tensor], calls: int) -> dict[str, Any]:
+    """One contender's kernels over `calls` calls: per-call GPU time, count and the largest ones."""
+    for _ in range(3):
+        fn(*xs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(*xs)
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t0) / calls
+    rows = [e for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA]
+    gpu = sum(e.self_device_time_total for e in rows) / calls / 1e6
+    top = sorted(rows, key=lambda e: e.self_device_time_total, reverse=True)[:15]
+    return {"wall_s": wall, "gpu_s": gpu, "kernels_per_call": sum(e.count for e in rows) / calls,
+            "top": [{"kernel": e.key[:160], "us_per_call": e.self_device_time_total / calls,
+                     "share": e.self_device_time_total / calls / 1e6 / gpu if gpu else 0.0,
+                     "count_per_call": e.count / calls} for e in top]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizing", choices=sorted(zoo.SIZINGS), default="gpu")
+    p.add_argument("--dtype", choices=sorted(zoo.DTYPES), default="bf16")
+    p.add_argument("--models", default="gpt2,llama")
+    p.add_argument("--modes", default="eager,inductor,akg")
+    p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("kernel_profile.py reads GPU kernels: run it where torch.cuda.is_available()")
+    torch._dynamo.config.allow_rnn = True
+    args.out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"meta": {"sizing": args.sizing, "dtype": args.dtype,
+                                       **provenance(["benchmarks/models/kernel_profile.py", *(argv or sys.argv[1:])])},
+                              "models": {}}
+    lines = []
+    for name in args.models.split(","):
+        model, xs = zoo.build(name, args.sizing, args.dtype)
+        model, xs = model.cuda(), [x.cuda() for x in xs]
+        rec = report["models"].setdefault(name, {})
+        with torch.no_grad():
+            for mode in args.modes.split(","):
+                torch._dynamo.reset()
+                fn = contender(mode, model)
+                t0 = time.perf_counter()
+                fn(*xs)
+                torch.cuda.synchronize()
+                rec[mode] = {"first_call_s": time.perf_counter() - t0, **kernels(fn, xs, args.calls)}
+                if mode.startswith("akg"):
+                    rec[mode]["graphs"] = [g.line() for g in fn.akg_report.graphs]
+                    rec[mode]["notes"] = [n for g in fn.akg_report.graphs for n in g.notes]
+                r = rec[mode]
+                lines.append(f"== {name} {args.dtype} {mode}: wall {r['wall_s'] * 1e3:.3f} ms, gpu "
+                             f"{r['gpu_s'] * 1e3:.3f} ms, {r['kernels_per_call']:.0f} kernels/call, "
+                             f"first {r['first_call_s']:.1f} s")
+                lines += [f"   {k['us_per_call']:9.1f} us {k['share'] * 100:5.1f}% x{k['count_per_call']:.0f} "
+                          f"{k['kernel']}" for k in r["top"]]
+                print("\n".join(lines[-16:]), flush=True)
+    cache = Path(os.environ.get("AKG_CACHE_DIR", "")) / "compiled"
+    if cache.is_dir():  # the written modules, to read the slow kernels in
+        shutil.make_archive(str(args.out / "akg-modules"), "gztar", cache)
+    (args.out / "kernel_profile.json").write_text(json.dumps(report, indent=1, default=str))
+    (args.out / "kernel_profile.txt").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

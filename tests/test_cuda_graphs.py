@@ -1,0 +1,106 @@
+"""CUDA-graph replay of written modules (`akg_agent.cuda_graphs`): which graphs may be replayed (CPU), and on
+a GPU that a replay keeps a plain call's meaning: new inputs, parameters changed in place, returned tensors
+never overwritten, and a call whose launches read host state dropped back to plain calls."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import akg_agent
+from akg_agent.cuda_graphs import Replayed, ineligible, static_inputs
+from akg_agent.dynamo import Options
+from ir.errors import AkgError
+
+
+class Block(nn.Module):
+    def __init__(self, d: int = 32):
+        super().__init__()
+        self.a, self.b, self.n = nn.Linear(d, 2 * d), nn.Linear(2 * d, d), nn.LayerNorm(d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.n(x + self.b(F.dropout(F.gelu(self.a(x)), 0.1, self.training)))
+
+
+class Bumps(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.add_(1.0)  # writes its input: a replay would write the graph's copy instead
+        return x * 2
+
+
+class Noisy(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.randn_like(x)
+
+
+def _graph(model: nn.Module, x: torch.Tensor) -> tuple[torch.fx.GraphModule, list]:
+    got: list = []
+
+    def backend(gm, example_inputs):
+        got.append((gm, example_inputs))
+        return gm.forward
+    torch._dynamo.reset()
+    torch.compile(model, backend=backend)(x)
+    return got[0]
+
+
+def test_which_graphs_may_be_replayed():
+    with torch.no_grad():
+        gm, args = _graph(Block().eval(), torch.randn(4, 32))
+        assert ineligible(gm) == ""  # evaluation-mode dropout draws nothing
+        assert static_inputs(gm, args).count(False) == 1  # x; the weights are read in place
+        assert "writes in place (add_)" in ineligible(_graph(Bumps(), torch.randn(4))[0])
+        assert "draws random numbers (randn_like)" in ineligible(_graph(Noisy(), torch.randn(4))[0])
+        assert "draws random numbers (dropout)" in ineligible(_graph(Block().train(), torch.randn(4, 32))[0])
+
+
+def test_cuda_graphs_option_is_checked():
+    assert Options.of({}).cuda_graphs == "auto"
+    with pytest.raises(AkgError, match="cuda_graphs='always': choose 'auto' or 'off'"):
+        Options.of({"cuda_graphs": "always"})
+
+
+@pytest.mark.gpu
+def test_replay_keeps_a_plain_calls_meaning(tmp_path):
+    torch.manual_seed(0)
+    model = Block().eval().cuda()
+    compiled = akg_agent.compile(model, cache_dir=str(tmp_path), seeds=(0,))
+    with torch.no_grad():
+        outs = []
+        for _ in range(4):
+            x = torch.randn(8, 32, device="cuda")
+            outs.append((compiled(x), model(x)))
+        for got, want in outs:  # every call's answer, none overwritten by a later replay
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        model.a.weight.mul_(0.5)  # read in place by the replay
+        x = torch.randn(8, 32, device="cuda")
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (graph,) = compiled.akg_report.graphs
+    assert graph.replayed == 1, graph.notes
+    assert "1 replayed as a CUDA graph" in graph.line()
+
+
+@pytest.mark.gpu
+def test_a_graph_that_writes_its_input_is_not_replayed(tmp_path):
+    compiled = akg_agent.compile(Bumps(), cache_dir=str(tmp_path), seeds=(0,))
+    for _ in range(3):
+        x = torch.randn(16, device="cuda")
+        want = (x + 1) * 2
+        torch.testing.assert_close(compiled(x), want)
+        torch.testing.assert_close(x, want / 2)  # the caller's tensor was written
+    assert all(g.replayed == 0 for g in compiled.akg_report.graphs)
+
+
+@pytest.mark.gpu
+def test_a_call_that_reads_host_state_is_dropped_to_plain_calls():
+    state, notes = [0], []
+
+    def fn(x):
+        state[0] += 1
+        return (x * state[0],)  # a host value baked into the launch: a replay would repeat it
+    r = Replayed(fn, [False], notes.append)
+    x = torch.ones(4, device="cuda")
+    assert [float(r(x)[0][0]) for _ in range(4)] == [1.0, 2.0, 5.0, 6.0]  # capture spent 3 and 4
+    assert r.graph is None and r.failed and "replay differed" in notes[0]
