@@ -38,9 +38,8 @@ def _idle_dropout(n: torch.fx.Node) -> bool:
     return training is False or p == 0 or p == 0.0
 
 
-def ineligible(gm: torch.fx.GraphModule) -> str:
-    """Why this graph must not be replayed as a CUDA graph ("" where it may): an in-place op (its writes to
-    an input would land in the graph's copy) or a random draw (each call must draw afresh)."""
+def writes_in_place(gm: torch.fx.GraphModule) -> str:
+    """The first in-place op of a graph ("" if none): its writes to an input must reach the caller's tensor."""
     for n in gm.graph.nodes:
         if n.op not in ("call_function", "call_method"):
             continue
@@ -48,9 +47,19 @@ def ineligible(gm: torch.fx.GraphModule) -> str:
         schema = getattr(n.target, "_schema", None)
         if (n.target is operator.setitem or (schema is not None and schema.is_mutable)
                 or (name.endswith("_") and not name.startswith("_"))):
-            return f"it writes in place ({name})"
-        if any(r in name.lower() for r in RANDOM) and not _idle_dropout(n):
-            return f"it draws random numbers ({name})"
+            return name
+    return ""
+
+
+def ineligible(gm: torch.fx.GraphModule) -> str:
+    """Why this graph must not be replayed as a CUDA graph ("" where it may): an in-place op (its writes to
+    an input would land in the graph's copy) or a random draw (each call must draw afresh)."""
+    if op := writes_in_place(gm):
+        return f"it writes in place ({op})"
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method") and any(r in _name(n.target).lower() for r in RANDOM) \
+                and not _idle_dropout(n):
+            return f"it draws random numbers ({_name(n.target)})"
     return ""
 
 

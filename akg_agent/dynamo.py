@@ -254,8 +254,10 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind:
 class CompiledGraph:
     """One dynamo graph: a verified akg module per input size, torch beyond the limit."""
 
-    def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference"):
+    def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference",
+                 replayable: bool = False):
         self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
+        self.replayable = replayable  # an inference graph: a CUDA graph may replay it (`cuda_graphs`)
         self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
         # another way to write the graph where its problem file fails (at these arguments)
         self.retry: Callable[[Sequence[Any]], Callable[..., Any]] | None = None
@@ -308,7 +310,7 @@ class CompiledGraph:
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
         fn = load_written(cached, device)
-        if self.kind != "inference" or device.type != "cuda" or self.opts.cuda_graphs == "off":
+        if not self.replayable or device.type != "cuda" or self.opts.cuda_graphs == "off":
             return fn
         why = cuda_graphs.ineligible(self.gm)
         if why:
@@ -398,10 +400,13 @@ class AkgBackend:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         dsl, target = _pick(self.opts, example_inputs)
 
-        def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
+        def written(g: torch.fx.GraphModule, kind: str, replayable: bool = False) -> CompiledGraph:
             rep = GraphReport(f"{name}.{kind}" if kind != "inference" else name, dsl, target)
             self.report.graphs.append(rep)
-            return CompiledGraph(g, self.opts, rep, kind=kind)
+            return CompiledGraph(g, self.opts, rep, kind=kind, replayable=replayable)
+
+        def inference(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
+            return written(g, kind, replayable=True)
         if _needs_grad(example_inputs):
             if self.opts.training == "akg":
                 return compile_training(gm, example_inputs, written)
@@ -410,10 +415,13 @@ class AkgBackend:
             if self.opts.fallback == "eager":
                 return gm.forward
             return torch._dynamo.lookup_backend(self.opts.fallback)(gm, example_inputs)
-        graph = written(gm, "inference")
+        if cuda_graphs.writes_in_place(gm):  # AOTAutograd's functional graph, its writes copied back to the
+            # caller's tensors by AOTAutograd after each call (a written module would return values only)
+            return compile_inference(gm, example_inputs, inference)
+        graph = written(gm, "inference", replayable=True)
         if _batched(gm):  # torch.vmap inside (a mask): where its problem file cannot replay it, AOTAutograd's
             # ATen graph of it is written instead
-            graph.retry = lambda args: compile_inference(gm, args, written)
+            graph.retry = lambda args: compile_inference(gm, args, inference)
         return graph
 
 
