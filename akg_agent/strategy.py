@@ -73,14 +73,31 @@ def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel
             f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
 
 
+def model_channels_last(plan: FusionPlan, target: HardwareModel) -> str:
+    """Why convolutions left to cuDNN should read channels-last operands ("" where not): its tensor-core
+    convolution kernels read and write NHWC, so over channels-first tensors torch reorders the input and the
+    output around every call (two extra passes over both, measured on the H200: about a third of a bf16
+    ResNet's GPU time); channels-last, the reorders become views that cancel between convolutions."""
+    if target.kind != "gpu" or target.vendor != "nvidia":
+        return ""
+    convs = [n for grp in plan.groups for n in grp.nodes
+             if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
+    return f"{len(convs)} cuDNN convolution(s) over channels-last operands (its tensor-core kernels read NHWC)" \
+        if convs else ""
+
+
 def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel) -> tuple[Strategy, str]:
     """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
-    cost model estimates them faster (`model_gemm_library`), else the default. With them, an attention the
-    default plan runs as one kernel stays one library call (marking its GEMMs alone would split it into
-    two library GEMMs around a stored score tensor)."""
+    cost model estimates them faster (`model_gemm_library`), convolutions channels-last on NVIDIA GPUs
+    (`model_channels_last`), else the default. With the GEMMs, an attention the default plan runs as one
+    kernel stays one library call (marking its GEMMs alone would split it into two library GEMMs around a
+    stored score tensor)."""
+    last = model_channels_last(plan, target)
+    conv = "channels-last" if last else "library"
     why = model_gemm_library(plan, backend, target)
     if not why:
-        return Strategy(), why
+        return Strategy(conv=conv), last
+    why += f"; {last}" if last else ""
     if any(grp.flash for grp in plan.groups):
-        return Strategy(library=("gemm", "attention")), why + " (attention kept whole: one library call)"
-    return Strategy(library=("gemm",)), why
+        return Strategy(conv=conv, library=("gemm", "attention")), why + " (attention kept whole: one library call)"
+    return Strategy(conv=conv, library=("gemm",)), why

@@ -364,3 +364,14 @@ def test_a_library_result_only_returned_keeps_torchs_layout_one_a_kernel_reads_i
     t = build(problem_path("l2_gemm_scale_sigmoid_sum"), "cpp", "cpu", tuned=False, library=("gemm",))
     read = [ln for ln in render(t).splitlines() if "F.linear(" in ln and " = " in ln]
     assert len(read) == 1 and read[0].rstrip().endswith(".contiguous()"), read
+
+
+def test_untuned_convolutions_on_an_nvidia_gpu_read_channels_last_operands():
+    """cuDNN's tensor-core convolutions read NHWC: over channels-first tensors torch reordered both operands
+    around every call (a third of a bf16 ResNet's GPU time on the H200). On the CPU the plan is unchanged."""
+    p = problem_path("l2_conv_relu_biasadd")
+    gpu, cpu = build(p, "triton", "h200"), build(p, "cpp", "cpu")
+    assert gpu.strategy.conv == "channels-last" and "cuDNN convolution(s) over channels-last" in gpu.strategy_why
+    assert all(s.attrs["channels_last"] for s in gpu.program.library_calls() if s.op == "conv")
+    assert cpu.strategy.conv == "library"
+    assert build(p, "triton", "h200", tuned=False).strategy.conv == "library"  # the plan exactly as asked

@@ -38,6 +38,7 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
     libs = {s.group: s.op for s in t.program.library_calls()}
     last = {s.group for s in t.program.library_calls() if s.attrs.get("channels_last")}
     kinds = get_backend(t.dsl).manifest.kinds
+    lib = "cuDNN" if t.target.kind == "gpu" else "oneDNN"  # what torch's convolution calls there
     chosen = {op: f for f in t.strategy.library for op in LIBRARY_FAMILIES[f]}  # op -> its family
     how = ("the tuning database measured it faster" if t.strategy_s is not None else
            "the cost model estimates it faster; akg tune measures both" if t.strategy_why else "--library")
@@ -52,9 +53,9 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
         why = (f"the rules engine cannot lower {', '.join(opaque)}: the model writes it" if strat == "model" else
                f"the rules engine cannot lower {', '.join(opaque)}: left a torch call (--allow-opaque)" if opaque else
                "" if strat == "generated" else (
-            "torch library call over channels-last operands (--conv channels-last), the transpositions and "
-            "epilogue in generated kernels" if grp.id in last else
-            f"torch library call ({'cuDNN' if t.target.kind == 'gpu' else 'oneDNN'}) + fused epilogue; --conv "
+            f"torch library call ({lib}) over channels-last operands (--conv channels-last), the transpositions "
+            "and epilogue in generated kernels" if grp.id in last else
+            f"torch library call ({lib}) + fused epilogue; --conv "
             "generated asks for the generated convolution" if libs[grp.id] == "conv" and "conv" in kinds else
             "torch library call + fused epilogue; --conv generated or --pure generates it (one implicit GEMM "
             "per output phase)" if libs[grp.id] == "conv_transpose" and "conv" in kinds else

@@ -154,6 +154,10 @@ def split_attention(k: Kernel) -> AttnParts:
         raise UnsupportedKernel("not attention: the output is not one P @ V contraction")
     j = out.axes[0]
     p, v = out.body.args
+    if isinstance(p, Op) and p.op == "cast" and p.dtype in ("f16", "bf16") and p.dtype == v.dtype:
+        # P rounded to V's 16-bit type for the second GEMM (torch's fp32 softmax, then .to(v.dtype)): the
+        # template rounds its unnormalised tile to that type before the same GEMM, dividing by L after
+        p = p.args[0]
     guard = _dead_guard(p)
     if guard is not None:
         p = p.args[2]  # type: ignore[attr-defined]

@@ -2,8 +2,9 @@
 tile by tile with a running maximum and sum (the flash-attention recurrence), so the score matrix is
 never stored. Fusion and row fusion leave attention as three groups (the scores GEMM with its
 epilogue, the row-fused softmax, the P @ V GEMM), each storing an n x n tensor. For a backend with an
-"attention" template this pass merges them (with the movement groups that feed only them, a K^T
-permute); the merged group lowers to one kernel whose value is the plain nested expression
+"attention" template this pass merges them (with the movement and pointwise groups that feed only them:
+a K^T permute, a grouped-query expansion, a rotary embedding); the merged group lowers to one kernel
+whose value is the plain nested expression
 
     out[b, i, d] = dot_j( exp(S[b, i, j] - M[b, i]) / L[b, i] * V[b, j, d] )
     M = max_j' S[b, i, j'],  L = sum_j'' exp(S[b, i, j''] - M)
@@ -63,8 +64,11 @@ def fuse_attention(g: Graph, plan: FusionPlan) -> FusionPlan:
             region |= {id(n) for n in found[0].nodes}
         if len(parts) != 3:
             continue
-        for p in producers(parts[2:], region):  # a K^T permute materialised for the scores GEMM
-            if p in groups and _movement(p) and only_here(p, region):
+        # what Q, K^T and V are read through, each group feeding only the attention: a permute, a grouped-query
+        # head expansion, a rotary embedding (pointwise: computed per tile as it loads, never stored)
+        for p in producers(parts, region):
+            if p in groups and (_movement(p) or p.kind == "pointwise" and not p.rows and not p.flash) \
+                    and only_here(p, region):
                 parts.append(p)
                 region |= {id(n) for n in p.nodes}
         parts.sort(key=lambda p: p.id)
