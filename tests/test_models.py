@@ -69,3 +69,13 @@ def test_the_runner_reports_every_contender_in_one_run(tmp_path):
     assert rec["contenders"]["akg"]["akg"]["fallbacks"] == []
     assert doc["summary"]["akg"]["models"] == 1 and doc["meta"]["commit"] and "/tmp/" not in json.dumps(doc["meta"])
     assert (out / "results.html").is_file()
+
+
+def test_the_kernel_profile_says_it_needs_a_gpu_in_one_line():
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "models" / "kernel_profile.py"), "--out", "/tmp/x"],
+                       capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
+                                                                         "CUDA_VISIBLE_DEVICES": ""})
+    assert r.returncode != 0 and r.stderr.strip().splitlines()[-1] == \
+        "kernel_profile.py reads GPU kernels: run it where torch.cuda.is_available()", r.stderr[-2000:]
