@@ -2,10 +2,12 @@
 
 Hugging Face `transformers` model classes (GPT-2, BERT, Llama with grouped-query attention, Qwen2, a Mixtral
 mixture of experts, ViT, ResNet, T5 as the encoder-decoder) and two of our own (a convolutional net with
-batch norm, a GRU language model). Each model is two layers or stages. Three sizings of its inputs:
-`gpu` (batch 8 x 512 tokens, 32 images of 224^2), `cpu` (2 x 128 tokens, 2 images) and `tiny` (the tests:
-1 x 16 tokens, 1 image of 32^2, with configs cut to a few channels). Dropout is off (eval mode), so a
-model's output is a function of its inputs.
+batch norm, a GRU language model). Each model is two layers or stages. The decoders' serving case is a
+decode step (`gpt2-decode`, `llama-decode`, `qwen2-decode`): one new token per sequence against a key/value
+cache (`DECODE`: batch 8 x 1023 cached positions on a GPU, 2 x 128 on the CPU, 1 x 16 in the tests).
+Three sizings of the others' inputs: `gpu` (batch 8 x 512 tokens, 32 images of 224^2), `cpu` (2 x 128
+tokens, 2 images) and `tiny` (the tests: 1 x 16 tokens, 1 image of 32^2, with configs cut to a few
+channels). Dropout is off (eval mode), so a model's output is a function of its inputs.
 
 `build(name, sizing, dtype)` returns the module (evaluation mode, in `dtype`) and its inputs; each module's
 forward returns one tensor (the last hidden state), so every contender is compared on the same value."""
@@ -20,6 +22,7 @@ import torch
 import torch.nn as nn
 
 SIZINGS = {"gpu": (8, 512, 32, 224), "cpu": (2, 128, 2, 224), "tiny": (1, 16, 1, 32)}  # batch, tokens, images, side
+DECODE = {"gpu": (8, 1023), "cpu": (2, 128), "tiny": (1, 16)}  # batch, cached positions (GPT-2 holds 1024)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -38,6 +41,28 @@ class Hidden(nn.Module):
             kw.update(input_ids=args[0], decoder_input_ids=args[1])
             args = ()
         return self.model(*args, **kw)[self.key]
+
+
+class Decode(nn.Module):
+    """One generation step of a decoder: the new tokens [batch, 1] against its key/value cache, passed in as
+    one tensor [layers, 2 (keys, values), batch, kv heads, positions, head width]; returns the new tokens'
+    last hidden state (the cache it would append to is not returned: the step is what is timed)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
+        from transformers import DynamicCache
+
+        past = DynamicCache.from_legacy_cache(tuple((cache[i, 0], cache[i, 1]) for i in range(cache.shape[0])))
+        return self.model(input_ids=ids, past_key_values=past, use_cache=True, return_dict=True).last_hidden_state
+
+    def cache_shape(self, batch: int, positions: int) -> tuple[int, ...]:
+        cfg = self.model.config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        width = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        return (cfg.num_hidden_layers, 2, batch, heads, positions, width)
 
 
 class ConvNet(nn.Module):
@@ -91,7 +116,7 @@ VIT = dict(num_hidden_layers=2, hidden_dropout_prob=0.0, attention_probs_dropout
 @dataclass(frozen=True)
 class Spec:
     name: str
-    kind: str  # "tokens", "images" or "seq2seq": what its inputs are
+    kind: str  # "tokens", "images", "seq2seq" or "decode": what its inputs are
     make: Callable[[bool], nn.Module]
     vocab: tuple[int, int] = (32000, 256)  # full, tiny
 
@@ -132,6 +157,9 @@ SPECS = {s.name: s for s in [
     Spec("convnet", "images", lambda tiny: ConvNet(8 if tiny else 64, 10 if tiny else 1000)),
     Spec("gru_lm", "tokens", lambda tiny: GRULM(256 if tiny else 8192, 32 if tiny else 512), (8192, 256)),
 ]}
+for _base in ("gpt2", "llama", "qwen2"):  # the serving case: one token against a key/value cache
+    SPECS[f"{_base}-decode"] = Spec(f"{_base}-decode", "decode",
+                                    lambda tiny, b=_base: Decode(SPECS[b].make(tiny).model), SPECS[_base].vocab)
 
 
 def build(name: str, sizing: str, dtype: str = "fp32", seed: int = 0) -> tuple[nn.Module, list[torch.Tensor]]:
@@ -145,6 +173,10 @@ def build(name: str, sizing: str, dtype: str = "fp32", seed: int = 0) -> tuple[n
     if spec.kind == "images":
         x = torch.randn(images, 3, side, side, generator=g).to(DTYPES[dtype])
         return model, [x]
+    if spec.kind == "decode":
+        batch, positions = DECODE[sizing]
+        cache = torch.randn(model.cache_shape(batch, positions), generator=g).to(DTYPES[dtype])
+        return model, [torch.randint(0, vocab, (batch, 1), generator=g), cache]
     ids = torch.randint(0, vocab, (batch, tokens), generator=g)
     if spec.kind == "seq2seq":
         return model, [ids, torch.randint(0, vocab, (batch, tokens), generator=g)]
