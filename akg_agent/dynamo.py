@@ -35,6 +35,7 @@ from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
 from . import cuda_graphs
+from .dynamo_sizes import Sizes, sizes_of
 from .dynamo_train import compile_inference, compile_training
 from .translate import translate
 from .tuning_db import versions
@@ -60,7 +61,7 @@ class Model(torch.nn.Module):
         self.gm = _SAVED["gm"]
 
     def forward(self, {params}):
-        out = self.gm({params})
+        out = self.gm({call})
         return {ret}
 
 
@@ -116,6 +117,7 @@ class GraphReport:
     target: str
     translations: int = 0  # written and verified here
     replayed: int = 0  # input sizes replayed as a CUDA graph
+    bounded: int = 0  # input sizes served by a module written for sizes up to a bound (symbolic sizes)
     cache_hits: int = 0  # served from the disk cache
     torch_sizes: int = 0  # input sizes run as torch (over max_compiles, or not translatable)
     kept_in_torch: list[str] = field(default_factory=list)  # ops left as torch calls
@@ -125,6 +127,7 @@ class GraphReport:
         kept = f"; left in torch: {', '.join(self.kept_in_torch)}" if self.kept_in_torch else ""
         return (f"{self.name}: {self.dsl} on {self.target}: {self.translations} translated, "
                 f"{self.cache_hits} from cache, {self.torch_sizes} size(s) run as torch"
+                + (f", {self.bounded} served within a bound (--dynamic)" if self.bounded else "")
                 + (f", {self.replayed} replayed as a CUDA graph" if self.replayed else "") + kept)
 
 
@@ -237,15 +240,25 @@ def _computes_in(gm: torch.fx.GraphModule) -> str | None:
     return str(low[0]).replace("torch.", "") if low and torch.float32 in seen else None
 
 
-def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind: str = "inference") -> Path:
+def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind: str = "inference",
+                   sizes: Sizes | None = None) -> Path:
+    """The graph's problem file in `d`. With `sizes` (a graph with symbolic sizes) forward takes the tensors
+    alone and reads each size off its tensor's shape, so the lift sees the sizes vary with the tensors."""
     params = _params(gm)
     kept, fixed, n_out = _outputs_at(gm, args)
     saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    fresh = _fresh(gm, args, kind)
+    call = list(params)
+    if sizes is not None:
+        for p, i, dim in sizes.ints:
+            call[p] = f"{params[i]}.shape[{dim}]"
+        params, saved, fresh = ([xs[i] for i in sizes.tensors] for xs in (params, saved, fresh))
     graph = _as_code(gm) if kind != "inference" else None
-    torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": _fresh(gm, args, kind), "kept": kept,
+    torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": fresh, "kept": kept,
                 "fixed": fixed, "n_out": n_out}, d / "graph.pt")
     ret = "out[0]" if kept == [0] else "out" if len(kept) == n_out else f"tuple(out[i] for i in {kept})"
-    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), ret=ret, computes_in=_computes_in(gm))
+    src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), call=", ".join(call), ret=ret,
+                          computes_in=_computes_in(gm))
     path = d / "graph.py"
     path.write_text(src)
     return path
@@ -262,6 +275,10 @@ class CompiledGraph:
         # another way to write the graph where its problem file fails (at these arguments)
         self.retry: Callable[[Sequence[Any]], Callable[..., Any]] | None = None
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        # symbolic sizes (dynamic=True, or dynamo's graph after a second size): modules written for sizes up to
+        # bounds, each serving every size within its bounds
+        self.sizes = sizes_of(gm) if kind == "inference" else None
+        self.up_to: list[tuple[tuple[int, ...], Callable[..., Any]]] = []
         self.lock = threading.Lock()
         self.warned = False
 
@@ -283,12 +300,18 @@ class CompiledGraph:
         return self.gm.forward
 
     def _variant(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any]:
+        if self.sizes is not None:  # a module written for sizes up to bounds at least these may serve
+            for bounds, served in self.up_to:
+                if self.sizes.fits(bounds, args):
+                    self.report.bounded += 1
+                    return self._replayed(served, args)
         made = self.report.translations + self.report.cache_hits
         if made >= self.opts.max_compiles:
             return self._torch(f"more than max_compiles={self.opts.max_compiles} input sizes "
                                "(raise it with options={'max_compiles': N})")
-        h = hashlib.sha256("\n".join([self.gm.code, repr(key), self.report.dsl, self.report.target,
-                                     versions(get_backend(self.report.dsl).manifest)]).encode())
+        spec = self.sizes.spec(_params(self.gm), args) if self.sizes is not None else ""
+        h = hashlib.sha256("\n".join([self.gm.code, spec or repr(key), self.report.dsl, self.report.target,
+                                      versions(get_backend(self.report.dsl).manifest)]).encode())
         for k, v in sorted(self.gm.state_dict().items()):  # constants the graph holds: part of its meaning
             h.update(k.encode() + v.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         digest = h.hexdigest()[:24]
@@ -298,8 +321,12 @@ class CompiledGraph:
             self.report.cache_hits += 1
         else:
             try:
-                self._translate(args, cached)
+                self._translate(args, cached, spec)
             except AkgError as e:
+                if spec:  # sizes the lift cannot keep symbolic: written per size, as a static graph is
+                    self.report.notes.append(f"written per input size: --dynamic {spec}: {first_line(e)}")
+                    self.sizes = None
+                    return self._variant(key, args)
                 if self.retry is not None:  # the batched graph: its problem file did not replay it
                     self.report.notes.append(f"written through AOTAutograd's graph: {first_line(e)}")
                     return self.retry(args)
@@ -310,6 +337,14 @@ class CompiledGraph:
         kept = {line.split(" at ")[0] for line in (cached / "kept.txt").read_text().splitlines()}
         self.report.kept_in_torch = sorted(set(self.report.kept_in_torch) | kept)
         fn = load_written(cached, device)
+        if self.sizes is not None:  # the module takes the tensors; the graph's size inputs are read off them
+            fn = functools.partial(_tensors_only, fn, self.sizes.tensors)
+            self.up_to.append((self.sizes.bounds(args), fn))
+        return self._replayed(fn, args)
+
+    def _replayed(self, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
+        """`fn` for these arguments' sizes, replayed as a CUDA graph where that keeps its meaning."""
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
         if not self.replayable or device.type != "cuda" or self.opts.cuda_graphs == "off":
             return fn
         why = cuda_graphs.ineligible(self.gm)
@@ -323,17 +358,18 @@ class CompiledGraph:
         self.report.replayed -= 1
         self.report.notes.append(why)
 
-    def _translate(self, args: Sequence[Any], cached: Path) -> None:
+    def _translate(self, args: Sequence[Any], cached: Path, spec: str = "") -> None:
+        """`spec`: the --dynamic spec of a graph with symbolic sizes ("" for one written at these sizes)."""
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
-            problem = _write_problem(self.gm, args, Path(tmp), self.kind)
+            problem = _write_problem(self.gm, args, Path(tmp), self.kind, self.sizes)
             try:
                 t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
-                              seeds=self.opts.seeds)
+                              seeds=self.opts.seeds, dynamic=spec or None)
             except AkgError as e:  # a GEMM the backend cannot write with its epilogue: the library's GEMM
                 if "--library gemm" not in str(e):
                     raise
                 t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
-                              seeds=self.opts.seeds, library=("gemm",))
+                              seeds=self.opts.seeds, dynamic=spec or None, library=("gemm",))
                 self.report.notes.append(f"GEMMs left to the library: {first_line(e)}")
             # the problem and its graph are kept beside the module: the module's state comes from them
             cached.mkdir(parents=True, exist_ok=True)
@@ -353,6 +389,10 @@ def load_written(cached: Path, device: torch.device | None = None) -> Callable[.
     model.to(device or torch.device("cpu")).eval()
     saved = torch.load(cached / "graph.pt", weights_only=False)
     return functools.partial(_call, model, saved["kept"], saved.get("fixed", {}), saved["n_out"])
+
+
+def _tensors_only(fn: Callable[..., Any], tensors: list[int], *args: Any) -> Any:
+    return fn(*[args[i] for i in tensors])
 
 
 def _call(model: torch.nn.Module, kept: list[int], fixed: dict[int, Any], n_out: int, *args: Any

@@ -134,7 +134,7 @@ def test_sizes_beyond_the_limit_run_as_torch_with_one_warning(tmp_path):
                                  max_compiles=1, dynamic=True)
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for b in (2, 3, 4):
+        for b in (2, 5, 9):  # 2 is written for sizes up to 4; 5 and 9 are past that bound
             x = torch.randn(b, 32)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     (graph,) = compiled.akg_report.graphs
@@ -214,3 +214,27 @@ def test_models_on_the_gpu_with_the_default_dsl(name, tmp_path):
     graphs = compiled.akg_report.graphs
     summary = compiled.akg_report.summary()
     assert graphs and all(g.torch_sizes == 0 and g.target.startswith("h") for g in graphs), summary
+
+
+def test_symbolic_sizes_are_one_module_up_to_a_bound(tmp_path):
+    """dynamic=True (and dynamo's own graph after a second size) hands over symbolic sizes: one module written
+    with --dynamic serves every size up to its bound (the next power of two above the size it was written
+    at), so a new batch size is translated again only past every bound (size 1 is dynamo's own static graph)."""
+    torch.manual_seed(0)
+    model = MLP().eval()
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path), seeds=(0,), dynamic=True)
+    with torch.no_grad():
+        for b in (6, 3, 5, 12, 9, 15):
+            x = torch.randn(b, 32)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (graph,) = compiled.akg_report.graphs
+    assert (graph.translations, graph.bounded, graph.torch_sizes) == (2, 4, 0), graph.line()  # 6 -> 8, 12 -> 16
+    assert "4 served within a bound (--dynamic)" in graph.line()
+    # without dynamic=True: the first size static, the second dynamo's symbolic graph, the rest served by it
+    torch._dynamo.reset()
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path / "b"), seeds=(0,))
+    with torch.no_grad():
+        for b in (6, 3, 2, 4):  # 3 is written for sizes up to 4
+            x = torch.randn(b, 32)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert [(g.translations, g.bounded) for g in compiled.akg_report.graphs] == [(1, 0), (1, 2)]
