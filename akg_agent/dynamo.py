@@ -279,11 +279,14 @@ class CompiledGraph:
         # bounds, each serving every size within its bounds
         self.sizes = sizes_of(gm) if kind == "inference" else None
         self.up_to: list[tuple[tuple[int, ...], Callable[..., Any]]] = []
+        self.keyed: list[int] | None = None  # the inputs whose sizes pick a variant
         self.lock = threading.Lock()
         self.warned = False
 
     def __call__(self, *args: Any) -> Any:
-        key = tuple(_meta(a) for a in args)
+        if self.keyed is None:  # parameters and buffers keep their sizes (dynamo guards them): not keyed per call
+            self.keyed = [i for i, fixed in enumerate(cuda_graphs.static_inputs(self.gm, args)) if not fixed]
+        key = tuple(_meta(args[i]) for i in self.keyed)
         fn = self.variants.get(key)
         if fn is None:
             with self.lock:
@@ -310,7 +313,9 @@ class CompiledGraph:
             return self._torch(f"more than max_compiles={self.opts.max_compiles} input sizes "
                                "(raise it with options={'max_compiles': N})")
         spec = self.sizes.spec(_params(self.gm), args) if self.sizes is not None else ""
-        h = hashlib.sha256("\n".join([self.gm.code, spec or repr(key), self.report.dsl, self.report.target,
+        # the cache entry is keyed by every input's size (the weights' too: they are not in the graph's code)
+        every = self.sizes.envelope(args) if self.sizes is not None else tuple(_meta(a) for a in args)
+        h = hashlib.sha256("\n".join([self.gm.code, spec, repr(every), self.report.dsl, self.report.target,
                                       versions(get_backend(self.report.dsl).manifest)]).encode())
         for k, v in sorted(self.gm.state_dict().items()):  # constants the graph holds: part of its meaning
             h.update(k.encode() + v.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())

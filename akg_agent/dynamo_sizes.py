@@ -55,6 +55,15 @@ class Sizes:
         """The --dynamic spec at these arguments: each symbolic dimension up to its bound."""
         return ",".join(f"{names[i]}:{d}<={b}" for (i, d), b in zip(self.dims, self.bounds(args)))
 
+    def envelope(self, args: Sequence[Any]) -> tuple[Any, ...]:
+        """What a module written at these arguments is for, per input (its cache key): a tensor's dtype,
+        device and shape with each symbolic dimension at its bound; a size input as such."""
+        bounds = dict(zip(self.dims, self.bounds(args)))
+        ints = {p for p, _, _ in self.ints}
+        return tuple("size" if i in ints else
+                     (tuple(bounds.get((i, d), s) for d, s in enumerate(a.shape)), str(a.dtype), a.device.type)
+                     if isinstance(a, torch.Tensor) else repr(a) for i, a in enumerate(args))
+
     def fits(self, bounds: tuple[int, ...], args: Sequence[Any]) -> bool:
         return all(1 <= s <= b for s, b in zip(self.now(args), bounds))
 

@@ -238,3 +238,17 @@ def test_symbolic_sizes_are_one_module_up_to_a_bound(tmp_path):
             x = torch.randn(b, 32)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     assert [(g.translations, g.bounded) for g in compiled.akg_report.graphs] == [(1, 0), (1, 2)]
+
+
+def test_a_bounded_module_is_cached_by_its_weights_sizes_too(tmp_path):
+    """Two models whose dynamo graphs have the same code (sizes are not in it) and the same bounds, but
+    weights of other sizes, never share a cache entry."""
+    with torch.no_grad():
+        for d in (32, 16):
+            torch._dynamo.reset()
+            model = MLP(d).eval()
+            compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path), seeds=(0,),
+                                         dynamic=True)
+            x = torch.randn(6, d)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+            assert [(g.translations, g.cache_hits) for g in compiled.akg_report.graphs] == [(1, 0)]
