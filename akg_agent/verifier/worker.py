@@ -116,15 +116,21 @@ def _signed_variant(inputs: list[Any], seed: int, fixed: frozenset[int] = frozen
 
 def check(job: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(job["device"])
-    problem = load_problem(job["ref"])
+    setup = _Phases(torch.device("cpu"))  # what a verification spends before its first trial
+    with setup("problem"):
+        problem = load_problem(job["ref"])
     policy = job_policy(job, problem.module)
     if device.type == "cuda":  # the context made, its own settings (a default persisting-L2 carve-out) recorded
-        torch.empty(1, device=device)
-    sentry = Sentry(Snapshot.take())  # before any of the candidate's code runs
-    mod = load_candidate(Path(job["cand"]))
+        with setup("device"):
+            torch.empty(1, device=device)
+    with setup("snapshot"):
+        sentry = Sentry(Snapshot.take())  # before any of the candidate's code runs
+    with setup("import"):  # the candidate's kernels built (a C-family compile, a JAX trace)
+        mod = load_candidate(Path(job["cand"]))
     sentry.check("at import", dispatch=True)
     declared = list(getattr(mod, "AKG_LIBRARY_CALLS", []))
-    ref = problem.build_model(0).to(device)
+    with setup("models"):
+        ref = problem.build_model(0).to(device)
     torch.manual_seed(0)
     init = problem.get_init_inputs()
     try:
@@ -177,6 +183,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     # the candidate are seeded alike before each call, so they draw the same numbers
     details["rng"] = "torch.manual_seed(10007 + trial) before each call of the reference and the candidate"
     phase = _Phases(device)
+    phase.seconds.update({f"setup_{k}": v for k, v in setup.seconds.items()})
     details["phase_s"] = phase.seconds  # where a verification's time goes (a real-size run takes minutes)
     draws = False  # whether the reference's forward draws random numbers
     sizes: list[int] = []  # the reference's output sizes on the trial before: the next candidate call's poison
