@@ -265,7 +265,8 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind:
 
 
 class CompiledGraph:
-    """One dynamo graph: a verified akg module per input size, torch beyond the limit."""
+    """One dynamo graph: a verified akg module per input size (or, for symbolic sizes, per bound), torch
+    beyond the limit."""
 
     def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference",
                  replayable: bool = False):
