@@ -35,7 +35,7 @@ def _idle_dropout(n: torch.fx.Node) -> bool:
         return False
     args = list(n.args) + [None] * 3
     p, training = n.kwargs.get("p", args[1]), n.kwargs.get("training", n.kwargs.get("train", args[2]))
-    return training is False or p == 0 or p == 0.0
+    return training is False or p == 0
 
 
 def writes_in_place(gm: torch.fx.GraphModule) -> str:
@@ -64,7 +64,8 @@ def ineligible(gm: torch.fx.GraphModule) -> str:
 
 
 def static_inputs(gm: torch.fx.GraphModule, args: Sequence[Any]) -> list[bool]:
-    """Which inputs are the model's parameters and buffers: read in place by the replay."""
+    """Which inputs are the model's parameters and buffers (dynamo passes them as inputs): read in place by
+    a replay, kept as they are by the verifier."""
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     return [isinstance(a, torch.nn.Parameter) or "_parameters_" in p or "_buffers_" in p
             for a, p in zip(args, names)]

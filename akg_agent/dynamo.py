@@ -187,9 +187,9 @@ def _fresh(gm: torch.fx.GraphModule, args: Sequence[Any], kind: str) -> list[boo
     batch norm's variance must stay positive); so do a backward graph's saved activations (a layer norm's
     reciprocal deviation, a max pool's indices), where only the incoming gradients are drawn."""
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    return [isinstance(a, torch.Tensor) and a.is_floating_point() and not isinstance(a, torch.nn.Parameter)
-            and "_buffers_" not in p and "_parameters_" not in p and (kind != "backward" or p.startswith("tangents"))
-            for a, p in zip(args, names)]
+    return [isinstance(a, torch.Tensor) and a.is_floating_point() and not weight
+            and (kind != "backward" or p.startswith("tangents"))
+            for a, p, weight in zip(args, names, cuda_graphs.static_inputs(gm, args))]
 
 
 class GraphCode(torch.nn.Module):
