@@ -4,9 +4,10 @@ batch size is translated again only when it exceeds every bound written so far.
 
 Such a graph takes its sizes as int inputs (`s0`) beside the tensors whose dimensions they are. Its problem
 file takes the tensors alone and reads each size off a tensor's shape, so the lift traces the sizes as
-run-time values; the --dynamic spec names each symbolic dimension of the tensor inputs, bounded by its size
-at this call. A graph whose sizes cannot be read off an input (a size with no dimension of its own) or
-whose outputs are not all tensors (a size returned) is written per input size instead."""
+run-time values; the --dynamic spec names each symbolic dimension of the tensor inputs, bounded by the next
+power of two above its size at this call (`Sizes.bounds`). A graph whose sizes cannot be read off an input
+(a size with no dimension of its own) or whose outputs are not all tensors (a size returned) is written per
+input size instead."""
 
 from __future__ import annotations
 
