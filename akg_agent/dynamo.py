@@ -281,6 +281,7 @@ class CompiledGraph:
         self.sizes = sizes_of(gm) if kind == "inference" else None
         self.up_to: list[tuple[tuple[int, ...], Callable[..., Any]]] = []
         self.keyed: list[int] | None = None  # the inputs whose sizes pick a variant
+        self.unreplayable: str | None = None  # why a CUDA graph may not replay it ("" where it may)
         self.lock = threading.Lock()
         self.warned = False
 
@@ -353,9 +354,11 @@ class CompiledGraph:
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
         if not self.replayable or device.type != "cuda" or self.opts.cuda_graphs == "off":
             return fn
-        why = cuda_graphs.ineligible(self.gm)
-        if why:
-            self.report.notes.append(f"not replayed as a CUDA graph: {why}")
+        if self.unreplayable is None:  # the graph's ops decide it: looked at once, noted once
+            self.unreplayable = cuda_graphs.ineligible(self.gm)
+            if self.unreplayable:
+                self.report.notes.append(f"not replayed as a CUDA graph: {self.unreplayable}")
+        if self.unreplayable:
             return fn
         self.report.replayed += 1
         return cuda_graphs.Replayed(fn, cuda_graphs.static_inputs(self.gm, args), self._dropped)

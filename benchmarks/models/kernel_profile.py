@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import zoo  # noqa: E402
 from run import contender  # noqa: E402
 
 from akg_agent.bench.provenance import provenance  # noqa: E402
+from hardware_models.spec import cache_dir  # noqa: E402
 
 
 def kernels(fn: Any, xs: list[torch.Tensor], calls: int) -> dict[str, Any]:
@@ -90,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
                 lines += [f"   {k['us_per_call']:9.1f} us {k['share'] * 100:5.1f}% x{k['count_per_call']:.0f} "
                           f"{k['kernel']}" for k in r["top"]]
                 print("\n".join(lines[-16:]), flush=True)
-    cache = Path(os.environ.get("AKG_CACHE_DIR", "")) / "compiled"
-    if cache.is_dir():  # the written modules, to read the slow kernels in
-        shutil.make_archive(str(args.out / "akg-modules"), "gztar", cache)
+    cache = cache_dir() / "compiled"
+    if cache.is_dir():  # the written modules, to read the slow kernels in (not their graphs: those hold weights)
+        with tarfile.open(args.out / "akg-modules.tar.gz", "w:gz") as tar:
+            for module in sorted(cache.glob("*/module.py")):
+                tar.add(module, arcname=f"{module.parent.name}/module.py")
     (args.out / "kernel_profile.json").write_text(json.dumps(report, indent=1, default=str))
     (args.out / "kernel_profile.txt").write_text("\n".join(lines) + "\n")
     return 0
