@@ -68,6 +68,26 @@ def test_the_clocks_disagree_only_where_every_window_does():
     assert clock_disagrees(details([0.01], [])) is None  # no marks arrived (a run by hand): nothing to judge
 
 
+
+def test_a_retiming_judges_the_candidates_time_and_settles_a_slow_baseline():
+    """Found by CI on a busy host: eager ran 90x slower in the first process than on an idle one, so an honest
+    module's speedup passed the bound, and the re-timing's speedup (eager back to normal) fell short: the
+    module was rejected. The candidate's own time decides; the baseline that was slow is replaced."""
+    from akg_agent.verifier.plausibility import retime_disagrees, settled_eager
+
+    def details(**medians):
+        return {"timing": {k: {"median_s": v, "trials_s": [v] * 8} for k, v in medians.items()}}
+
+    first = details(candidate=0.5e-3, eager=22e-3)
+    honest = details(candidate=0.3e-3, candidate_last=0.31e-3, eager=0.24e-3)
+    assert retime_disagrees(first, honest) is None
+    assert settled_eager(first, honest)["median_s"] == 0.24e-3
+    slow_later = details(candidate=3e-3, candidate_last=3.1e-3, eager=22e-3)  # fast only in the first process
+    why = retime_disagrees(first, slow_later)
+    assert why and "slower when timed again" in why and "does not hold" in why
+    assert settled_eager(first, slow_later) is None  # eager agreed: the first figure stands
+    assert "no candidate time" in retime_disagrees(first, details(eager=0.2e-3))
+
 ON_GPU = [(a, vals) for a, vals in CPU_ATTACKS + GPU_ATTACKS if not a.cpu]
 
 

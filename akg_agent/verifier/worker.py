@@ -267,7 +267,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     if ref64 is not None and not draws and "float32" not in policy.overrides and policy.computes_in is None:
         # looser fp32 asked for, or a program that computes in bf16 itself: not judged
         with phase("sensitivity"):
-            _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, guard_ops, details)
+            _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, guard_ops, details,
+                         (policy, history))
     bad_ops = undeclared(sorted(guard_ops), declared)
     if bad_ops:
         raise Reject("torch_compute", f"ModelNew.forward computes with torch ops it did not declare: "
@@ -291,10 +292,14 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.device, sentry: Sentry,
-                 guard_ops: set[str], details: dict[str, Any]) -> None:
-    """fp32 programs: the answer must follow inputs nudged below bf16's resolution (`sensitivity.py`)."""
+                 guard_ops: set[str], details: dict[str, Any],
+                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]]]) -> None:
+    """fp32 programs: the answer must follow inputs nudged below bf16's resolution (`sensitivity.py`).
+    Both answers are value-checked first: a wrong one (a cached answer keyed by address, say) is rejected
+    for what it is, not read as a slope."""
     sets = base_and_nudged(raw, 4321)
     runs: dict[str, list[list[Any]]] = {"candidate": [], "torch": [], "float64": []}
+    policy, history = checked
     for x in sets:
         inputs = [to_device(v, device) for v in x]
         if not applies(inputs):
@@ -310,12 +315,30 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
         if r64 is None:
             return
         runs["float64"].append(r64)
+        _value_check(runs["candidate"][-1], runs["torch"][-1], r64, policy, history,
+                     "inputs nudged below bf16's resolution")
+        history.append(([fingerprint(o) for o in runs["candidate"][-1]], [fingerprint(o) for o in runs["torch"][-1]]))
     mine, control = (response(*runs[k], *runs["float64"]) for k in ("candidate", "torch"))
     details["sensitivity"] = {k: v and {"slope": round(v.slope, 4), "spread": round(v.spread, 4), "n": v.n}
                               for k, v in (("candidate", mine), ("torch", control))}
     why = judge(mine, control)
     if why:
         raise Reject("precision", why)
+
+
+def _value_check(out: list[Any], ref: list[Any], r64: list[Any], policy: TolerancePolicy,
+                 history: list[tuple[list[Any], list[Any]]], label: str) -> None:
+    """Each output within tolerance of torch's on the same inputs; an earlier answer repeated is a replay."""
+    for i, (c, r) in enumerate(zip(out, ref)):
+        if not isinstance(c, torch.Tensor) or not isinstance(r, torch.Tensor):
+            continue
+        res = compare_chunked(c, r, policy, r64[i] if i < len(r64) and r64[i].shape == r.shape else None)
+        if res.ok:
+            continue
+        if any(i < len(prev) and prev[i] == fingerprint(c) for prev, _ in history):
+            raise Reject("replayed", f"output {i} repeats an earlier answer for different inputs "
+                                     f"(cached or replayed; {label})")
+        raise Reject("wrong_values", f"output {i} wrong on {label}: {res.reason}")
 
 
 def _rng_state(device: torch.device) -> list[torch.Tensor]:
