@@ -75,8 +75,8 @@ def test_a_row_slower_beyond_noise_is_timed_again_with_three_times_the_turns(tmp
 
     calls = []
 
-    def fake(p, solution, target, baselines, trials, *rest):
-        calls.append((p.stem, trials))
+    def fake(p, solution, target, baselines, opts, *rest):
+        calls.append((p.stem, opts.trials))
         slow = p.stem == "mm_scalar_mul" and len([c for c in calls if c[0] == p.stem]) == 1
         sp = 0.95 if slow else 1.01
         return {"problem": p.stem, "path": str(p), "correct": True, "speedup": {"eager": sp},
@@ -89,7 +89,7 @@ def test_a_row_slower_beyond_noise_is_timed_again_with_three_times_the_turns(tmp
     for name in ("mm_scalar_mul", "red_sum_mean"):
         (sols / f"{name}.py").write_text("# a module")
     doc = runner.run_bench([str(problem_path("mm_scalar_mul")), str(problem_path("red_sum_mean"))], "cpu",
-                           ["eager"], str(sols), str(tmp_path / "out"), trials=4)
+                           ["eager"], str(sols), str(tmp_path / "out"), runner.BenchOptions(trials=4))
     assert calls == [("mm_scalar_mul", 4), ("mm_scalar_mul", 12), ("red_sum_mean", 4)]
     rec = {r["problem"]: r for r in doc["records"]}["mm_scalar_mul"]
     assert rec["speedup"]["eager"] == 1.01 and rec["first_pass"]["speedup"]["eager"] == 0.95

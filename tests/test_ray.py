@@ -137,11 +137,12 @@ def test_a_cluster_without_the_target_device_is_a_one_line_error():
 
 
 def test_bench_on_ray_translates_verifies_and_times_each_problem_on_the_hosts_device(tmp_path, monkeypatch):
-    from akg_agent.bench.runner import run_bench
+    from akg_agent.bench.runner import BenchOptions, run_bench
 
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     probs = [str(problem_path("ew_activations_a")), str(problem_path("red_sum_mean"))]
-    doc = run_bench(probs, "cpu", ["eager"], None, str(tmp_path / "bench"), trials=5, dsl="cpp", ray="")
+    doc = run_bench(probs, "cpu", ["eager"], None, str(tmp_path / "bench"),
+                    BenchOptions(trials=5, dsl="cpp", ray=""))
     recs = doc["records"]
     assert [r["problem"] for r in recs] == ["ew_activations_a", "red_sum_mean"]
     assert all(r["correct"] and r["candidate_ms"] > 0 and "eager" in r["speedup"] for r in recs), recs

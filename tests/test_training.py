@@ -220,6 +220,7 @@ def test_translate_backward_writes_a_module_whose_gradients_are_eagers(tmp_path)
     import importlib.util
 
     from akg_agent.backward import translate_backward
+    from akg_agent.cli import main
     from akg_agent.verifier import verify
 
     problem = ROOT_PROBLEMS / "l2_gemm_gelu_softmax_layernorm.py"
@@ -244,6 +245,7 @@ def test_translate_backward_writes_a_module_whose_gradients_are_eagers(tmp_path)
     for (name, q), r in zip(new.named_parameters(), ref.parameters()):
         torch.testing.assert_close(q.grad, r.grad, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
     assert verify(problem, out).accepted  # and as a forward module, by the verifier
+    assert main(["verify", str(problem), str(out), "--backward", "--seeds", "2"]) == 0  # every gradient too
     with pytest.raises(ValueError, match=r"input 0 is float32 \[3, .*written and verified for float32 .* only"):
         new(torch.randn(3, *x.shape[1:]))
 

@@ -9,9 +9,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from akg_agent.backward import translate_backward
 from akg_agent.cluster import Cluster, Work
 from akg_agent.translate import translate
 from akg_agent.verifier import DEFAULT_SEEDS, Target, Verdict, model_of, sol_trusted, verify
@@ -23,6 +25,27 @@ from .admission import MemoryGate, device_capacity, verification_bytes
 from .metrics import slower_beyond_noise, summarize
 from .provenance import provenance, scrub
 from .report import render
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How a bench run verifies and times (one value, handed down whole).
+
+    `pure` (with `dsl`): each problem is also translated with every group generated, and that module is timed
+    beside the hybrid one (label "pure"). `jobs` > 1 runs that many problems' verifications at once, while their
+    estimated memory fits the device (`memory_bytes`, default its free memory); a run times only while no other
+    uses the GPU. `ray` ("" a local Ray, else a cluster's address): translations and verifications as Ray tasks,
+    timings in one actor per device. `backward`: a training step (forward and backward, the modules in
+    training mode) is checked, every gradient against float64's, and timed; with `dsl` each problem is
+    translated with `--backward`."""
+    trials: int | None = None
+    timeout_s: float = 600.0
+    dsl: str | None = None
+    jobs: int = 1
+    memory_bytes: int | None = None
+    pure: bool = False
+    ray: str | None = None
+    backward: bool = False
 
 
 def collect(paths: Sequence[str]) -> list[Path]:
@@ -58,9 +81,8 @@ def confirmed(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     return dict(again, first_pass={k: first[k] for k in keep if k in first})
 
 
-def bench_one(problem: Path, solution: Path | None, target: Target, baselines: Sequence[str], trials: int | None,
-              timeout_s: float, peers: dict[str, Path] | None = None, timing_lock: str | None = None
-              ) -> dict[str, Any]:
+def bench_one(problem: Path, solution: Path | None, target: Target, baselines: Sequence[str], opts: BenchOptions,
+              peers: dict[str, Path] | None = None, timing_lock: str | None = None) -> dict[str, Any]:
     rec: dict[str, Any] = {"problem": problem.stem, "path": str(problem), "correct": False, "speedup": {}}
     if solution is None or not solution.is_file():
         rec["reason"] = "no solution"
@@ -72,7 +94,8 @@ def bench_one(problem: Path, solution: Path | None, target: Target, baselines: S
     refused: dict[str, dict[str, Any]] = {}
     for label, path in (peers or {}).items():
         try:
-            pv = verify(problem, path, target=target, limits=Limits(timeout_s=timeout_s))
+            pv = verify(problem, path, target=target, limits=Limits(timeout_s=opts.timeout_s), train=opts.backward,
+                        backward=opts.backward)
         except AkgError as e:
             refused[label] = {"correct": False, "speedup": {}, "reason": str(e)}
             continue
@@ -80,8 +103,9 @@ def bench_one(problem: Path, solution: Path | None, target: Target, baselines: S
             refused[label] = {"correct": False, "speedup": {}, "reason": pv.reason, "code": pv.code}
     peers = {lb: pt for lb, pt in (peers or {}).items() if lb not in refused}
     try:
-        v = verify(problem, solution, target=target, timing=True, baselines=timed_baselines(baselines), trials=trials,
-                   limits=Limits(timeout_s=timeout_s), peers=peers or None, timing_lock=timing_lock)
+        v = verify(problem, solution, target=target, timing=True, baselines=timed_baselines(baselines),
+                   trials=opts.trials, limits=Limits(timeout_s=opts.timeout_s), peers=peers or None,
+                   timing_lock=timing_lock, train=opts.backward, backward=opts.backward)
     except AkgError as e:
         rec["reason"] = str(e)
         return rec
@@ -206,23 +230,28 @@ def flatten(records: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[st
     return by
 
 
-def _translate_one(p: Path, dsl: str, target: Target, sol_dir: Path, pure: bool = False) -> None:
+def _translate_one(p: Path, dsl: str, target: Target, sol_dir: Path, pure: bool = False, backward: bool = False
+                   ) -> None:
     """Written, not verified: the bench's own run verifies and times it once (at real sizes a
-    verification is most of a problem's time)."""
+    verification is most of a problem's time). `backward`: both passes, each graph verified as it is
+    written (`akg translate --backward`)."""
     try:
-        translate(p, dsl, target, sol_dir / p.name, verify_result=False, pure=pure)
+        if backward:
+            translate_backward(p, dsl, target if isinstance(target, str) else target.name, sol_dir / p.name)
+        else:
+            translate(p, dsl, target, sol_dir / p.name, verify_result=False, pure=pure)
     except AkgError as e:
         (sol_dir / f"{p.stem}.error.txt").write_text(str(e))
 
 
-def _translate_all(problems: list[Path], dsl: str, target: Target, sol_dir: Path, jobs: int = 1,
+def _translate_all(problems: list[Path], dsl: str, target: Target, sol_dir: Path, opts: BenchOptions,
                    pure: bool = False) -> None:
     """Translate each problem with the rules engine; a failure leaves that problem without a
     solution (reported as such), never stops the run. Each verification is its own subprocess, so
     threads are enough to overlap them."""
     sol_dir.mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
-        list(pool.map(lambda p: _translate_one(p, dsl, target, sol_dir, pure), problems))
+    with ThreadPoolExecutor(max(1, opts.jobs)) as pool:
+        list(pool.map(lambda p: _translate_one(p, dsl, target, sol_dir, pure, opts.backward), problems))
 
 
 def translate_text(name: str, src: str, dsl: str, target: str, pure: bool) -> tuple[str, str]:
@@ -251,7 +280,7 @@ def _translate_on(cluster: Cluster, problems: list[Path], dsl: str, target: str,
 
 
 def _bench_on(cluster: Cluster, problems: list[Path], dirs: dict[str, Path], target: str, baselines: Sequence[str],
-              trials: int | None, timeout_s: float) -> Iterator[dict[str, Any]]:
+              opts: BenchOptions) -> Iterator[dict[str, Any]]:
     """bench_one for every problem through the cluster: verified on CPU workers (a CPU target) or on the
     device, timed by the device's actor; each row says which host and device timed it."""
     works: list[Work] = []
@@ -262,7 +291,7 @@ def _bench_on(cluster: Cluster, problems: list[Path], dirs: dict[str, Path], tar
                    "reason": "no solution"}
             continue
         works.append(Work((str(p), have[0]), p.name, p.read_text(), (dirs[have[0]] / p.name).read_text(), DEFAULT_SEEDS,
-                          timed_baselines(baselines), timeout_s, sol_check=True, trials=trials,
+                          timed_baselines(baselines), opts.timeout_s, sol_check=True, trials=opts.trials,
                           peers=tuple((lb, (dirs[lb] / p.name).read_text()) for lb in have[1:])))
     t0 = time.perf_counter()
     for done in cluster.run(works):
@@ -277,33 +306,28 @@ def _bench_on(cluster: Cluster, problems: list[Path], dirs: dict[str, Path], tar
 
 
 def run_bench(paths: Sequence[str], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
-              trials: int | None = None, timeout_s: float = 600.0, dsl: str | None = None,
-              on_record: Callable[[dict[str, Any], int, int], None] | None = None, jobs: int = 1,
-              memory_bytes: int | None = None, pure: bool = False, ray: str | None = None) -> dict[str, Any]:
-    """`pure` (with `dsl`): each problem is also translated with every group generated, and that module
-    is timed beside the hybrid one (label "pure"; absent where the backend cannot generate a group).
-    `jobs` > 1 runs that many problems' verifications at once, while their estimated memory fits the
-    device (`memory_bytes`, default its free memory): builds, checks and torch.compile overlap, but a
-    run times only while no other run uses the GPU (a lock file held shared while building and
-    checking, exclusively while timing). `ray` ("" a local Ray, else a cluster's address): translations
-    and verifications as Ray tasks, timings in one actor per device (`akg_agent.cluster`)."""
+              opts: BenchOptions = BenchOptions(),
+              on_record: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+    """Each problem's solution (from `solutions`, or translated with `opts.dsl`) verified and timed with the
+    baselines; results.json and report.html in `out_dir` (`BenchOptions` says how)."""
     problems = collect(paths)
-    cluster = Cluster(ray or None, target) if ray is not None else None
+    if opts.backward and (opts.ray is not None or opts.pure):
+        raise AkgError("--backward runs on this host and times the hybrid translation only: drop --ray and --pure")
+    cluster = Cluster(opts.ray or None, target) if opts.ray is not None else None
     try:
-        return _run(problems, target, baselines, solutions, out_dir, trials, timeout_s, dsl, on_record, jobs,
-                    memory_bytes, pure, cluster)
+        return _run(problems, target, baselines, solutions, out_dir, opts, on_record, cluster)
     finally:
         if cluster is not None:
             cluster.close()
 
 
 def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions: str | None, out_dir: str,
-         trials: int | None, timeout_s: float, dsl: str | None,
-         on_record: Callable[[dict[str, Any], int, int], None] | None, jobs: int, memory_bytes: int | None,
-         pure: bool, cluster: Cluster | None) -> dict[str, Any]:
+         opts: BenchOptions, on_record: Callable[[dict[str, Any], int, int], None] | None,
+         cluster: Cluster | None) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model = model_of(target)  # loaded once for the run: each translation and verification gets the value
+    dsl, jobs, pure = opts.dsl, opts.jobs, opts.pure
     if solutions is None:
         if dsl is None:
             raise AkgError("nothing to benchmark: pass --solutions DIR, or --dsl D to translate each problem")
@@ -314,7 +338,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
             if cluster is not None:
                 _translate_on(cluster, problems, dsl, target, d, label == "pure")
             else:
-                _translate_all(problems, dsl, model, d, jobs, pure=label == "pure")
+                _translate_all(problems, dsl, model, d, opts, pure=label == "pure")
     else:
         dirs = parse_solutions(solutions)
     for d in dirs.values():
@@ -323,8 +347,8 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
     labels = list(dirs)
     lock = host_lock(model)  # also keeps another akg run on this host (a tune, a second bench) off our timings
     kind = model.kind
-    gate = MemoryGate(memory_bytes if memory_bytes is not None else device_capacity(kind))
-    again = CONFIRM * (trials or default_trials(kind == "gpu"))  # a flagged row's turns
+    gate = MemoryGate(opts.memory_bytes if opts.memory_bytes is not None else device_capacity(kind))
+    again = replace(opts, trials=CONFIRM * (opts.trials or default_trials(kind == "gpu")))  # a flagged row's turns
 
     def one(p: Path) -> dict[str, Any]:
         have = [lb for lb in labels if (dirs[lb] / p.name).is_file()]
@@ -332,10 +356,9 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
         peers = {lb: dirs[lb] / p.name for lb in have[1:]}
         need = verification_bytes(p) if jobs > 1 else 0
         with gate.hold(need):  # several at once only while their memory fits the device
-            rec = bench_one(p, dirs[main] / p.name, model, baselines, trials, timeout_s, peers or None, lock)
+            rec = bench_one(p, dirs[main] / p.name, model, baselines, opts, peers or None, lock)
             if any(slower_beyond_noise([rec], b) for b in baselines):  # a larger sample decides (`confirmed`)
-                rec = confirmed(rec, bench_one(p, dirs[main] / p.name, model, baselines, again, timeout_s,
-                                               peers or None, lock))
+                rec = confirmed(rec, bench_one(p, dirs[main] / p.name, model, baselines, again, peers or None, lock))
         rec["main_label"] = main
         if need:
             rec["admitted_bytes"] = need
@@ -343,7 +366,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
 
     records: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        rows = (_bench_on(cluster, problems, dirs, target, baselines, trials, timeout_s) if cluster is not None
+        rows = (_bench_on(cluster, problems, dirs, target, baselines, opts) if cluster is not None
                 else (f.result() for f in as_completed([pool.submit(one, p) for p in problems])))
         for row in rows:
             records.append(row)
@@ -353,7 +376,7 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
                 on_record(records[-1], len(records), len(problems))
     order = {str(p): i for i, p in enumerate(problems)}
     records.sort(key=lambda r: order[r["path"]])
-    meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines),
+    meta = {"target": target, "dsl": dsl or "any", "baselines": list(baselines), "backward": opts.backward,
             "solutions": scrub(solutions or ",".join(f"{lb}={d}" if lb else str(d) for lb, d in dirs.items())),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": jobs, "sol_model": sol_basis(model),
             "ray": None if cluster is None else {"workers": cluster.workers, "timers": len(cluster.timers)},

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ir.errors import AkgError
 
-from ..bench.runner import run_bench
+from ..bench.runner import BenchOptions, run_bench
 
 # max-autotune captures CUDA graphs, which copy each fresh input into the graph's own buffer: the
 # no-cudagraphs variant times the generated kernels alone
@@ -66,10 +66,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             rows.append(rec)
             live.update(_table(rows, baselines, done, total))
 
-        doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, trials=args.trials,
-                        timeout_s=args.timeout, dsl=args.dsl, on_record=on_record, jobs=args.jobs,
-                        memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None, pure=args.pure,
-                        ray=args.ray)
+        opts = BenchOptions(trials=args.trials, timeout_s=args.timeout, dsl=args.dsl, jobs=args.jobs,
+                            memory_bytes=int(args.memory_gb * 2**30) if args.memory_gb else None, pure=args.pure,
+                            ray=args.ray, backward=args.backward)
+        doc = run_bench(args.paths, args.target, baselines, args.solutions, args.out, opts, on_record)
     groups = {lb: g["summary"] for lb, g in doc.get("by_label", {}).items()} or {"": doc["summary"]}
     if "by_label" in doc:
         console.print(_side_by_side(doc, baselines))
@@ -106,6 +106,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs/bench", help="folder for results.json and report.html")
     p.add_argument("--pure", action="store_true", help="with --dsl: time a pure translation (every group "
                    "generated) beside the hybrid one")
+    p.add_argument("--backward", action="store_true", help="time a training step, forward and backward (every "
+                   "gradient checked against float64's first); with --dsl each problem is translated with --backward")
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",

@@ -18,7 +18,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     v = verify(args.ref, args.cand, target=args.target, seeds=tuple(range(args.seeds)),
                timing=args.time or bool(baselines), baselines=baselines,
                trials=args.trials, limits=Limits(timeout_s=args.timeout), tolerances=tolerances,
-               train=args.train)
+               train=args.train, backward=args.backward)
     if args.json:
         print(json.dumps(v.to_json(), indent=2, default=str))
     else:
@@ -44,5 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--rtol", type=float, default=None)
     p.add_argument("--train", action="store_true", help="compare in training mode (default: eval)")
+    p.add_argument("--backward", action="store_true", help="check (and with --time, time) a training step: "
+                   "every gradient of the floating inputs and the parameters against float64's, like an output")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_verify)

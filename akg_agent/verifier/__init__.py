@@ -128,18 +128,23 @@ def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", seeds: tup
            timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
            limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
            train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None,
-           timing_lock: str | None = None, build_cache: str | Path | None = None) -> Verdict:
+           timing_lock: str | None = None, build_cache: str | Path | None = None, backward: bool = False) -> Verdict:
     """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
     CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped.
     `timing_lock`: a file that concurrent runs hold shared while they run and exclusively around their
     timed loops, so only one times at a time and nothing else runs meanwhile (a run without timing holds
     it shared too). `build_cache`: a folder where the module keeps its compiled code between runs of this
-    same candidate (its check and its timing in a tune); never one shared by different candidates."""
+    same candidate (its check and its timing in a tune); never one shared by different candidates.
+    `backward`: a training step is checked and timed, forward and backward: every gradient (of the floating
+    inputs and the trained parameters) against float64's like an output (`gradstep.py`); no speed-of-light
+    bound yet (the forward's is the only one the cost model gives)."""
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")
     hw = model_of(target)  # loaded once (or handed in by the command, which loaded it once)
     if is_jax_problem(ref):  # checked against its JAX model on the host; not timed yet
+        if backward:
+            raise AkgError(f"{ref.name} is a JAX problem: gradient checks (--backward) take a PyTorch Model")
         load_jax_problem(ref)  # fails fast, in one line, on a bad reference
         job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": "cpu", "seeds": list(seeds),
                "frontend": "jax", "tolerances": tolerances or {}, "lock": timing_lock, "timing": None,
@@ -155,7 +160,7 @@ def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", seeds: tup
     sol_s, other, sol = None, timed_on(hw.name, device), None
     # the bound is the timing device's: a faster card than the target beats the target's bound honestly
     sol_target: Target = hw if other is None else other
-    if timing and sol_check and on_target and (other is None or other in target_names()):
+    if timing and sol_check and not backward and on_target and (other is None or other in target_names()):
         try:
             sol = sol_report(problem, sol_target)
             sol_s = sol.sol_s
@@ -164,7 +169,7 @@ def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", seeds: tup
     trusted = sol_s is not None and sol_trusted(sol_target)
     job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
            "lock": timing_lock, "build_cache": str(build_cache) if build_cache else None,
-           "train": train, "tolerances": tolerances or {},
+           "train": train, "backward": backward, "tolerances": tolerances or {},
            "sol_s": sol_s if trusted else None,
            # a host CPU's bandwidth varies: a run beating the bound is bounded again at the present one
            "sol_memory": sol_memory(sol, sol_target) if trusted and sol is not None and device == "cpu" else None,

@@ -16,6 +16,7 @@ from hardware_models.calibrate import cpu_bandwidth_now
 
 from . import timing, window
 from .candidate import compare_chunked, fingerprint, first_line, load_candidate
+from .gradstep import GradStep
 from .integrity import Sentry, Snapshot
 from .policy import Reject, TolerancePolicy, job_policy
 from .reference import float64_outputs, nbytes, outputs, timing_sets, to_device
@@ -181,7 +182,11 @@ def _baseline(name: str, ref: Any, sets: list, device: torch.device) -> tuple[An
         return copy.deepcopy(ref), {}
     mode = {"compile": "default", "compile-max-autotune": "max-autotune",
             "compile-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}[name]
-    fn = torch.compile(copy.deepcopy(ref), mode=mode)
+    if isinstance(ref, GradStep):  # the model compiled (AOTAutograd writes its backward), the step around it
+        model = copy.deepcopy(ref.model)
+        fn = GradStep(model, ref.names, torch.compile(model, mode=mode))
+    else:
+        fn = torch.compile(copy.deepcopy(ref), mode=mode)
     t0 = timing._clock()
     # max-autotune times its candidate kernels while it compiles: alone on the device, as our timings are
     alone = timing.exclusive() if "autotune" in mode else contextlib.nullcontext()

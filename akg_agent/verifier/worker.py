@@ -27,6 +27,7 @@ from ir.problem import load_problem
 
 from . import timing, window
 from .candidate import compare_chunked, fingerprint, first_line, load_candidate
+from .gradstep import GradStep, trained_names, what
 from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
@@ -146,6 +147,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     train = bool(job.get("train", False))
     ref.train(train)
     cand.train(train)
+    if job.get("backward"):  # gradients checked and timed as outputs (`gradstep.py`)
+        names = trained_names(ref)
+        ref, cand = GradStep(ref, names), GradStep(cand, names)
     ref64 = None
     try:
         ref64 = copy.deepcopy(ref).double()
@@ -235,7 +239,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             for prev_c, prev_r in history:  # an earlier answer returned for new inputs
                 if i < len(prev_c) and isinstance(c, torch.Tensor) and prev_c[i] == out_fp[i] \
                         and prev_r[i] != fingerprint(r):
-                    raise Reject("replayed", f"output {i} repeats an earlier answer for different inputs "
+                    raise Reject("replayed", f"{what(cand, i)} repeats an earlier answer for different inputs "
                                              f"(cached or replayed; {label})")
             # run again on the same inputs over differently poisoned memory: an output that changes
             # was never (fully) written by the candidate
@@ -244,11 +248,11 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             _poison_allocator(sizes, device, value=-7.7e30)  # last: the candidate gets these blocks
             again = _run(cand, args, AtenGuard(poison=-7.7e30), device, label, sentry)
             if i < len(again) and isinstance(c, torch.Tensor) and not compare_chunked(again[i], c, policy, None).ok:
-                raise Reject("stale_memory", f"output {i} differs between two runs on the same inputs: it reads "
-                                             f"uninitialised or stale memory ({label})")
+                raise Reject("stale_memory", f"{what(cand, i)} differs between two runs on the same inputs: it "
+                                             f"reads uninitialised or stale memory ({label})")
             hint = " (correct on the first seed only: special-cased?)" if passed_first else ""
             code = "degenerate" if res.degenerate else "wrong_values"
-            raise Reject(code, f"output {i} wrong on {label}: {res.reason}{hint}")
+            raise Reject(code, f"{what(cand, i)} wrong on {label}: {res.reason}{hint}")
         passed_first = True
         history.append((out_fp, [fingerprint(k) for k in keep]))
         for o in keep:  # the reference's buffers hold NaN when freed: a later call that reads them is caught
@@ -315,7 +319,7 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
         if r64 is None:
             return
         runs["float64"].append(r64)
-        _value_check(runs["candidate"][-1], runs["torch"][-1], r64, policy, history,
+        _value_check(cand, runs["candidate"][-1], runs["torch"][-1], r64, (policy, history),
                      "inputs nudged below bf16's resolution")
         history.append(([fingerprint(o) for o in runs["candidate"][-1]], [fingerprint(o) for o in runs["torch"][-1]]))
     mine, control = (response(*runs[k], *runs["float64"]) for k in ("candidate", "torch"))
@@ -326,9 +330,10 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
         raise Reject("precision", why)
 
 
-def _value_check(out: list[Any], ref: list[Any], r64: list[Any], policy: TolerancePolicy,
-                 history: list[tuple[list[Any], list[Any]]], label: str) -> None:
+def _value_check(cand: Any, out: list[Any], ref: list[Any], r64: list[Any],
+                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]]], label: str) -> None:
     """Each output within tolerance of torch's on the same inputs; an earlier answer repeated is a replay."""
+    policy, history = checked
     for i, (c, r) in enumerate(zip(out, ref)):
         if not isinstance(c, torch.Tensor) or not isinstance(r, torch.Tensor):
             continue
@@ -336,9 +341,9 @@ def _value_check(out: list[Any], ref: list[Any], r64: list[Any], policy: Toleran
         if res.ok:
             continue
         if any(i < len(prev) and prev[i] == fingerprint(c) for prev, _ in history):
-            raise Reject("replayed", f"output {i} repeats an earlier answer for different inputs "
+            raise Reject("replayed", f"{what(cand, i)} repeats an earlier answer for different inputs "
                                      f"(cached or replayed; {label})")
-        raise Reject("wrong_values", f"output {i} wrong on {label}: {res.reason}")
+        raise Reject("wrong_values", f"{what(cand, i)} wrong on {label}: {res.reason}")
 
 
 def _rng_state(device: torch.device) -> list[torch.Tensor]:
