@@ -25,7 +25,7 @@ from ir.errors import AkgError
 from ir.problem import load_problem
 
 from .dynamo import CompiledGraph, GraphReport, Options, load_written
-from .dynamo_train import decompositions
+from .dynamo_train import decompositions, partition
 
 _MODULE = '''"""Written by `akg translate {problem} --backward --dsl {dsl} --target {target}`: forward and backward
 as akg kernels ({folder}/: the two written graphs, each verified against its float64 evaluation)."""
@@ -74,7 +74,7 @@ def _capture(model: torch.nn.Module, inputs: Sequence[Any], buffers: list[str]
     with (the backward's: the saved activations and gradients drawn for the outputs). The primals are the
     parameters, the `buffers` the forward writes, then the inputs; the forward returns the outputs, then
     those buffers' new values (written into copies, so AOTAutograd sees a pure function), then what it saves."""
-    from functorch.compile import aot_function, make_boxed_func, min_cut_rematerialization_partition
+    from functorch.compile import aot_function, make_boxed_func
 
     names = [k for k, _ in model.named_parameters()]
     n_p, n_b = len(names), len(buffers)
@@ -98,7 +98,7 @@ def _capture(model: torch.nn.Module, inputs: Sequence[Any], buffers: list[str]
         return (*(out if isinstance(out, (tuple, list)) else (out,)), *[state[k] for k in buffers])
 
     step = aot_function(fn, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                        partition_fn=min_cut_rematerialization_partition, decompositions=decompositions())
+                        partition_fn=partition, decompositions=decompositions())
     held = dict(model.named_buffers())
     primals = [p.detach().requires_grad_(True) for p in model.parameters()] + \
         [held[k].detach().clone() for k in buffers] + \

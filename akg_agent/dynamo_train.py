@@ -29,11 +29,14 @@ DECOMPOSED = [
     _aten.softplus_backward, _aten.mish_backward, _aten.hardswish_backward, _aten.hardsigmoid_backward,
     _aten.native_layer_norm_backward, _aten.native_group_norm_backward, _aten.native_batch_norm_backward,
     _aten._softmax_backward_data, _aten._log_softmax_backward_data, _aten.nll_loss_backward,
-    _aten.nll_loss_forward, _aten.embedding_dense_backward, _aten.max_pool2d_with_indices_backward,
+    _aten.nll_loss_forward, _aten.max_pool2d_with_indices_backward,
     _aten.avg_pool2d_backward, _aten.mse_loss_backward, _aten.smooth_l1_loss_backward,
     _aten.binary_cross_entropy_backward, _aten.binary_cross_entropy_with_logits, _aten.select_backward,
     _aten.slice_backward, _aten.transpose_copy, _aten.native_dropout_backward,
 ]
+# kept whole, a library call: an embedding's gradient is a fresh [vocabulary, width] buffer zeroed (its page
+# faults are most of the time) and rows added in; decomposed, the zeros were a kernel and the functional
+# masked index_put then copied the whole buffer again before adding (GPT-2's step on the CPU: +40 ms)
 
 
 def decompositions() -> dict[Any, Callable[..., Any]]:
@@ -41,18 +44,70 @@ def decompositions() -> dict[Any, Callable[..., Any]]:
     return get_decompositions(DECOMPOSED)
 
 
+# a saved activation that is one of these views of another value is saved as that value and viewed again in
+# the backward graph: torch makes the view for free, a written module would copy it into a new buffer
+_SAVED_VIEWS = (_aten.t.default, _aten.transpose.int, _aten.permute.default)
+
+
+def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kw: Any) -> tuple[torch.fx.GraphModule,
+                                                                                  torch.fx.GraphModule]:
+    """The min-cut partition inductor uses, then `saved_as_bases`."""
+    from functorch.compile import min_cut_rematerialization_partition
+
+    fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, **kw)
+    saved_as_bases(fw, bw, kw["num_fwd_outputs"])
+    return fw, bw
+
+
+def saved_as_bases(fw: torch.fx.GraphModule, bw: torch.fx.GraphModule, num_fwd_outputs: int) -> int:
+    """Each saved value that is a transpose or permutation of another forward value (`_SAVED_VIEWS`) is
+    saved as that value, the view made again at the top of the backward graph (the backward's input of
+    the same name). Returns how many were moved."""
+    out = next(n for n in fw.graph.nodes if n.op == "output")
+    outs = list(out.args[0])
+    holders = {n.name: n for n in bw.graph.nodes if n.op == "placeholder"}
+    first = next((n for n in bw.graph.nodes if n.op != "placeholder"), None)
+    moved = 0
+    for i in range(num_fwd_outputs, len(outs)):
+        chain, v = [], outs[i]
+        ph = holders.get(getattr(v, "name", ""))
+        while (isinstance(v, torch.fx.Node) and v.op == "call_function" and v.target in _SAVED_VIEWS
+               and isinstance(v.args[0], torch.fx.Node)):
+            chain.append(v)  # t(t(x)) is x: a chain of views is saved as its first base
+            v = v.args[0]
+        if not chain or ph is None or first is None:
+            continue
+        outs[i] = v
+        node, made = ph, []
+        with bw.graph.inserting_before(first):
+            for view in reversed(chain):
+                node = bw.graph.call_function(view.target, (node, *view.args[1:]))
+                node.meta = dict(view.meta)
+                made.append(node)
+        ph.replace_all_uses_with(node, delete_user_cb=lambda u, made=made: u is not made[0])
+        ph.meta = dict(v.meta)
+        moved += 1
+    if moved:
+        out.args = (tuple(outs),)
+        fw.graph.eliminate_dead_code()  # a view only the backward read
+        for g in (fw, bw):
+            g.graph.lint()
+            g.recompile()
+    return moved
+
+
 def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                      written: Callable[[torch.fx.GraphModule, str], Callable[..., Any]]) -> Callable[..., Any]:
     """The dynamo graph `gm` as AOTAutograd's forward and backward graphs; `written(graph, kind)` makes
     each ("forward", "backward") an akg graph."""
-    from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
+    from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
     def compiler(kind: str) -> Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
         return lambda g, _examples: make_boxed_func(written(g, kind))
 
     return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                        partition_fn=min_cut_rematerialization_partition,
+                        partition_fn=partition,
                         decompositions=decompositions())(gm, list(example_inputs))
 
 

@@ -299,3 +299,40 @@ def test_a_second_batch_size_makes_the_graphs_dynamic_and_both_are_written(tmp_p
         for got, exp in zip(grads, want):
             torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-5)
     assert sum(g.translations for g in compiled.akg_report.graphs) == 4, compiled.akg_report.summary()
+
+
+def test_a_saved_transpose_is_saved_as_its_base_and_viewed_again_in_the_backward():
+    """AOTAutograd saves `t(activation)` for a weight's gradient; torch makes that view for free, a written
+    forward module would copy it into a new buffer. The partition saves the activation and the backward
+    graph transposes it again: no forward output is a view, gradients unchanged."""
+    from functorch.compile import aot_function, make_boxed_func
+
+    from akg_agent.dynamo_train import _SAVED_VIEWS, decompositions, partition
+
+    model = MLP()
+    graphs = {}
+
+    def keep(kind):
+        def compiler(gm, _examples):
+            graphs[kind] = gm
+            return make_boxed_func(gm)
+        return compiler
+
+    names = [k for k, _ in model.named_parameters()]
+
+    def fn(*primals):
+        return torch.func.functional_call(model, dict(zip(names, primals[:len(names)])), tuple(primals[len(names):]))
+
+    step = aot_function(fn, fw_compiler=keep("fw"), bw_compiler=keep("bw"), partition_fn=partition,
+                        decompositions=decompositions())
+    x, y = torch.randn(8, 16), torch.randint(0, 10, (8,))
+    params = [p.detach().requires_grad_(True) for p in model.parameters()]
+    loss = step(*params, x, y)
+    grads = torch.autograd.grad(loss, params)
+    want = torch.autograd.grad(model(x, y), list(model.parameters()))
+    for g, w in zip(grads, want):
+        torch.testing.assert_close(g, w)
+    outs = next(n for n in graphs["fw"].graph.nodes if n.op == "output").args[0]
+    assert not [o for o in outs if getattr(o, "target", None) in _SAVED_VIEWS]
+    views = [n for n in graphs["bw"].graph.nodes if n.target in _SAVED_VIEWS and n.args[0].op == "placeholder"]
+    assert views, graphs["bw"].code
