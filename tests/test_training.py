@@ -336,3 +336,38 @@ def test_a_saved_transpose_is_saved_as_its_base_and_viewed_again_in_the_backward
     assert not [o for o in outs if getattr(o, "target", None) in _SAVED_VIEWS]
     views = [n for n in graphs["bw"].graph.nodes if n.target in _SAVED_VIEWS and n.args[0].op == "placeholder"]
     assert views, graphs["bw"].code
+
+
+class DropLinear(nn.Module):
+    """A linear layer, then dropout in training: the output shows the mask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1, self.drop = nn.Linear(16, 64), nn.Dropout(0.25)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.l1(x))
+
+
+def test_dropout_in_training_keeps_torchs_distribution_and_its_backward_reads_the_same_mask(tmp_path):
+    """Training-mode dropout through akg: the mask is drawn by torch's generator (the verifier seeds the
+    graph and the module alike, so it checks them with the same mask), a fraction p of values is zeroed
+    (within four standard deviations over 8192 values), kept values are scaled by 1/(1-p) exactly as
+    eager's, and the input's gradient goes through the same mask the forward drew."""
+    torch._dynamo.reset()
+    model, ref = _twins(DropLinear)
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path))
+    x = torch.randn(128, 16, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="akg:")
+        y = compiled(x)
+        g = torch.randn_like(y)
+        y.backward(g)
+    assert not compiled.akg_report.fallbacks, compiled.akg_report.summary()
+    kept = y != 0
+    p, n = 0.25, y.numel()
+    assert abs((1 - kept.float().mean().item()) - p) <= 4 * (p * (1 - p) / n) ** 0.5
+    dense = ref.l1(x.detach()) / (1 - p)
+    torch.testing.assert_close(y[kept], dense[kept], rtol=1e-5, atol=1e-6)
+    want = (g * kept / (1 - p)) @ ref.l1.weight
+    torch.testing.assert_close(x.grad, want, rtol=1e-4, atol=1e-5)
