@@ -172,3 +172,45 @@ def test_a_view_of_an_input_read_by_several_kernels_is_not_stored(tmp_path):
     assert [n.op for n in g.nodes].count("reshape") == 2  # one each for the two reductions
     t = translate(p, "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1))
     assert t.verdict.accepted, t.verdict.line()
+
+
+STEPS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    \"\"\"A recurrence's shape: one projection of every time step, each step's slice read by two gates.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 16)
+
+    def forward(self, x):
+        p = self.proj(x) * 2.0  # [B, T, 16], stored once
+        h = torch.zeros(x.shape[0], 16)
+        for t in range(3):
+            s = p[:, t]
+            h = torch.sigmoid(s) * h + torch.tanh(s)
+        return h
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_slice_of_a_stored_value_read_by_several_kernels_is_not_copied(tmp_path):
+    """Each step's slice of the projection (`p[:, t]`, a slice then a reshape) feeds two gate kernels:
+    found in GRU training graphs as one copy kernel per time step. Each gate reads the projection
+    through its own index: no group is a lone slice or reshape, and the module verifies."""
+    p = tmp_path / "steps.py"
+    p.write_text(STEPS)
+    t = build(p, "cpp", "cpu")
+    lone = [grp for grp in t.plan.groups if all(n.op in ("slice", "reshape") for n in grp.nodes)]
+    assert not lone, str(t.plan)
+    t = translate(p, "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.line()

@@ -123,14 +123,43 @@ class ChannelsLast(RewritePass):
 PER_USE = ("pointwise", "movement", "reduction")  # kernels that read a view through their own index
 
 
+def _slice_chain(v: Node, users: dict[Node, list[Node]], outputs: set[int]) -> list[Node] | None:
+    """`v` and the views below it, top first, where they slice any value (a time step of a recurrence's
+    input projection, `unbind`'s pieces: a slice, then a reshape dropping its axis) and each view below
+    `v` is read by the next alone; None otherwise."""
+    chain, n = [v], v
+    while n.op in (*VIEW_OPS, "slice") and id(n) not in outputs and n.args and n.args[0] is not None:
+        below = n.args[0]
+        if below.op not in (*VIEW_OPS, "slice") or len(users[below]) != 1 or id(below) in outputs:
+            break
+        chain.append(below)
+        n = below
+    if chain[-1].op not in (*VIEW_OPS, "slice") or not any(m.op == "slice" for m in chain):
+        return None
+    return chain
+
+
+def _copy_chain(g: Graph, chain: list[Node], users: dict[Node, list[Node]]) -> Node:
+    """A copy of a chain of views (top first), reading the same source (`users` kept up to date);
+    returns the copy of the top."""
+    below = chain[-1].args[0]
+    for m in reversed(chain):
+        c = g.add(m.op, [below, *m.args[1:]], dict(m.attrs), type=m.type, name=m.name)
+        c.meta.update(m.meta)
+        users.setdefault(below, []).append(c)
+        below = c
+    return below
+
+
 @register
 @dataclass(frozen=True)
 class ViewsPerUse:
-    """A view (reshape, expand, permute) of an input or parameter read by several kernels: a copy of the
-    view node for each pointwise or reduction consumer, so each kernel reads the source through its own
-    index and nothing is stored (fusion materialises a value used twice: a group norm's reshaped input
-    was copied whole, then read three times). Other consumers (a GEMM, which reads a view in place or
-    copies it once; a library call) share the original."""
+    """A view (reshape, expand, permute) of an input or parameter, or a slice of any value (with the
+    views over it), read by several kernels: a copy of the view for each pointwise or reduction consumer,
+    so each kernel reads the source through its own index and nothing is stored (fusion materialises a
+    value used twice: a group norm's reshaped input was copied whole, then read three times; a recurrence's
+    input projection was copied one time step at a time). Other consumers (a GEMM, which reads a view in
+    place or copies it once; a library call) share the original."""
 
     name: ClassVar[str] = "views"
 
@@ -138,18 +167,21 @@ class ViewsPerUse:
         users = g.users()
         outputs = {id(o) for o in g.outputs}
         changed = False
-        for v in list(g.nodes):
+        for v in reversed(list(g.nodes)):  # the last view of a chain first: its copies make the next several
+            chain = _slice_chain(v, users, outputs)
             src = v.args[0] if v.args else None
-            if v.op not in VIEW_OPS or src is None or src.op not in ("input", "param") or id(v) in outputs:
+            if chain is None and (v.op not in VIEW_OPS or src is None or src.op not in ("input", "param")
+                                  or id(v) in outputs):
                 continue
             readers = list({id(u): u for u in users[v]}.values())
             own = [u for u in readers if fusion_kind(u) in PER_USE]
             if len(readers) < 2 or not own:
                 continue
             for u in own[1:] if len(own) == len(readers) else own:  # the original serves one, or the rest
-                c = g.add(v.op, list(v.args), dict(v.attrs), type=v.type, name=v.name)
-                c.meta.update(v.meta)
+                c = _copy_chain(g, chain or [v], users)
                 u.args = tuple(c if a is v else a for a in u.args)
+                users[v] = [w for w in users[v] if w is not u]
+                users[c] = [u]
                 trace.record(Firing(self.name, "view-per-use", v.name, f"read by {len(readers)} kernels",
                                     f"%{c.name} for %{u.name}"))
                 changed = True
