@@ -6,7 +6,7 @@ lift, passes, lowering, rendering and sandboxed verification as `akg translate`;
 stay torch calls inside the written module (`--allow-opaque`), and the report names them. A written
 module is specialised to its input sizes (its guard checks them), so the compiled graph dispatches on
 the sizes of each call: a new size translates once more, up to `max_compiles`, then that graph runs as
-torch with one warning. Written modules are cached on disk by graph, sizes, target, DSL and versions.
+torch with one warning. Written modules are cached on disk by graph, sizes, target, DSL, versions and akg's source.
 A graph that needs gradients goes through AOTAutograd (`dynamo_train`): its forward and backward graphs
 are each written and verified like an inference graph.
 """
@@ -40,6 +40,7 @@ from .dynamo_train import compile_inference, compile_training
 from .translate import translate
 from .tuning_db import versions
 from .verifier.candidate import first_line
+from .version import source_stamp
 
 _PROBLEM = '''"""A graph captured by torch.compile (dynamo) for akg; {gm_file} holds the graph and its inputs."""
 from pathlib import Path
@@ -318,7 +319,7 @@ class CompiledGraph:
         # the cache entry is keyed by every input's size (the weights' too: they are not in the graph's code)
         every = self.sizes.envelope(args) if self.sizes is not None else tuple(_meta(a) for a in args)
         h = hashlib.sha256("\n".join([self.gm.code, spec, repr(every), self.report.dsl, self.report.target,
-                                      versions(get_backend(self.report.dsl).manifest)]).encode())
+                                      versions(get_backend(self.report.dsl).manifest), source_stamp()]).encode())
         for k, v in sorted(self.gm.state_dict().items()):  # constants the graph holds: part of its meaning
             h.update(k.encode() + v.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         digest = h.hexdigest()[:24]

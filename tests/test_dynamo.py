@@ -127,6 +127,25 @@ def test_second_compile_is_served_from_the_disk_cache(tmp_path):
     assert [(g.translations, g.cache_hits) for g in again.graphs] == [(0, 2)]
 
 
+def test_a_change_to_akgs_source_is_a_cache_miss(tmp_path, monkeypatch):
+    """The cache is keyed by akg's source as well as its version: after a `git pull` (same version, other
+    passes) a graph is written again, not served as the older checkout wrote it."""
+    import akg_agent.dynamo
+    from akg_agent.version import stamp_of
+
+    tree = tmp_path / "tree"
+    (tree / "ir").mkdir(parents=True)
+    (tree / "ir" / "passes.py").write_text("A = 1\n")
+    before = stamp_of(tree)
+    assert stamp_of(tree) == before
+    (tree / "ir" / "passes.py").write_text("A = 2\n")
+    assert stamp_of(tree) != before
+    sizes = [(2, 8)]
+    assert [(g.translations, g.cache_hits) for g in _run("mlp", "cpp", "cpu", sizes, str(tmp_path)).graphs] == [(1, 0)]
+    monkeypatch.setattr(akg_agent.dynamo, "source_stamp", lambda: "another-checkout")
+    assert [(g.translations, g.cache_hits) for g in _run("mlp", "cpp", "cpu", sizes, str(tmp_path)).graphs] == [(1, 0)]
+
+
 def test_sizes_beyond_the_limit_run_as_torch_with_one_warning(tmp_path):
     torch.manual_seed(0)
     model = MLP().eval()
