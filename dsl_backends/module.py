@@ -299,9 +299,12 @@ def declared_calls(prog: KernelProgram) -> list[str]:
     return out
 
 
-# a buffer this large is allocated on 2 MiB pages on the host: a fresh 4 KiB-page buffer faults once per
-# page on its first write, which cost several times the kernel's own time (README, Measured: "huge pages")
-HUGE_PAGE_MIN_BYTES = 4 << 20
+# a buffer this large is allocated on 2 MiB pages on the host: glibc maps every block of 32 MiB or more
+# fresh, and a fresh 4 KiB-page buffer faults once per page on its first write, which cost several times the
+# kernel's own time (docs/measured.md: "huge pages"). Smaller blocks come back from glibc's heap already
+# touched: as fast either way in a loop (benchmarks/results/archive/cpu-huge-pages-steady-2026-11-29.txt),
+# and marking them risks a stall while the kernel compacts memory for the huge page
+HUGE_PAGE_MIN_BYTES = 32 << 20
 
 HUGE_EMPTY = '''
 _AKG_HUGE = 1 << 21
