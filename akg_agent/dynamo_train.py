@@ -23,6 +23,7 @@ _aten = torch.ops.aten
 # forward ops whose extra outputs (a norm's mean and reciprocal deviation) the backward graph reads
 DECOMPOSED = [
     _aten.native_layer_norm, _aten.native_group_norm, _aten._native_batch_norm_legit_functional,
+    _aten._native_batch_norm_legit,  # its no_stats overload: instance norm in training (no running statistics)
     _aten.native_batch_norm, _aten.native_dropout,
     _aten.threshold_backward, _aten.gelu_backward, _aten.silu_backward, _aten.sigmoid_backward,
     _aten.tanh_backward, _aten.hardtanh_backward, _aten.leaky_relu_backward, _aten.elu_backward,

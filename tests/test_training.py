@@ -59,6 +59,18 @@ class PoolNet(nn.Module):
         return F.cross_entropy(self.fc(F.max_pool2d(F.relu(self.c1(x)), 3, 2, 1).flatten(1)), y)
 
 
+class InstanceNet(nn.Module):
+    """Instance norm in training (batch norm's no-statistics form, `_native_batch_norm_legit.no_stats`:
+    KernelBench level 2 #17 ran its forward as torch before it was decomposed), then a mean and a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1, self.norm, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.InstanceNorm2d(8), nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(self.fc(F.relu(self.norm(self.c1(x))).mean((2, 3))), y)
+
+
 def _twins(cls: type[nn.Module]) -> tuple[nn.Module, nn.Module]:
     torch.manual_seed(0)
     a = cls()
@@ -75,8 +87,9 @@ def _step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, li
 
 
 @pytest.mark.parametrize("cls,shape,kept", [(MLP, (8, 16), []), (ConvNet, (4, 3, 10, 10), []),
-                                           (PoolNet, (4, 3, 10, 10), ["aten.scatter_add.default"])],
-                         ids=["mlp", "convnet", "maxpool"])
+                                           (PoolNet, (4, 3, 10, 10), ["aten.scatter_add.default"]),
+                                           (InstanceNet, (4, 3, 10, 10), [])],
+                         ids=["mlp", "convnet", "maxpool", "instancenorm"])
 def test_forward_and_backward_are_akg_kernels_and_match_eager(cls, shape, kept, tmp_path):
     model, ref = _twins(cls)
     compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path))
