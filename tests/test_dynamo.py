@@ -74,6 +74,15 @@ MODELS = {
 SIZES = [(1, 8), (3, 8), (8, 8), (17, 8)]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    """Each test compiles afresh: dynamo guards a compiled frame on the module's code and input sizes, not on
+    its instance (parameters are inputs), so a frame an earlier test compiled with another backend (the same
+    MLP, the same sizes) would otherwise serve this test's calls and its backend would never see a graph."""
+    torch._dynamo.reset()
+    yield
+
+
 def _run(name: str, dsl: str, target: str, sizes: list[tuple[int, int]], cache: str,
          dynamic: bool | None = None) -> akg_agent.dynamo.Report:
     torch.manual_seed(0)
