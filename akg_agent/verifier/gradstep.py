@@ -41,7 +41,7 @@ class GradStep(torch.nn.Module):
         self.model = model
         self.names = names
         self.__dict__["_call"] = model if call is None else call
-        self.labels: list[str] = []  # what each value of the last call is
+        self.last: tuple[int, list[int]] = (0, [])  # the last call's output count and differentiated inputs
 
     def forward(self, *inputs: Any) -> tuple[Any, ...]:
         params = dict(self.model.named_parameters())
@@ -59,15 +59,16 @@ class GradStep(torch.nn.Module):
                 raise RuntimeError("no output carries a gradient (computed outside autograd, or detached): "
                                    "write the module with `akg translate --backward`")
             grads = torch.autograd.grad(diff, wrt, _directions(diff), allow_unused=True) if diff else ()
-        self.labels = [f"output {i}" for i in range(len(outs))] + \
-            [f"the gradient of input {i}" for i in grad_in] + \
-            [f"the gradient of {n}" for n in self.names]
+        self.last = (len(outs), grad_in)  # names for a verdict, made only if one is needed (`what`)
         return (*[o.detach() if isinstance(o, torch.Tensor) else o for o in outs],
                 *[torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)])
 
 
 def what(module: Any, i: int) -> str:
     """How a verdict names value `i` of a call: a gradient by what it differentiates."""
-    if isinstance(module, GradStep) and i < len(module.labels):
-        return module.labels[i]
-    return f"output {i}"
+    if not isinstance(module, GradStep):
+        return f"output {i}"
+    n_out, grad_in = module.last
+    labels = [f"output {k}" for k in range(n_out)] + [f"the gradient of input {k}" for k in grad_in] + \
+        [f"the gradient of {n}" for n in module.names]
+    return labels[i] if i < len(labels) else f"output {i}"
