@@ -236,11 +236,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                                       "ref_max_abs_err": res.ref_max_abs_err, "vs_float64": r64 is not None})
             if res.ok:
                 continue
-            for prev_c, prev_r in history:  # an earlier answer returned for new inputs
-                if i < len(prev_c) and isinstance(c, torch.Tensor) and prev_c[i] == out_fp[i] \
-                        and prev_r[i] != fingerprint(r):
-                    raise Reject("replayed", f"{what(cand, i)} repeats an earlier answer for different inputs "
-                                             f"(cached or replayed; {label})")
+            if isinstance(c, torch.Tensor):
+                _no_replay(cand, i, out_fp[i], fingerprint(r), history, label)
             # run again on the same inputs over differently poisoned memory: an output that changes
             # was never (fully) written by the candidate
             args = [to_device(x, device) for x in raw]
@@ -330,6 +327,16 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
         raise Reject("precision", why)
 
 
+def _no_replay(cand: Any, i: int, got: Any, want: Any, history: list[tuple[list[Any], list[Any]]],
+               label: str) -> None:
+    """A wrong output `i` (fingerprint `got`, the reference's `want`) that an earlier call returned for
+    different inputs is a replay."""
+    for prev_c, prev_r in history:
+        if i < len(prev_c) and prev_c[i] == got and prev_r[i] != want:
+            raise Reject("replayed", f"{what(cand, i)} repeats an earlier answer for different inputs "
+                                     f"(cached or replayed; {label})")
+
+
 def _value_check(cand: Any, out: list[Any], ref: list[Any], r64: list[Any],
                  checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]]], label: str) -> None:
     """Each output within tolerance of torch's on the same inputs; an earlier answer repeated is a replay."""
@@ -340,9 +347,7 @@ def _value_check(cand: Any, out: list[Any], ref: list[Any], r64: list[Any],
         res = compare_chunked(c, r, policy, r64[i] if i < len(r64) and r64[i].shape == r.shape else None)
         if res.ok:
             continue
-        if any(i < len(prev) and prev[i] == fingerprint(c) for prev, _ in history):
-            raise Reject("replayed", f"{what(cand, i)} repeats an earlier answer for different inputs "
-                                     f"(cached or replayed; {label})")
+        _no_replay(cand, i, fingerprint(c), fingerprint(r), history, label)
         raise Reject("wrong_values", f"{what(cand, i)} wrong on {label}: {res.reason}")
 
 
