@@ -5,8 +5,10 @@ argument binding) than the H200 spends running them at batch 8 x 512 in bf16. Ca
 graph removes that cost, as inductor's `mode="reduce-overhead"` does, with the semantics of a plain call:
 
 - parameters and buffers (dynamo passes them as inputs) are read where they live; any other tensor input is
-  copied into the graph's own buffer before each replay (skipped where the caller passes that very buffer);
-  a parameter moved to new storage is copied the same way, so replays never read stale values;
+  copied into the graph's own buffer before each replay (skipped where the caller passes that very buffer),
+  the memory span it covers copied whole so the buffer keeps the input's strides (an expanded gradient's
+  zero strides too), all copies in one `_foreach_copy_`; a parameter moved to new storage is copied the same
+  way, so replays never read stale values;
 - outputs are cloned out of the graph's memory pool, so a later call never overwrites a returned tensor;
 - only graphs that neither mutate their inputs nor draw random numbers are captured (`ineligible`);
 - the capture's first replay must equal the plain call on the same inputs, bit for bit, or the graph is
@@ -71,6 +73,20 @@ def static_inputs(gm: torch.fx.GraphModule, args: Sequence[Any]) -> list[bool]:
             for a, p in zip(args, names)]
 
 
+def _span(t: torch.Tensor) -> torch.Tensor:
+    """The memory `t` covers, from its first element to its last, as a flat tensor (gaps included)."""
+    n = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride())) if t.numel() else 0
+    return t.as_strided((n,), (1,))
+
+
+def _own(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A buffer laid out as `t` (its strides kept), holding `t`'s values, and the flat span behind it."""
+    src = _span(t)
+    base = torch.empty(src.shape, dtype=t.dtype, device=t.device)
+    base.copy_(src)
+    return base.as_strided(t.shape, t.stride()), base
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
@@ -86,6 +102,7 @@ class Replayed:
         self.calls = 0
         self.graph: torch.cuda.CUDAGraph | None = None
         self.ins: list[Any] = []
+        self.spans: list[torch.Tensor | None] = []  # the flat memory behind each input the graph owns
         self.outs: tuple[Any, ...] = ()
         self.failed = False
 
@@ -105,7 +122,8 @@ class Replayed:
         return want
 
     def _capture(self, args: Sequence[Any]) -> None:
-        self.ins = [a if s or not isinstance(a, torch.Tensor) else a.clone() for a, s in zip(args, self.static)]
+        owned = [_own(a) if isinstance(a, torch.Tensor) and not s else (a, None) for a, s in zip(args, self.static)]
+        self.ins, self.spans = [a for a, _ in owned], [b for _, b in owned]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         try:
@@ -124,8 +142,19 @@ class Replayed:
 
     def _replay(self, args: Sequence[Any]) -> tuple[Any, ...]:
         assert self.graph is not None
-        for a, mine in zip(args, self.ins):
-            if isinstance(a, torch.Tensor) and a.data_ptr() != mine.data_ptr():
+        dst: list[torch.Tensor] = []
+        src: list[torch.Tensor] = []
+        for a, mine, span in zip(args, self.ins, self.spans):
+            if not isinstance(a, torch.Tensor) or a.data_ptr() == mine.data_ptr() and a.stride() == mine.stride():
+                continue
+            if a.stride() == mine.stride() and span is not None:
+                dst.append(span)
+                src.append(_span(a))
+            elif torch._debug_has_internal_overlap(mine) == 0:  # other strides: copied element by element
                 mine.copy_(a)
+            else:  # an expanded buffer cannot take other strides' values: this call runs plainly
+                return self.fn(*args)
+        if dst:
+            torch._foreach_copy_(dst, src)
         self.graph.replay()
         return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in self.outs)

@@ -272,7 +272,7 @@ class CompiledGraph:
     def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference",
                  replayable: bool = False):
         self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
-        self.replayable = replayable  # an inference graph: a CUDA graph may replay it (`cuda_graphs`)
+        self.replayable = replayable  # a CUDA graph may replay it (`cuda_graphs`)
         self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
         # another way to write the graph where its problem file fails (at these arguments)
         self.retry: Callable[[Sequence[Any]], Callable[..., Any]] | None = None
@@ -450,13 +450,12 @@ class AkgBackend:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         dsl, target = _pick(self.opts, example_inputs)
 
-        def written(g: torch.fx.GraphModule, kind: str, replayable: bool = False) -> CompiledGraph:
+        def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
+            """Each graph, a training step's forward and backward too, replayed as a CUDA graph where eligible."""
             rep = GraphReport(f"{name}.{kind}" if kind != "inference" else name, dsl, target)
             self.report.graphs.append(rep)
-            return CompiledGraph(g, self.opts, rep, kind=kind, replayable=replayable)
+            return CompiledGraph(g, self.opts, rep, kind=kind, replayable=True)
 
-        def inference(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
-            return written(g, kind, replayable=True)
         if _needs_grad(example_inputs):
             if self.opts.training == "akg":
                 return compile_training(gm, example_inputs, written)
@@ -467,11 +466,11 @@ class AkgBackend:
             return torch._dynamo.lookup_backend(self.opts.fallback)(gm, example_inputs)
         if cuda_graphs.writes_in_place(gm):  # AOTAutograd's functional graph, its writes copied back to the
             # caller's tensors by AOTAutograd after each call (a written module would return values only)
-            return compile_inference(gm, example_inputs, inference)
-        graph = written(gm, "inference", replayable=True)
+            return compile_inference(gm, example_inputs, written)
+        graph = written(gm, "inference")
         if _batched(gm):  # torch.vmap inside (a mask): where its problem file cannot replay it, AOTAutograd's
             # ATen graph of it is written instead
-            graph.retry = lambda args: compile_inference(gm, args, inference)
+            graph.retry = lambda args: compile_inference(gm, args, written)
         return graph
 
 

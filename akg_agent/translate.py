@@ -105,8 +105,11 @@ def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True
     layout = ",kmajor" if kmajor else ""  # after the marks: a GEMM left to the library keeps its layout
     # before K-major: a split GEMM is batched, its B chunks read in place rather than copied
     layout = (f",splitk{{units={splitk}}}" if splitk > 0 else "") + layout
-    # a backend whose GEMM packs both operands reads a transposed input in place (manifest kind "transposed")
-    fuse = "fuse{transposed=1}" if "transposed" in backend.manifest.kinds else "fuse"
+    # a backend whose GEMM packs both operands reads a transposed input in place (manifest kind "transposed"),
+    # one whose tensor cores load 16-bit tiles transposed reads 16-bit ones so ("transposed16")
+    kinds = backend.manifest.kinds
+    fuse = "fuse{transposed=8}" if "transposed" in kinds else "fuse{transposed=2}" if "transposed16" in kinds \
+        else "fuse"
     # a backend whose row kernel would gather a row across a strided axis keeps such rows split
     row = ",rows{strided=0}" if "contiguous_rows" in backend.manifest.kinds else ",rows"
     last = (",channelslast" if channels_last else "") + (",tphases" if phases else "")

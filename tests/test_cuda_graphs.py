@@ -4,13 +4,15 @@ never overwritten, and a call whose launches read host state dropped back to pla
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import akg_agent
-from akg_agent.cuda_graphs import Replayed, ineligible, static_inputs
+from akg_agent.cuda_graphs import Replayed, _own, ineligible, static_inputs
 from akg_agent.dynamo import Options
 from ir.errors import AkgError
 
@@ -72,6 +74,44 @@ def test_cuda_graphs_option_is_checked():
     assert Options.of({}).cuda_graphs == "auto"
     with pytest.raises(AkgError, match="cuda_graphs='always': choose 'auto' or 'off'"):
         Options.of({"cuda_graphs": "always"})
+
+
+def test_a_graphs_own_input_buffer_keeps_the_inputs_strides():
+    """A backward graph's incoming gradient of a sum is an expanded scalar (zero strides): its buffer keeps
+    that layout, the one the module was captured reading."""
+    base = torch.arange(24.0).reshape(4, 6)
+    for t in (base.t(), base[:, 1:4], torch.ones(()).expand(3, 5), torch.arange(3.0).reshape(3, 1).expand(3, 4)):
+        mine, span = _own(t)
+        assert mine.stride() == t.stride() and torch.equal(mine, t)
+        assert span.numel() == (1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride())))
+        assert mine.data_ptr() == span.data_ptr() and mine.data_ptr() != t.data_ptr()
+
+
+@pytest.mark.gpu
+def test_training_steps_replay_forward_and_backward(tmp_path):
+    """A training step's forward and backward graphs each replayed: the losses and the weights follow
+    eager's step for step, the batch new each step, the incoming gradient an expanded scalar (a sum's) on
+    some steps and a dense tensor on others."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)).cuda()
+    ours = copy.deepcopy(model)
+    compiled = akg_agent.compile(ours, cache_dir=str(tmp_path), seeds=(0,))
+    opts = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (model, ours)]
+    for step in range(6):
+        x = torch.randn(16, 32, device="cuda")
+        losses = []
+        for fn, opt in zip((model, compiled), opts):
+            opt.zero_grad()
+            loss = fn(x).sum() / 128 if step in (1, 2, 4) else fn(x).square().mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+    for p, q in zip(ours.parameters(), model.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    graphs = compiled.akg_report.graphs
+    assert [g.name.split(".")[-1] for g in graphs] == ["forward", "backward"]
+    assert all(g.replayed == 1 for g in graphs), [g.notes for g in graphs]
 
 
 @pytest.mark.gpu

@@ -5,6 +5,9 @@ launch overhead), the number of kernels a call launches, and the kernels that ta
 each with its share. akg's written modules are copied beside the report, so a slow kernel can be read.
 
     python benchmarks/models/kernel_profile.py --sizing gpu --dtype bf16 --models gpt2,llama --out runs/prof
+
+`--train` profiles a training step instead (forward, a mean-square loss, backward; fp32 master weights,
+bf16 through autocast as `train.py` trains).
 """
 
 from __future__ import annotations
@@ -44,11 +47,22 @@ def kernels(fn: Any, xs: list[torch.Tensor], calls: int) -> dict[str, Any]:
         wall = (time.perf_counter() - t0) / calls
     rows = [e for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA]
     gpu = sum(e.self_device_time_total for e in rows) / calls / 1e6
-    top = sorted(rows, key=lambda e: e.self_device_time_total, reverse=True)[:15]
+    top = sorted(rows, key=lambda e: e.self_device_time_total, reverse=True)[:25]
     return {"wall_s": wall, "gpu_s": gpu, "kernels_per_call": sum(e.count for e in rows) / calls,
             "top": [{"kernel": e.key[:160], "us_per_call": e.self_device_time_total / calls,
                      "share": e.self_device_time_total / calls / 1e6 / gpu if gpu else 0.0,
                      "count_per_call": e.count / calls} for e in top]}
+
+
+def step_of(fn: Any, model: torch.nn.Module, dtype: str) -> Any:
+    """A training step of `fn` (its gradients dropped first, as `zero_grad` does)."""
+    def step(*xs: torch.Tensor) -> None:
+        for q in model.parameters():
+            q.grad = None
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+            out = fn(*xs)
+        out.float().square().mean().backward()
+    return step
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,38 +72,41 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="gpt2,llama")
     p.add_argument("--modes", default="eager,inductor,akg")
     p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--train", action="store_true", help="a training step (forward and backward), not a forward")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("kernel_profile.py reads GPU kernels: run it where torch.cuda.is_available()")
     torch._dynamo.config.allow_rnn = True
     args.out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"meta": {"sizing": args.sizing, "dtype": args.dtype,
+    report: dict[str, Any] = {"meta": {"sizing": args.sizing, "dtype": args.dtype, "train": args.train,
                                        **provenance(["benchmarks/models/kernel_profile.py", *(argv or sys.argv[1:])])},
                               "models": {}}
     lines = []
     for name in args.models.split(","):
-        model, xs = zoo.build(name, args.sizing, args.dtype)
-        model, xs = model.cuda(), [x.cuda() for x in xs]
+        model, xs = zoo.build(name, args.sizing, "fp32" if args.train else args.dtype)
+        model, xs = model.cuda().train(args.train), [x.cuda() for x in xs]
         rec = report["models"].setdefault(name, {})
-        with torch.no_grad():
+        with torch.enable_grad() if args.train else torch.no_grad():
             for mode in args.modes.split(","):
                 torch._dynamo.reset()
-                fn = contender(mode, model)
+                compiled = contender(mode, model)
+                fn = step_of(compiled, model if mode == "eager" else compiled, args.dtype) if args.train else compiled
                 t0 = time.perf_counter()
                 fn(*xs)
                 torch.cuda.synchronize()
                 rec[mode] = {"first_call_s": time.perf_counter() - t0, **kernels(fn, xs, args.calls)}
                 if mode.startswith("akg"):
-                    rec[mode]["graphs"] = [g.line() for g in fn.akg_report.graphs]
-                    rec[mode]["notes"] = [n for g in fn.akg_report.graphs for n in g.notes]
+                    rec[mode]["graphs"] = [g.line() for g in compiled.akg_report.graphs]
+                    rec[mode]["notes"] = [n for g in compiled.akg_report.graphs for n in g.notes]
                 r = rec[mode]
-                lines.append(f"== {name} {args.dtype} {mode}: wall {r['wall_s'] * 1e3:.3f} ms, gpu "
+                what = f"{args.dtype} train" if args.train else args.dtype
+                lines.append(f"== {name} {what} {mode}: wall {r['wall_s'] * 1e3:.3f} ms, gpu "
                              f"{r['gpu_s'] * 1e3:.3f} ms, {r['kernels_per_call']:.0f} kernels/call, "
                              f"first {r['first_call_s']:.1f} s")
                 lines += [f"   {k['us_per_call']:9.1f} us {k['share'] * 100:5.1f}% x{k['count_per_call']:.0f} "
                           f"{k['kernel']}" for k in r["top"]]
-                print("\n".join(lines[-16:]), flush=True)
+                print("\n".join(lines[-26:]), flush=True)
     cache = cache_dir() / "compiled"
     if cache.is_dir():  # the written modules, to read the slow kernels in (not their graphs: those hold weights)
         with tarfile.open(args.out / "akg-modules.tar.gz", "w:gz") as tar:

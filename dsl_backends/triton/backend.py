@@ -122,11 +122,13 @@ def _matmul_default(k: Kernel, target: HardwareModel) -> Schedule:
 
 
 def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
-    K = gemm_dims(k)[2]
+    M, N, K, _ = gemm_dims(k)
     # a K step wider than K only pads; where one step covers K, pipeline stages have nothing to overlap
     steps = [bk for bk in (32, 64) if bk == 32 or K > 32]
+    # a tile wider than its padded dimension only multiplies zeros (attention's P @ V over 64 columns)
     space = [Schedule(BM=bm, BN=bn, BK=bk, GROUP_M=8, num_warps=w, num_stages=s)
-             for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in steps
+             for bm in (32, 64, 128) if bm <= max(32, pow2(M))
+             for bn in (32, 64, 128, 256) if bn <= max(32, pow2(N)) for bk in steps
              for w in (4, 8) for s in ((2, 3, 4) if K > bk else (2,))]
     if _split_precision(k, target):  # 3xTF32: tensor cores at fp32 accuracy, which the verifier checks
         space += [s.replace(input_precision="tf32x3") for s in space]

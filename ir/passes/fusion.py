@@ -24,17 +24,19 @@ ANCHORS = ("reduction", "contraction", "window", "scan", "composite", "opaque")
 PROLOGUE_OK = ("reduction", "window", "scan", "composite")  # contractions take raw operands
 
 
-def in_place_view(v: Node, grp: Group, transposed: bool = False) -> bool:
+def in_place_view(v: Node, grp: Group, transposed: int = 0) -> bool:
     """`v` is a view of an input or parameter (its group nothing but that chain) whose innermost axis is
     the source's: a GEMM reads it through its own index, as coalesced as the source, instead of a copy
     (split-K's reshaped operands, a batch axis moved). A view that moves the innermost axis (a
-    transpose) stays a copy: GPU GEMM tiles want their K or N axis contiguous; with `transposed` (a
-    backend whose GEMM packs both operands itself) it too is read in place, by the packing."""
+    transpose) stays a copy where its elements are wider than `transposed` bytes: GPU GEMM tiles of
+    32-bit operands want their K axis contiguous, while tensor cores load 16-bit tiles transposed
+    (a backward pass's X^T and P^T, read in place: `transposed=2`), and a backend whose GEMM packs
+    both operands itself reads any transpose (`transposed=8`)."""
     got = view_strides(v, ("input", "param"))
     if got is None or any(m.op not in VIEW_OPS for m in grp.nodes):
         return False
     strides = got[1]
-    return transposed or not strides or strides[-1] == 1 or v.type.shape[-1] == 1
+    return v.type.itemsize <= transposed or not strides or strides[-1] == 1 or v.type.shape[-1] == 1
 
 
 def fusion_kind(n: Node) -> str:
@@ -98,8 +100,9 @@ class FusionPlan:
         }
 
 
-def fuse(g: Graph, transposed: bool = False) -> FusionPlan:
-    """Kernel groups over `g` (`transposed`: GEMMs read transposed views of inputs in place)."""
+def fuse(g: Graph, transposed: int = 0) -> FusionPlan:
+    """Kernel groups over `g` (`transposed`: GEMMs read transposed views of inputs with elements of at
+    most this many bytes in place, `in_place_view`)."""
     users = g.users()
     outputs = {id(o) for o in g.outputs}
     groups: list[Group] = []
@@ -262,13 +265,14 @@ def to_dot(g: Graph, plan: FusionPlan | None = None) -> str:
 @dataclass(frozen=True)
 class FuseKernels:
     """Plans kernel groups: sets `g.plan` (a graph rewrite after it drops the plan again). `transposed`:
-    the backend's GEMM packs its operands, so a transposed view of an input is read in place."""
+    a GEMM reads a transposed view of an input in place where its elements are at most this many bytes
+    (`in_place_view`; 0: never)."""
 
     name: ClassVar[str] = "fuse"
     transposed: int = 0
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        g.plan = fuse(g, bool(self.transposed))
+        g.plan = fuse(g, self.transposed)
         trace.record(Firing(self.name, "plan", g.outputs[0].name if g.outputs else g.name, f"{len(g.nodes)} values",
                             f"{len(g.plan.groups)} kernel groups"))
         return False  # the graph itself is unchanged
