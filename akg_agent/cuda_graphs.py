@@ -10,6 +10,9 @@ graph removes that cost, as inductor's `mode="reduce-overhead"` does, with the s
   zero strides too), all copies in one `_foreach_copy_`; a parameter moved to new storage is copied the same
   way, so replays never read stale values;
 - outputs are cloned out of the graph's memory pool, so a later call never overwrites a returned tensor;
+  except a training forward's saved activations, handed over in the pool: its backward graph, captured
+  reading them there, copies nothing, and while any is still held (its backward has not run) the forward
+  runs as written instead of replaying over it (the storage's use count against the one at capture);
 - only graphs that neither mutate their inputs nor draw random numbers are captured (`ineligible`);
 - the capture's first replay must equal the plain call on the same inputs, bit for bit, or the graph is
   dropped and the module runs as written (a kernel that reads a host value at launch would differ).
@@ -18,12 +21,16 @@ graph removes that cost, as inductor's `mode="reduce-overhead"` does, with the s
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 import torch.fx
 
+# the address of each saved activation a forward graph's replays leave in its pool: its backward graph reads
+# them there (`Replayed._capture`)
+_HANDED: dict[int, weakref.ref[Replayed]] = {}
 RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "poisson", "exponential")
 
 
@@ -87,6 +94,18 @@ def _own(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return base.as_strided(t.shape, t.stride()), base
 
 
+def _uses(t: torch.Tensor) -> int:
+    """How many tensors hold `t`'s storage."""
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+def _lent(a: torch.Tensor) -> bool:
+    """`a` is a saved activation a replayed forward graph handed over in its pool."""
+    owner = _HANDED.get(a.data_ptr())
+    graph = owner() if owner is not None else None
+    return graph is not None and graph.graph is not None
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
@@ -97,13 +116,17 @@ class Replayed:
     """`fn` (a written module's call, its outputs a tuple) run plainly on its first call, captured on its
     second, and replayed from then on. `note` receives one line on a capture that failed or differed."""
 
-    def __init__(self, fn: Callable[..., tuple[Any, ...]], static: list[bool], note: Callable[[str], None]):
+    def __init__(self, fn: Callable[..., tuple[Any, ...]], static: list[bool], note: Callable[[str], None],
+                 saved_from: int | None = None):
         self.fn, self.static, self.note = fn, static, note
+        self.saved_from = saved_from  # a training forward: its outputs from here on are saved activations
         self.calls = 0
         self.graph: torch.cuda.CUDAGraph | None = None
         self.ins: list[Any] = []
         self.spans: list[torch.Tensor | None] = []  # the flat memory behind each input the graph owns
+        self.borrowed: dict[int, tuple[int, tuple[int, ...]]] = {}  # input -> (address, strides) in a forward's pool
         self.outs: tuple[Any, ...] = ()
+        self.handed: dict[int, int] = {}  # output handed over in the pool -> its storage's use count at capture
         self.failed = False
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
@@ -116,13 +139,18 @@ class Replayed:
         self._capture(args)
         if self.graph is not None:
             got = self._replay(args)
-            if len(got) != len(want) or not all(_same(g, w) for g, w in zip(got, want)):
-                self.graph, self.failed = None, True
-                self.note("CUDA graph dropped: its replay differed from the plain call on the same inputs")
+            if len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want)):
+                return got  # a forward's saved activations handed over from this call on
+            self.graph, self.failed = None, True
+            self.note("CUDA graph dropped: its replay differed from the plain call on the same inputs")
         return want
 
     def _capture(self, args: Sequence[Any]) -> None:
-        owned = [_own(a) if isinstance(a, torch.Tensor) and not s else (a, None) for a, s in zip(args, self.static)]
+        # a forward's saved activation is read where its replay left it; any other input gets a buffer
+        self.borrowed = {i: (a.data_ptr(), a.stride()) for i, (a, s) in enumerate(zip(args, self.static))
+                         if isinstance(a, torch.Tensor) and not s and _lent(a)}
+        owned = [_own(a) if isinstance(a, torch.Tensor) and not s and i not in self.borrowed else (a, None)
+                 for i, (a, s) in enumerate(zip(args, self.static))]
         self.ins, self.spans = [a for a, _ in owned], [b for _, b in owned]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -139,13 +167,27 @@ class Replayed:
                       " runs without")
             return
         self.graph = graph
+        self.ins = [None if i in self.borrowed else a for i, a in enumerate(self.ins)]  # the forward's pool keeps them
+        if self.saved_from is not None:  # saved activations in the pool (not an input's memory) are handed over
+            held = {a.untyped_storage().data_ptr() for a in self.ins if isinstance(a, torch.Tensor)}
+            pooled = [i for i, o in enumerate(self.outs) if i >= self.saved_from and isinstance(o, torch.Tensor)
+                      and o.untyped_storage().data_ptr() not in held]
+            self.handed = {i: _uses(self.outs[i]) for i in pooled}
+            for i in pooled:
+                _HANDED[self.outs[i].data_ptr()] = weakref.ref(self)
 
     def _replay(self, args: Sequence[Any]) -> tuple[Any, ...]:
         assert self.graph is not None
+        moved = any(args[i].data_ptr() != ptr or args[i].stride() != st for i, (ptr, st) in self.borrowed.items())
+        if moved or any(_uses(self.outs[i]) != uses for i, uses in self.handed.items()):
+            # an activation saved elsewhere (its forward ran as written), or one handed over still held (its
+            # backward has not run: a replay would overwrite it): this call runs as written
+            return self.fn(*args)
         dst: list[torch.Tensor] = []
         src: list[torch.Tensor] = []
         for a, mine, span in zip(args, self.ins, self.spans):
-            if not isinstance(a, torch.Tensor) or a.data_ptr() == mine.data_ptr() and a.stride() == mine.stride():
+            if not isinstance(a, torch.Tensor) or mine is None or a.data_ptr() == mine.data_ptr() \
+                    and a.stride() == mine.stride():
                 continue
             if a.stride() == mine.stride() and span is not None:
                 dst.append(span)
@@ -157,4 +199,5 @@ class Replayed:
         if dst:
             torch._foreach_copy_(dst, src)
         self.graph.replay()
-        return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in self.outs)
+        return tuple(o.clone() if isinstance(o, torch.Tensor) and i not in self.handed else o
+                     for i, o in enumerate(self.outs))

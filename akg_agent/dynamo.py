@@ -36,7 +36,7 @@ from ir.errors import AkgError
 
 from . import cuda_graphs
 from .dynamo_sizes import Sizes, sizes_of
-from .dynamo_train import compile_inference, compile_training
+from .dynamo_train import SAVED_FROM, compile_inference, compile_training
 from .translate import translate
 from .tuning_db import versions
 from .verifier.candidate import first_line
@@ -362,7 +362,8 @@ class CompiledGraph:
         if self.unreplayable:
             return fn
         self.report.replayed += 1
-        return cuda_graphs.Replayed(fn, cuda_graphs.static_inputs(self.gm, args), self._dropped)
+        return cuda_graphs.Replayed(fn, cuda_graphs.static_inputs(self.gm, args), self._dropped,
+                                    saved_from=self.gm.meta.get(SAVED_FROM))
 
     def _dropped(self, why: str) -> None:
         self.report.replayed -= 1

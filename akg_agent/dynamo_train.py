@@ -45,6 +45,8 @@ def decompositions() -> dict[Any, Callable[..., Any]]:
     return get_decompositions(DECOMPOSED)
 
 
+SAVED_FROM = "akg_saved_from"  # a training forward graph's meta: where its saved activations start (`cuda_graphs`)
+
 # a saved activation that is one of these views of another value is saved as that value and viewed again in
 # the backward graph: torch makes the view for free, a written module would copy it into a new buffer
 _SAVED_VIEWS = (_aten.t.default, _aten.transpose.int, _aten.permute.default)
@@ -57,6 +59,7 @@ def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kw: Any) -> tupl
 
     fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, **kw)
     saved_as_bases(fw, bw, kw["num_fwd_outputs"])
+    fw.meta[SAVED_FROM] = kw["num_fwd_outputs"]  # the forward's outputs from here on are saved for the backward
     return fw, bw
 
 

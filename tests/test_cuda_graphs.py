@@ -5,6 +5,7 @@ never overwritten, and a call whose launches read host state dropped back to pla
 from __future__ import annotations
 
 import copy
+import gc
 
 import pytest
 import torch
@@ -93,6 +94,7 @@ def test_training_steps_replay_forward_and_backward(tmp_path):
     eager's step for step, the batch new each step, the incoming gradient an expanded scalar (a sum's) on
     some steps and a dense tensor on others."""
     torch.manual_seed(0)
+    earlier = {id(r) for r in _replayed()}
     model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)).cuda()
     ours = copy.deepcopy(model)
     compiled = akg_agent.compile(ours, cache_dir=str(tmp_path), seeds=(0,))
@@ -112,6 +114,33 @@ def test_training_steps_replay_forward_and_backward(tmp_path):
     graphs = compiled.akg_report.graphs
     assert [g.name.split(".")[-1] for g in graphs] == ["forward", "backward"]
     assert all(g.replayed == 1 for g in graphs), [g.notes for g in graphs]
+    fw, bw = _replayed(earlier)
+    assert fw.handed and set(bw.borrowed) and not bw.handed  # the saved activations read in the forward's pool
+
+
+def _replayed(earlier: set[int] = frozenset()) -> list[Replayed]:
+    """The captured replays alive, those of ids in `earlier` left out; a training forward's first."""
+    return sorted((o for o in gc.get_objects() if isinstance(o, Replayed) and o.graph is not None
+                   and id(o) not in earlier), key=lambda r: r.saved_from is None)
+
+
+@pytest.mark.gpu
+def test_a_forward_whose_saved_activations_are_held_runs_as_written(tmp_path):
+    """Two forward passes before their backward passes (the first's activations still held): the second
+    runs as written rather than replaying over them, and both gradients are eager's."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)).cuda()
+    compiled = akg_agent.compile(copy.deepcopy(model), cache_dir=str(tmp_path), seeds=(0,))
+    params = list(compiled.parameters())
+    for _ in range(3):  # captured by now
+        torch.autograd.grad(compiled(torch.randn(16, 32, device="cuda")).square().mean(), params)
+    xs = [torch.randn(16, 32, device="cuda") for _ in range(2)]
+    losses = [compiled(x).square().mean() for x in xs]
+    got = [torch.autograd.grad(loss, params) for loss in reversed(losses)][::-1]
+    for x, g in zip(xs, got):
+        want = torch.autograd.grad(model(x).square().mean(), list(model.parameters()))
+        for a, b in zip(g, want):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.gpu

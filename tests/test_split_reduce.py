@@ -70,8 +70,40 @@ def test_chunks_give_every_unit_work_without_short_chunks():
     assert chunks(1, 1 << 20, 2, 1 << 16, 1 << 10) == 256  # never below MIN_CHUNK
 
 
+LEADING = [("sum", [0]), ("mean", [0, 1]), ("amax", [0]), ("amin", [0, 1])]
+
+
+@pytest.mark.parametrize("op,dims", LEADING, ids=[f"{o}-{len(d)}" for o, d in LEADING])
+def test_a_reduction_into_few_columns_keeps_its_value_when_split(op, dims):
+    """A bias's gradient: [tokens, columns] summed over the tokens into 12 programs' worth of columns."""
+    shape = [16, 256, 768] if len(dims) == 2 else [4096, 768]
+    g = _graph(op, shape, dims)
+    x = torch.randn(*shape, dtype=torch.float64)
+    want = run(g, [x])[0]
+    run_passes(g, "splitreduce{units=132}")
+    assert _splits(g) == 2, "the reduction was not split"
+    part = next(n for n in g.nodes if n.meta.get("split"))
+    assert part.type.shape[0] == 64  # 12 column blocks x 64 chunks: four waves of 132
+    torch.testing.assert_close(run(g, [x])[0], want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_16_bit_column_sum_takes_fp32_partials_and_rounds_once():
+    g = _graph("sum", [4096, 768], [0], dtype="bf16")
+    x = torch.randn(4096, 768).to(torch.bfloat16)
+    want = run(g, [x])[0]
+    run_passes(g, "splitreduce{units=132}")
+    parts = [n for n in g.nodes if n.meta.get("split")]
+    assert [n.type.dtype for n in parts] == ["f32", "f32"]
+    assert [n.type.dtype for n in g.nodes if n.op == "cast"] == ["f32", "bf16"]
+    got = run(g, [x])[0]
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want.float(), rtol=8e-3, atol=1e-2)
+
+
 @pytest.mark.parametrize("why,g", [
-    ("leading axis", _graph("sum", [LENGTH, 2], [0])),
+    ("many columns", _graph("sum", [LENGTH, 16384], [0])),
+    ("short columns", _graph("sum", [16, 2], [0])),
+    ("a middle axis", _graph("sum", [64, LENGTH, 2], [1])),
     ("bf16 partials", _graph("sum", [2, LENGTH], [1], dtype="bf16")),
     ("count of nonzeros", _graph("norm", [2, LENGTH], [1], ord=0.0)),
     ("many rows", _graph("sum", [256, LENGTH], [1])),
@@ -131,6 +163,33 @@ def test_the_same_program_on_a_cpu_keeps_one_kernel_per_row(tmp_path):
     # two rows on two cores: every core has a row; the whole-tensor sum (one row) is split
     t = build(_ln(tmp_path), "cpp", "cpu")
     assert any(k.kind == "rownorm" for k in t.program.kernels())
+
+
+COLS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, g, x):
+        return (g * x).sum(dim=(0, 1)), g.mean(dim=(0, 1))
+
+
+def get_inputs():
+    return [torch.randn(8, 256, 128), torch.randn(8, 256, 128)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_column_sums_split_verify_in_triton(tmp_path):
+    """A norm weight's and a bias's gradients: partial column sums over row chunks, then their sum."""
+    p = tmp_path / "cols.py"
+    p.write_text(COLS)
+    t = translate(p, "triton", "h100", tmp_path / "m.py", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.line()
+    assert sum(bool(n.meta.get("split")) for n in t.graph.nodes) == 4
 
 
 @pytest.mark.parametrize("dsl,target", [("cpp", "cpu"), ("triton", "h100"), ("pallas", "h100")])

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ..graph import Graph, Node
 from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
 from .library import LIBRARY_MARK
@@ -64,12 +66,13 @@ def _split(units: int, min_length: int, chunk_bytes: int):
 
     def rewrite(r: Rewriter, b: dict[str, Node]) -> Node | None:
         red, x = r.root, b["x"]
-        if red.meta.get("split") or red.meta.get(LIBRARY_MARK) or x.type.dtype not in ("f32", "f64") \
-                or red.attrs.get("ord") == 0:
+        if red.meta.get("split") or red.meta.get(LIBRARY_MARK) or red.attrs.get("ord") == 0:
             return None
+        if x.type.dtype not in ("f32", "f64"):
+            return _split_leading(r, red, x, units, min_length)
         k = _trailing(red)
         if k is None:
-            return None
+            return _split_leading(r, red, x, units, min_length)
         lead = list(x.type.shape[:x.type.rank - k])
         length = math.prod(x.type.shape[x.type.rank - k:])
         itemsize = 8 if x.type.dtype == "f64" else 4
@@ -102,6 +105,42 @@ def _split(units: int, min_length: int, chunk_bytes: int):
         return out if list(out.type.shape) == list(red.type.shape) else \
             r.op("reshape", [out], shape=list(red.type.shape))
     return rewrite
+
+
+COLUMNS = 64  # outputs one program of a reduction over leading axes takes (its tile's contiguous side)
+MIN_CHUNK_ROWS = 32  # rows a partial of such a reduction sums at least
+LEADING = ("sum", "mean", "amax", "amin")  # exact over chunks, and from a 16-bit input too (below)
+
+
+def _split_leading(r: Rewriter, red: Node, x: Node, units: int, min_length: int) -> Node | None:
+    """A reduction over leading axes into few columns (a bias's or a norm weight's gradient: [tokens, 768]
+    summed over the tokens is 12 programs of 64 columns for 132 SMs), as partial reductions over chunks of
+    rows, then a reduction of the partials. 16-bit sums and means take their partials in fp32 and round
+    once at the end, where torch rounds."""
+    axes = reduced_axes(red)
+    lead = len(axes)
+    if red.op not in LEADING or not axes or axes != list(range(lead)) or lead == x.type.rank \
+            or any(type(d) is not int for d in x.type.shape):
+        return None
+    rows, cols = math.prod(x.type.shape[:lead]), math.prod(x.type.shape[lead:])
+    programs = -(-cols // COLUMNS)
+    if programs >= units or rows * cols < min_length:
+        return None
+    s = 1
+    while programs * s < WAVES * units and rows % (2 * s) == 0 and rows // (2 * s) >= MIN_CHUNK_ROWS:
+        s *= 2
+    if s == 1:
+        return None
+    dtype = x.type.dtype
+    wide = dtype in ("f16", "bf16") and red.op in ("sum", "mean")
+    src = r.op("cast", [x], dtype=torch.float32) if wide else x
+    part = r.op(red.op, [r.op("reshape", [src], shape=[s, rows // s, *x.type.shape[lead:]])], dims=[1],
+                keepdim=False)
+    out = r.op(red.op, [part], dims=[0], keepdim=False)
+    part.meta["split"] = out.meta["split"] = True
+    if wide:
+        out = r.op("cast", [out], dtype=x.type.torch_dtype)
+    return out if list(out.type.shape) == list(red.type.shape) else r.op("reshape", [out], shape=list(red.type.shape))
 
 
 GEMM_TILE = 128  # the output tile a GPU GEMM template takes at its largest
