@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx
@@ -112,16 +112,48 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+class Recorder(Protocol):
+    """Captures one call and replays it: the same kernels on the same memory, the outputs rewritten in place."""
+
+    def capture(self, fn: Callable[..., tuple[Any, ...]], ins: Sequence[Any]) -> tuple[Any, ...]: ...
+
+    def replay(self) -> None: ...
+
+
+class CudaGraph:
+    """A CUDA graph on the current device (the `Recorder` the GPU path uses)."""
+
+    def __init__(self) -> None:
+        self.graph: torch.cuda.CUDAGraph | None = None
+
+    def capture(self, fn: Callable[..., tuple[Any, ...]], ins: Sequence[Any]) -> tuple[Any, ...]:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # the warm-up torch asks for before a capture
+            fn(*ins)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outs = fn(*ins)
+        self.graph = graph
+        return outs
+
+    def replay(self) -> None:
+        assert self.graph is not None
+        self.graph.replay()
+
+
 class Replayed:
     """`fn` (a written module's call, its outputs a tuple) run plainly on its first call, captured on its
-    second, and replayed from then on. `note` receives one line on a capture that failed or differed."""
+    second, and replayed from then on. `note` receives one line on a capture that failed or differed.
+    `recorder` makes the capture (a `CudaGraph`; tests pass one that replays by calling `fn` again)."""
 
     def __init__(self, fn: Callable[..., tuple[Any, ...]], static: list[bool], note: Callable[[str], None],
-                 saved_from: int | None = None):
-        self.fn, self.static, self.note = fn, static, note
+                 saved_from: int | None = None, recorder: Callable[[], Recorder] = CudaGraph):
+        self.fn, self.static, self.note, self.recorder = fn, static, note, recorder
         self.saved_from = saved_from  # a training forward: its outputs from here on are saved activations
         self.calls = 0
-        self.graph: torch.cuda.CUDAGraph | None = None
+        self.graph: Recorder | None = None
         self.ins: list[Any] = []
         self.spans: list[torch.Tensor | None] = []  # the flat memory behind each input the graph owns
         self.borrowed: dict[int, tuple[int, tuple[int, ...]]] = {}  # input -> (address, strides) in a forward's pool
@@ -152,15 +184,9 @@ class Replayed:
         owned = [_own(a) if isinstance(a, torch.Tensor) and not s and i not in self.borrowed else (a, None)
                  for i, (a, s) in enumerate(zip(args, self.static))]
         self.ins, self.spans = [a for a, _ in owned], [b for _, b in owned]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
+        graph = self.recorder()
         try:
-            with torch.cuda.stream(side):  # the warm-up torch asks for before a capture
-                self.fn(*self.ins)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                self.outs = self.fn(*self.ins)
+            self.outs = graph.capture(self.fn, self.ins)
         except Exception as e:  # noqa: BLE001 - a call that cannot be captured runs as written
             self.failed, self.ins = True, []
             self.note(f"CUDA graph not captured ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''});"
@@ -199,5 +225,7 @@ class Replayed:
         if dst:
             torch._foreach_copy_(dst, src)
         self.graph.replay()
-        return tuple(o.clone() if isinstance(o, torch.Tensor) and i not in self.handed else o
+        # a handed-over activation goes out as a new tensor on the pool's storage: whoever saves it holds that
+        # storage (what `_uses` counts), where saving the very tensor the graph holds would count nothing
+        return tuple(o if not isinstance(o, torch.Tensor) else o.detach() if i in self.handed else o.clone()
                      for i, o in enumerate(self.outs))

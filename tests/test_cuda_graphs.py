@@ -5,6 +5,7 @@ never overwritten, and a call whose launches read host state dropped back to pla
 from __future__ import annotations
 
 import copy
+import ctypes
 import gc
 
 import pytest
@@ -120,8 +121,8 @@ def test_training_steps_replay_forward_and_backward(tmp_path):
 
 def _replayed(earlier: set[int] = frozenset()) -> list[Replayed]:
     """The captured replays alive, those of ids in `earlier` left out; a training forward's first."""
-    return sorted((o for o in gc.get_objects() if isinstance(o, Replayed) and o.graph is not None
-                   and id(o) not in earlier), key=lambda r: r.saved_from is None)
+    return sorted((o for o in gc.get_objects() if type(o) is Replayed and o.graph is not None  # noqa: E721 - not
+                   and id(o) not in earlier), key=lambda r: r.saved_from is None)  # isinstance: weak proxies raise
 
 
 @pytest.mark.gpu
@@ -194,3 +195,83 @@ def test_a_call_that_reads_host_state_is_dropped_to_plain_calls():
     x = torch.ones(4, device="cuda")
     assert [float(r(x)[0][0]) for _ in range(4)] == [1.0, 2.0, 5.0, 6.0]  # capture spent 3 and 4
     assert r.graph is None and r.failed and "replay differed" in notes[0]
+
+
+def _at(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s memory as a tensor that does not hold `t`'s storage (what a captured kernel holds: an address)."""
+    st = t.untyped_storage()
+    raw = torch.frombuffer((ctypes.c_char * st.nbytes()).from_address(st.data_ptr()), dtype=torch.uint8)
+    return raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+class Emulated:
+    """A CPU stand-in for a CUDA graph: a replay calls the captured function again on the captured addresses
+    and writes its answers over the captured outputs (the same memory, new values)."""
+
+    def __init__(self) -> None:
+        self.replays = 0
+
+    def capture(self, fn, ins):
+        self.fn, self.ins = fn, [_at(a) if isinstance(a, torch.Tensor) else a for a in ins]
+        outs = fn(*ins)
+        self.outs = [_at(o) if isinstance(o, torch.Tensor) else o for o in outs]
+        return outs
+
+    def replay(self) -> None:
+        self.replays += 1
+        for mine, new in zip(self.outs, self.fn(*self.ins)):
+            if isinstance(mine, torch.Tensor):
+                mine.copy_(new)
+
+
+def _forward(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    a = torch.tanh(x @ w)
+    return a.sum(1), a, x  # the output, then what the backward needs (AOTAutograd's order)
+
+
+def _backward(a: torch.Tensor, x: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (x.t() @ ((1 - a * a) * g[:, None]),)
+
+
+def test_saved_activations_handed_over_are_never_replayed_over():
+    """A forward graph's replays hand its saved activations to the backward graph in its own memory. A
+    second forward while the first's are still held (two passes before their backward passes) runs as
+    written; the first's backward still reads its own activations; once they are released, replays resume."""
+    notes: list[str] = []
+    fw = Replayed(_forward, [False, True], notes.append, saved_from=1, recorder=Emulated)
+    bw = Replayed(_backward, [False, False, False], notes.append, recorder=Emulated)
+
+    class Step(torch.autograd.Function):  # what AOTAutograd's runtime does with the two graphs
+        @staticmethod
+        def forward(ctx, x, w):
+            y, *saved = fw(x, w)
+            ctx.save_for_backward(*saved)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, bw(*ctx.saved_tensors, g)[0]
+
+    torch.manual_seed(0)
+    w = torch.randn(8, 8, requires_grad=True)
+
+    def want(x):
+        return torch.autograd.grad(torch.tanh(x @ w).sum(1).square().sum(), w)[0]
+
+    def loss(x):
+        return Step.apply(x, w).square().sum()
+
+    for _ in range(4):  # plain, captured, replayed, replayed
+        x = torch.randn(16, 8)
+        torch.testing.assert_close(torch.autograd.grad(loss(x), w)[0], want(x))
+    assert fw.handed and set(bw.borrowed) == {0} and fw.graph.replays == bw.graph.replays == 3, notes
+    xs = [torch.randn(16, 8) for _ in range(2)]
+    losses = [loss(x) for x in xs]  # the second while the first's activations are held: as written
+    assert fw.graph.replays == 4
+    got = [torch.autograd.grad(one, w)[0] for one in reversed(losses)][::-1]
+    for x, g in zip(xs, got):
+        torch.testing.assert_close(g, want(x))
+    assert bw.graph.replays == 4  # the first's backward replayed on its own activations, the second's not
+    x = torch.randn(16, 8)
+    torch.testing.assert_close(torch.autograd.grad(loss(x), w)[0], want(x))
+    assert fw.graph.replays == bw.graph.replays == 5 and not notes
