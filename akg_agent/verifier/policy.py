@@ -191,8 +191,9 @@ def compare(cand: torch.Tensor, ref: torch.Tensor, policy: TolerancePolicy,
                                 f"{rel_l2:.3g} > {rtol:g}")
         return Comparison(ok, reason, max_abs, max_rel, True, own_max)
     if n_bad:
+        own = f"; torch's own error up to {own_max:.3g}" if own_max else ""  # noise, or a bug: the reader can tell
         return Comparison(False, f"{n_bad} of {fc.numel()} values off by up to {max_abs:.3g} "
-                                 f"(atol {atol:g}, rtol {rtol:g})", max_abs, max_rel)
+                                 f"(atol {atol:g}, rtol {rtol:g}{own})", max_abs, max_rel)
     n = max(1, fc.numel())
     rms, own_rms = (err2 / n) ** 0.5, (own2 / n) ** 0.5
     if reduced and rms > REDUCED_SLACK * own_rms + atol / 10:
