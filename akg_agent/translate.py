@@ -25,6 +25,7 @@ from ir.kernel.implicit import masked_taps
 from ir.kernel.inplace import in_place_program
 from ir.kernel.ir import Kernel, KernelProgram, LibraryCall
 from ir.kernel.lower import LoweringError, conv_kinds, lower
+from ir.kernel.merge import merge_pointwise
 from ir.kernel.schedule import Schedule, Schedules
 from ir.kernel.siblings import merge_siblings
 from ir.kernel.unroll import unroll_program
@@ -286,10 +287,13 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     prog = flatten_program(unroll_program(prog))  # small windows (pooling) as pointwise kernels; (H, W) as one axis
     if backend.stores_siblings(target):  # a value another kernel computes on the way is stored by it (one read)
         prog = replace(prog, steps=merge_siblings(prog.steps))
-    if "in_place" in backend.manifest.kinds:  # an epilogue stores over the dead GEMM or conv output it reads
-        prog = in_place_program(prog)
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
+    if "pointwise_also" in backend.manifest.kinds:  # pointwise kernels of one shape as one, several outputs
+        kept = {b.name for b in prog.outputs} | set(prog.aliases.values())
+        prog = replace(prog, steps=merge_pointwise(prog.steps, kept))
+    if "in_place" in backend.manifest.kinds:  # an epilogue stores over the dead GEMM or conv output it reads
+        prog = in_place_program(prog)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}
     return g, plan, prog, schedules
 

@@ -41,7 +41,8 @@ class Manifest:
     # kernel kinds it renders; "rownorm" (a row template) asks the planner for row fusion, "siblings"
     # says its reduce templates store a kernel's `also` outputs (ir.kernel.siblings), "transposed" that
     # its GEMM packs both operands (a transposed view of an input is read in place, not copied first),
-    # "transposed16" that its tensor-core tiles load 16-bit operands transposed (read in place so too)
+    # "transposed16" that its tensor-core tiles load 16-bit operands transposed (read in place so too),
+    # "pointwise_also" that its pointwise templates store `also` outputs (ir.kernel.merge)
     kinds: tuple[str, ...] = ("pointwise", "reduce", "matmul")
     # packages whose versions are part of a tuning measurement's key (its compiler, its runtime)
     versioned: tuple[str, ...] = ()

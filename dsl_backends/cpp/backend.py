@@ -111,14 +111,14 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
 def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Pointwise and reduce kernels: a parallel loop over the outputs, reductions as serial loops."""
     if k.kind == "pointwise" and len(k.coords) >= 2 and k.coords[-1].extent >= ROW_LOOP_MIN and \
-            math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k):
-        t = transposed_coord(k) if not k.also and interior(k) is None else None
+            math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k) and not k.also:
+        t = transposed_coord(k) if interior(k) is None else None
         return transposed_tiles(k, s, t) if t is not None else _rows_then_columns(k, s)
     p = CPrinter(STYLE, {}, indent="        ")
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)
     val = p(k.expr)
-    if streamed(k, s):
+    if streamed(k, s) and not k.also:
         return parallel(s, blocks(k.out.numel, "out", lambda ind: [
             f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_i = akg_cb; akg_i < akg_ce; ++akg_i) {{",
             *(ind + ln for ln in p.lines), f"{ind}    akg_buf[akg_i - akg_cb] = {STYLE.store(k.out.dtype, val)};",

@@ -23,8 +23,11 @@ def pointwise(k: Kernel, sched: Schedule) -> str:
     ctx = Ctx(env, [(frozenset(v.name for v in k.coords), "dmask")])
     p = Printer(ctx.render)
     val = p(k.expr)
+    also = [p(e) for _, e in k.also]  # merged kernels' outputs (ir.kernel.merge), at the same offsets
     lines += p.lines
     lines.append(f"tl.store(out_ptr + offs, {store_value(val, k.out.dtype, '[BLOCK]')}, mask=dmask)")
+    lines += [f"tl.store({b.name} + offs, {store_value(v, b.dtype, '[BLOCK]')}, mask=dmask)"
+              for (b, _), v in zip(k.also, also)]
     return signature(k, ["BLOCK: tl.constexpr"]) + "\n" + "\n".join("    " + ln for ln in lines) + "\n"
 
 
