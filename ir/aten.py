@@ -562,7 +562,7 @@ def _stack(cx, tensors, dim=0):
     return parts[0] if len(parts) == 1 else cx.add("concat", parts, dim=dim)
 
 
-@converts("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default",
+@converts("aten.split.Tensor", "aten.unsafe_split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default",
           "aten.unbind.int", "aten.tensor_split.sections")
 def _split(cx, x, sizes=None, dim=0):
     name = cx.fx_node.target.__name__

@@ -45,6 +45,7 @@ RULE_PROBLEMS = {
     "scalar-chain": "rule_scalar_chains",
     "flip-scan-flip": "scan_reverse_cumsum",
     "one-gemm-over-steps": "rule_gemm_over_steps",
+    "one-gemm-over-a-sum": "rule_gemm_over_sum",
     "same-value": "rule_cse_fold",
     "fold-constant": "rule_cse_fold",
 }
@@ -124,6 +125,13 @@ def test_a_weight_applied_to_every_step_is_one_gemm_over_all_steps(lifted):
     shapes = sorted(n.shape for n in g.nodes if n.op == "linear")
     # the input projection over all 4 steps at once; 4 recurrent GEMMs; the skip's two steps left alone
     assert shapes == [(3, 16)] * 6 + [(4, 3, 16)], shapes
+
+
+def test_a_sum_of_step_gemms_is_one_gemm_over_the_steps(lifted):
+    _, g = lifted("rule_gemm_over_sum")
+    run_passes(g, ["simplify", "cse", "dce"])
+    (mm,) = [n for n in g.nodes if n.op == "matmul"]
+    assert mm.args[0].shape == (48, 14) and mm.args[1].shape == (14, 32)  # K: 7 products of 2
 
 
 def test_scalar_chain_folds_to_one_multiply_and_add(lifted):

@@ -4,7 +4,9 @@ graphs through AOTAutograd) in one run per model and dtype.
 Each contender trains its own copy of the model (same weights, same batch) with SGD for `--steps` steps, the
 contenders' steps interleaved in rotating order. Per model and contender: the first step's time (compile
 included), the median of the later steps, each step's loss against eager's (fp32: within 1e-4 relative), the
-final weights' largest relative difference from eager's, and what akg handed to torch or a fallback. bf16:
+final weights' largest relative difference from eager's (within 1e-4, or, where a `float64` contender runs,
+no more than twice eager's distance from its weights: a batch norm over two images parts fp32 trajectories
+by percents, inductor's too), and what akg handed to torch or a fallback. bf16:
 `--dtype bf16` trains under `torch.autocast` with fp32 master weights and a loss scaler.
 
     python benchmarks/models/train.py --sizing tiny --models gpt2,convnet --steps 20 --out runs/train-tiny
@@ -79,6 +81,12 @@ class Trainer:
         self.losses.append(float(loss.detach()))
 
 
+def _weights_err(model: torch.nn.Module, ref: torch.nn.Module) -> float:
+    """The largest difference of a parameter from `ref`'s, relative to the largest value of `ref`'s."""
+    return max((abs(p.double() - q.double()).max() / q.double().abs().max().clamp_min(1e-30)).item()
+               for p, q in zip(model.parameters(), ref.parameters()))
+
+
 def train_model(name: str, sizing: str, dtype: str, modes: list[str], device: torch.device, steps: int) -> dict:
     model, xs = zoo.build(name, sizing, "fp32")  # master weights stay fp32; bf16 is autocast's
     model, xs = model.to(device), [x.to(device) for x in xs]
@@ -102,15 +110,21 @@ def train_model(name: str, sizing: str, dtype: str, modes: list[str], device: to
             continue
         c.update(first_step_s=t.times[0], median_step_s=sorted(t.times[1:])[len(t.times[1:]) // 2] if steps > 1
                  else t.times[0], losses=t.losses)
-        if eager is not None and not eager.error:
-            rel = [abs(a - b) / max(abs(b), 1e-30) for a, b in zip(t.losses, eager.losses)]
-            worst = max((abs(p.double() - q.double()).max() / q.double().abs().max().clamp_min(1e-30)).item()
-                        for p, q in zip(t.model.parameters(), eager.model.parameters()))
-            c.update(loss_max_rel_err=max(rel), weights_max_rel_err=worst,
-                     losses_match=max(rel) <= LOSS_RTOL[dtype] and worst <= LOSS_RTOL[dtype])
         if f64 is not None and not f64.error:  # how far each trajectory drifts from float64's
             c["loss_max_rel_err_vs_float64"] = max(abs(a - b) / max(abs(b), 1e-30)
                                                    for a, b in zip(t.losses, f64.losses))
+            c["weights_max_rel_err_vs_float64"] = _weights_err(t.model, f64.model)
+        if eager is not None and not eager.error:
+            rel = [abs(a - b) / max(abs(b), 1e-30) for a, b in zip(t.losses, eager.losses)]
+            worst = _weights_err(t.model, eager.model)
+            weights_ok = worst <= LOSS_RTOL[dtype]
+            if not weights_ok and f64 is not None and not f64.error:
+                # a model whose fp32 trajectories part (batch norm over two images: inductor's weights 3%
+                # from eager's): as close to float64's as eager's are, within twice, as the verifier rules
+                weights_ok = c["weights_max_rel_err_vs_float64"] <= 2 * _weights_err(eager.model, f64.model)
+                c["weights_rule"] = "float64: within twice eager's distance"
+            c.update(loss_max_rel_err=max(rel), weights_max_rel_err=worst,
+                     losses_match=max(rel) <= LOSS_RTOL[dtype] and weights_ok)
         if t.mode == "akg":
             rep = t.fn.akg_report
             c["akg"] = {"graphs": [g.line() for g in rep.graphs], "fallbacks": list(rep.fallbacks),

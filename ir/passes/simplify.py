@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from ..graph import Graph, Node
 from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
+from .gemmsum import annotate_sums, gemm_over_sum
 
 
 def _users(n: Node) -> int:
@@ -314,10 +315,12 @@ def _annotate_users(g: Graph) -> None:
     for n, us in g.users().items():
         n.meta["_users"] = len(us) + sum(o is n for o in g.outputs)
     _annotate_step_gemms(g)
+    annotate_sums(g)
 
 
 SIMPLIFY_RULES = (
     Rule("one-gemm-over-steps", P("linear"), _one_gemm_over_steps),
+    Rule("one-gemm-over-a-sum", P("add"), lambda r, b: gemm_over_sum(r, _users)),
     Rule("reduce-through-linear", P(("sum", "mean"), P("linear", bind="lin", where=lambda n: _users(n) == 1)),
          _sum_of_linear),
     Rule("reduce-through-matmul", P(("sum", "mean"), P("matmul", bind="mm", where=lambda n: _users(n) == 1)),
@@ -367,6 +370,7 @@ class Simplify(RewritePass):
         for n in g.nodes:
             n.meta.pop("_users", None)
             n.meta.pop("_step_gemms", None)
+            n.meta.pop("_in_sum", None)
         return changed
 
 
