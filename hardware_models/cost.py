@@ -235,11 +235,6 @@ def estimate_group(group: Group, target: HardwareModel, schedule: Tiling | None 
             tile_eff *= 0.5  # no wgmma below 64 rows: the older mma path runs at about half rate
         for key in [t for t in times if t.startswith("tensor.")]:
             times[key] /= tile_eff
-        # a tile past its dimension's end multiplies zeros: N = 64 under a 256-wide tile is 4x the work
-        per_batch = anchor.shape[-2] if anchor.op == "matmul" and anchor.type.rank >= 3 else m
-        pad = math.ceil(per_batch / bm) * bm / max(per_batch, 1) * math.ceil(n / bn) * bn / max(n, 1)
-        for key in [t for t in times if t.startswith(("tensor.", "vector."))]:
-            times[key] *= pad
     else:
         out_elems = max((o.type.numel for o in group.outputs), default=1)
         per_program = max(1, sched.block[0])

@@ -19,8 +19,8 @@ def annotate_sums(g: Graph) -> None:
     rewrite of the sum's top."""
     for n, us in g.users().items():
         if (n.op == "add" and len(us) == 1 and us[0].op == "add" and not any(o is n for o in g.outputs)
-                and list(us[0].shape) == list(n.shape)):
-            n.meta["_in_sum"] = True
+                and all(a is not None and list(a.shape) == list(n.shape) for a in us[0].args)):
+            n.meta["_in_sum"] = True  # (an add of a broadcast bias is a sum's top, not part of it)
 
 
 def _product(n: Node, uses: int) -> tuple[Node, Node] | None:

@@ -7,7 +7,9 @@ tiny.
 Exact in real arithmetic: sums, means (equal chunks), maxima, minima, products and p-norms (p != 0)
 compose over chunks; a variance is the chunks' mean population variance plus the population
 variance of their means (Chan's parallel formula for equal chunks), then the correction. Only
-fp32/fp64 values are split (a partial stored in bf16 would lose what the accumulator kept). The
+fp32/fp64 values are split (a partial stored in bf16 would lose what the accumulator kept), except a
+reduction over leading axes into few columns (`_split_leading`: a bias's gradient), whose 16-bit sums
+take fp32 partials. The
 reductions it writes carry `meta["split"]`, so row fusion does not merge them back into one kernel
 per row.
 
