@@ -120,9 +120,11 @@ def test_training_steps_replay_forward_and_backward(tmp_path):
 
 
 def _replayed(earlier: set[int] = frozenset()) -> list[Replayed]:
-    """The captured replays alive, those of ids in `earlier` left out; a training forward's first."""
-    return sorted((o for o in gc.get_objects() if type(o) is Replayed and o.graph is not None  # noqa: E721 - not
-                   and id(o) not in earlier), key=lambda r: r.saved_from is None)  # isinstance: weak proxies raise
+    """The captured replays alive, those of ids in `earlier` left out; a training forward's first. The type is
+    compared, not isinstance'd: isinstance on a dead weak proxy among gc's objects raises."""
+    alive = (o for o in gc.get_objects() if type(o) is Replayed)  # noqa: E721
+    return sorted((o for o in alive if o.graph is not None and id(o) not in earlier),
+                  key=lambda r: r.saved_from is None)
 
 
 @pytest.mark.gpu
