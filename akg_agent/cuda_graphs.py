@@ -199,6 +199,8 @@ class Replayed:
             pooled = [i for i, o in enumerate(self.outs) if i >= self.saved_from and isinstance(o, torch.Tensor)
                       and o.untyped_storage().data_ptr() not in held]
             self.handed = {i: _uses(self.outs[i]) for i in pooled}
+            for ptr in [p for p, ref in _HANDED.items() if ref() is None]:  # graphs since collected
+                del _HANDED[ptr]
             for i in pooled:
                 _HANDED[self.outs[i].data_ptr()] = weakref.ref(self)
 

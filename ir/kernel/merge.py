@@ -10,6 +10,7 @@ move past steps that neither read its outputs nor write what it reads."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -68,28 +69,34 @@ def _into(a: Kernel, b: Kernel, live: set[str]) -> Kernel | None:
 def merge_pointwise(steps: Sequence[Kernel | LibraryCall], outputs: set[str]) -> list[Kernel | LibraryCall]:
     """`steps` with each pointwise kernel folded into the next pointwise kernel of its extents it can join
     (see the module text); a kernel that meets a step reading its outputs or writing what it reads stays.
-    An output of the folded kernel that only the joined one read is no longer stored (`outputs`: the
-    program's, always stored)."""
+    An output of the folded kernel that no other step reads is no longer stored (`outputs`: the program's,
+    always stored). Each step's reads are gathered once (a recurrence's backward has thousands of steps)."""
     out = list(steps)
+    reads = [_reads(s) for s in out]
+    readers = Counter(name for r in reads for name in r)
     i = 0
     while i < len(out):
         a = out[i]
         merged = False
         if _mergeable(a):
             assert isinstance(a, Kernel)
-            mine, needs = {b.name for b in a.outs()}, _reads(a)
+            mine, needs = {b.name for b in a.outs()}, reads[i]
             for j in range(i + 1, len(out)):
                 s = out[j]
                 if _mergeable(s):
                     assert isinstance(s, Kernel)
-                    live = outputs | {name for t in out[j + 1:] for name in _reads(t)}
+                    # a's buffers are written by a alone, so only steps after it read them: any besides s
+                    live = {n for n in mine if n in outputs or readers[n] > (n in reads[j])}
                     joined = _into(a, s, live)
                     if joined is not None:
-                        out[j] = joined
-                        del out[i]
+                        readers.subtract(reads[i])
+                        readers.subtract(reads[j])
+                        out[j], reads[j] = joined, _reads(joined)
+                        readers.update(reads[j])
+                        del out[i], reads[i]
                         merged = True
                         break
-                if _reads(s) & mine or _writes(s) & (needs | mine):
+                if reads[j] & mine or _writes(s) & (needs | mine):
                     break
         if not merged:
             i += 1

@@ -8,6 +8,8 @@ verifier checks the order's rounding against float64 as it does any other."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..graph import Graph, Node
 from .base import Rewriter
 
@@ -24,7 +26,7 @@ def annotate_sums(g: Graph) -> None:
 
 
 def _product(n: Node, uses: int) -> tuple[Node, Node] | None:
-    """(A, B) of a 2-D GEMM `n` used once, or of the transpose of one (B^T, A^T as views)."""
+    """(A, B) of a 2-D GEMM `n` used once (`uses`: its users)."""
     if uses != 1:
         return None
     if n.op == "matmul" and all(a is not None and a.type.rank == 2 for a in n.args):
@@ -32,7 +34,7 @@ def _product(n: Node, uses: int) -> tuple[Node, Node] | None:
     return None
 
 
-def gemm_over_sum(r: Rewriter, uses) -> Node | None:
+def gemm_over_sum(r: Rewriter, uses: Callable[[Node], int]) -> Node | None:
     """The rewrite at the top add of a sum (see the module text); `uses(n)`: how many users `n` has."""
     root = r.root
     if root.meta.get("_in_sum") or root.type.rank != 2:
