@@ -214,3 +214,36 @@ def test_a_slice_of_a_stored_value_read_by_several_kernels_is_not_copied(tmp_pat
     assert not lone, str(t.plan)
     t = translate(p, "cpp", "cpu", tmp_path / "m.py", timing=False, seeds=(0, 1))
     assert t.verdict.accepted, t.verdict.line()
+
+
+GRADS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, dy, p, v):
+        return torch.mm(x.t(), dy), torch.bmm(p.transpose(1, 2), v)  # a weight's gradient; P^T V
+
+
+def get_inputs():
+    return [torch.randn(256, 192).to(DT), torch.randn(256, 96).to(DT), torch.randn(4, 128, 128).to(DT),
+            torch.randn(4, 128, 64).to(DT)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("dtype,copies", [("torch.bfloat16", 0), ("torch.float32", 2)])
+def test_triton_gemms_read_16_bit_transposes_in_place(dtype, copies, tmp_path):
+    """A backward pass's X^T and P^T feed GEMMs: in bf16 the tiles load them transposed (no copy kernel),
+    in fp32 they stay copies (32-bit tensor-core tiles want K contiguous); no tile is wider than its
+    padded dimension (N = 64 took a 128 x 256 tile)."""
+    p = tmp_path / "grads.py"
+    p.write_text(GRADS.replace("DT", dtype))
+    t = build(p, "triton", "h100")
+    kinds = [k.kind for k in t.program.kernels()]
+    assert kinds.count("matmul") == 2 and kinds.count("pointwise") == copies, kinds
+    bmm = next(k for k in t.program.kernels() if k.kind == "matmul" and k.out.shape == (4, 128, 64))
+    assert t.schedules[bmm.name]["BN"] <= 64
