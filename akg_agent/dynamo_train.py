@@ -12,6 +12,7 @@ on the saved activations of the first call and incoming gradients drawn for each
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import torch
 import torch.fx
 
 _aten = torch.ops.aten
+_getitem = operator.getitem
 # written as primitive ops (pointwise, sums, matmuls, gathers) before the lift: the backward ops, and the
 # forward ops whose extra outputs (a norm's mean and reciprocal deviation) the backward graph reads
 DECOMPOSED = [
@@ -125,3 +127,50 @@ def compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     compiler = aot_autograd(fw_compiler=lambda g, _examples: make_boxed_func(written(g, "forward")),
                             decompositions=decompositions())  # the norms' extra outputs, as in training
     return compiler(gm, list(example_inputs))
+
+
+
+_POOLS = {_aten.max_pool2d_with_indices.default: 2, _aten.max_pool3d_with_indices.default: 3}
+_VIEWS = (_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default)
+
+
+def index_outputs(gm: torch.fx.GraphModule, kept: list[int]
+                  ) -> tuple[dict[int, dict[str, Any]], torch.fx.GraphModule | None]:
+    """The outputs (numbered as the problem returns them: `kept`'s order) that are a max pool's indices (or a
+    view of them), each with its pool's window, the indices' own shape and which output of the probe holds
+    the pool's input; and the probe: the graph returning those inputs. The verifier judges such indices by
+    what they point to (`verifier.indices`): a kernel that rounds the pool's input otherwise than torch may
+    pick the other of two near-equal maxima, a valid subgradient either way."""
+    outs = list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    found: dict[int, dict[str, Any]] = {}
+    sources: list[torch.fx.Node] = []
+    for k, g in enumerate(kept):
+        n = outs[g]
+        while isinstance(n, torch.fx.Node) and n.target in _VIEWS:
+            n = n.args[0]
+        if not (isinstance(n, torch.fx.Node) and n.target is _getitem and n.args[1] == 1):
+            continue
+        pool = n.args[0]
+        rank = _POOLS.get(getattr(pool, "target", None)) if isinstance(pool, torch.fx.Node) else None
+        val = n.meta.get("val")
+        if rank is None or not isinstance(val, torch.Tensor):
+            continue
+        a = list(pool.args) + [None] * 6
+
+        def each(v: Any, default: int) -> list[int]:
+            v = default if v in (None, []) else v
+            return [int(v)] * rank if isinstance(v, int) else [int(x) for x in v]
+
+        kernel = each(a[1], 1)
+        if pool.args[0] not in sources:
+            sources.append(pool.args[0])
+        found[k] = {"value": sources.index(pool.args[0]), "shape": list(val.shape), "kernel": kernel,
+                    "stride": each(a[2], 0) if a[2] not in (None, []) else kernel,
+                    "padding": each(a[3], 0), "dilation": each(a[4], 1)}
+    if not found:
+        return {}, None
+    graph, copied = torch.fx.Graph(), {}
+    graph.graph_copy(gm.graph, copied)
+    graph.output(tuple(copied[n] for n in sources))
+    graph.eliminate_dead_code()
+    return found, torch.fx.GraphModule(gm, graph)

@@ -77,11 +77,15 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel) -> str:
     """Why convolutions left to cuDNN should read channels-last operands ("" where not): its tensor-core
     convolution kernels read and write NHWC, so over channels-first tensors torch reorders the input and the
     output around every call (two extra passes over both, measured on the H200: about a third of a bf16
-    ResNet's GPU time); channels-last, the reorders become views that cancel between convolutions."""
+    ResNet's GPU time); channels-last, the reorders become views that cancel between convolutions. 16-bit
+    convolutions only: over fp32 NHWC operands cuDNN picks TF32 kernels (`cudnn.allow_tf32`, torch's default)
+    where its NCHW call may run exact fp32 (measured on the H200: a 1x1 strided convolution 8e-4 off against
+    6e-7 NCHW), and fp32 stays fp32-accurate."""
     if target.kind != "gpu" or target.vendor != "nvidia":
         return ""
     convs = [n for grp in plan.groups for n in grp.nodes
-             if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
+             if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]
+             and n.type.dtype in ("f16", "bf16")]
     return f"{len(convs)} cuDNN convolution(s) over channels-last operands (its tensor-core kernels read NHWC)" \
         if convs else ""
 

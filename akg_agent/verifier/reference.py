@@ -86,8 +86,10 @@ def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, de
             return ref64, run_float64(ref64, [to_device(x, dev64, double=True) for x in raw])
         except torch.OutOfMemoryError:
             if dev64.type == "cpu":
+                details["float64_reference_error"] = "out of host memory"
                 return ref64, None
-        except Exception:  # noqa: BLE001 - some references cannot run in float64
+        except Exception as e:  # noqa: BLE001 - some references cannot run in float64: said in the verdict
+            details["float64_reference_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
             return ref64, None
         ref64, details["float64_reference_on"] = ref64.cpu(), "cpu"  # outside the handler: its frames freed
 

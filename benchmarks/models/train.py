@@ -36,7 +36,8 @@ from run import _geomean  # noqa: E402
 import akg_agent  # noqa: E402
 from akg_agent.bench.provenance import provenance  # noqa: E402
 
-MODES = ("eager", "inductor", "akg", "float64")  # float64: eager in float64, the reference trajectory
+# float64: eager in float64, the reference trajectory; inductor-cg: inductor's "reduce-overhead" (CUDA graphs)
+MODES = ("eager", "inductor", "inductor-cg", "akg", "float64")
 LOSS_RTOL = {"fp32": 1e-4, "bf16": 2e-2}  # a step's loss against eager's
 
 
@@ -49,6 +50,7 @@ class Trainer:
         if mode == "float64":  # the reference trajectory: eager in float64
             self.model = self.model.double()
         self.fn: Any = (self.model if mode in ("eager", "float64") else torch.compile(self.model) if mode == "inductor"
+                        else torch.compile(self.model, mode="reduce-overhead") if mode == "inductor-cg"
                         else akg_agent.compile(self.model))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=1e-2)
         self.scaler = torch.amp.GradScaler(device.type, enabled=dtype == "bf16" and device.type == "cuda")
@@ -131,9 +133,12 @@ def train_model(name: str, sizing: str, dtype: str, modes: list[str], device: to
                         "notes": [n for g in rep.graphs for n in g.notes],
                         "kept_in_torch": sorted({op for g in rep.graphs for op in g.kept_in_torch})}
     ind = rec["contenders"].get("inductor", {}).get("median_step_s")
+    ind_cg = rec["contenders"].get("inductor-cg", {}).get("median_step_s")
     for c in rec["contenders"].values():
         if ind and c.get("median_step_s"):
             c["speedup_vs_inductor"] = ind / c["median_step_s"]
+        if ind_cg and c.get("median_step_s"):
+            c["speedup_vs_inductor_cg"] = ind_cg / c["median_step_s"]
     return rec
 
 
