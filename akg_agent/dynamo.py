@@ -36,7 +36,7 @@ from ir.errors import AkgError
 
 from . import cuda_graphs
 from .dynamo_sizes import Sizes, sizes_of
-from .dynamo_train import SAVED_FROM, compile_inference, compile_training, index_outputs
+from .dynamo_train import SAVED_FROM, compile_inference, compile_training, discrete_outputs
 from .translate import translate
 from .tuning_db import versions
 from .verifier.candidate import first_line
@@ -54,8 +54,8 @@ _SAVED = load_graph(Path(__file__).with_name("{gm_file}"))
 AKG_FIXED_INPUTS = [i for i, fresh in enumerate(_SAVED["fresh"]) if not fresh]
 # a graph under torch.autocast computes in bf16 (or fp16) between fp32 values: judged by that precision
 AKG_COMPUTES_IN = {computes_in!r}
-# a max pool's indices, judged by the values they point to (near-equal maxima may swap): `akg_index_values`
-AKG_INDEX_OUTPUTS = {index_outputs!r}
+# a max pool's indices, a ReLU's mask: judged by the values they are taken from (`akg_discrete_values`)
+AKG_DISCRETE_OUTPUTS = {discrete!r}
 
 
 class Model(torch.nn.Module):
@@ -68,8 +68,8 @@ class Model(torch.nn.Module):
         return {ret}
 
 
-def akg_index_values({params}):
-    """torch's values the indices of AKG_INDEX_OUTPUTS point to: the pools' inputs."""
+def akg_discrete_values({params}):
+    """torch's values the outputs of AKG_DISCRETE_OUTPUTS are taken from (a pool's input, a ReLU's output)."""
     return _SAVED["probe"]({call})
 
 
@@ -264,13 +264,13 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind:
             call[p] = f"{params[i]}.shape[{dim}]"
         params, saved, fresh = ([xs[i] for i in sizes.tensors] for xs in (params, saved, fresh))
     graph = _as_code(gm) if kind != "inference" else None
-    pooled, probe = index_outputs(gm, kept)
+    discrete, probe = discrete_outputs(gm, kept)
     probe_code = _as_code(probe) if probe is not None else None
     torch.save({**(graph or {"gm": gm}), "inputs": saved, "fresh": fresh, "kept": kept, "fixed": fixed,
                 "n_out": n_out, "probe": probe_code or probe}, d / "graph.pt")
     ret = "out[0]" if kept == [0] else "out" if len(kept) == n_out else f"tuple(out[i] for i in {kept})"
     src = _PROBLEM.format(gm_file="graph.pt", params=", ".join(params), call=", ".join(call), ret=ret,
-                          computes_in=_computes_in(gm), index_outputs=pooled)
+                          computes_in=_computes_in(gm), discrete=discrete)
     path = d / "graph.py"
     path.write_text(src)
     return path

@@ -130,30 +130,47 @@ def compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
 
 
+
 _POOLS = {_aten.max_pool2d_with_indices.default: 2, _aten.max_pool3d_with_indices.default: 3}
+_THRESHOLDS = (_aten.le.Scalar, _aten.lt.Scalar, _aten.ge.Scalar, _aten.gt.Scalar)
 _VIEWS = (_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default)
 
 
-def index_outputs(gm: torch.fx.GraphModule, kept: list[int]
-                  ) -> tuple[dict[int, dict[str, Any]], torch.fx.GraphModule | None]:
-    """The outputs (numbered as the problem returns them: `kept`'s order) that are a max pool's indices (or a
-    view of them), each with its pool's window, the indices' own shape and which output of the probe holds
-    the pool's input; and the probe: the graph returning those inputs. The verifier judges such indices by
-    what they point to (`verifier.indices`): a kernel that rounds the pool's input otherwise than torch may
-    pick the other of two near-equal maxima, a valid subgradient either way."""
+def discrete_outputs(gm: torch.fx.GraphModule, kept: list[int]
+                     ) -> tuple[dict[int, dict[str, Any]], torch.fx.GraphModule | None]:
+    """The outputs (numbered as the problem returns them: `kept`'s order) that are a max pool's indices or a
+    comparison of a float value with a constant (a ReLU's `x <= 0` mask), or a view of one, each with its
+    kind (the pool's window; the constant), its own shape and which output of the probe holds the value it
+    was taken from; and the probe: the graph returning those values. The verifier judges such outputs by
+    those values (`verifier.discrete`): a kernel that rounds them otherwise than torch may pick the other
+    of two near-equal maxima, or fall on the other side of the constant, a valid subgradient either way."""
     outs = list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
     found: dict[int, dict[str, Any]] = {}
     sources: list[torch.fx.Node] = []
+
+    def source(v: torch.fx.Node) -> int:
+        if v not in sources:
+            sources.append(v)
+        return sources.index(v)
+
     for k, g in enumerate(kept):
         n = outs[g]
         while isinstance(n, torch.fx.Node) and n.target in _VIEWS:
             n = n.args[0]
-        if not (isinstance(n, torch.fx.Node) and n.target is _getitem and n.args[1] == 1):
+        val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor):
+            continue
+        x = n.args[0] if n.args else None
+        xval = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        if n.target in _THRESHOLDS and isinstance(xval, torch.Tensor) and xval.is_floating_point() \
+                and isinstance(n.args[1], (int, float)):
+            found[k] = {"kind": "threshold", "value": source(x), "shape": list(val.shape), "at": float(n.args[1])}
+            continue
+        if not (n.target is _getitem and n.args[1] == 1):
             continue
         pool = n.args[0]
         rank = _POOLS.get(getattr(pool, "target", None)) if isinstance(pool, torch.fx.Node) else None
-        val = n.meta.get("val")
-        if rank is None or not isinstance(val, torch.Tensor):
+        if rank is None:
             continue
         a = list(pool.args) + [None] * 6
 
@@ -162,9 +179,7 @@ def index_outputs(gm: torch.fx.GraphModule, kept: list[int]
             return [int(v)] * rank if isinstance(v, int) else [int(x) for x in v]
 
         kernel = each(a[1], 1)
-        if pool.args[0] not in sources:
-            sources.append(pool.args[0])
-        found[k] = {"value": sources.index(pool.args[0]), "shape": list(val.shape), "kernel": kernel,
+        found[k] = {"kind": "pool", "value": source(pool.args[0]), "shape": list(val.shape), "kernel": kernel,
                     "stride": each(a[2], 0) if a[2] not in (None, []) else kernel,
                     "padding": each(a[3], 0), "dilation": each(a[4], 1)}
     if not found:

@@ -26,9 +26,13 @@ class _Widened(TorchDispatchMode):
         return func(*tree_map(widen, args), **tree_map(widen, kwargs or {}))
 
 
-def run_float64(ref64: Any, inputs: list[Any]) -> list[Any]:
+def run_float64(ref64: Any, inputs: list[Any], widen: bool = False) -> list[Any]:
     """The float64 module on float64 inputs; where its own casts mix dtypes (an op meets bf16 and float64), once
-    more with every cast widened (`_Widened`)."""
+    more with every cast widened (`_Widened`). `widen`: widened from the start (a graph under autocast, whose
+    casts to bf16 would otherwise run as torch does: no reference error at all, no floor)."""
+    if widen:
+        with _Widened():
+            return outputs(ref64(*inputs))
     try:
         return outputs(ref64(*inputs))
     except RuntimeError:
@@ -72,7 +76,7 @@ def timing_sets(requested: int, set_bytes: int, capacity: int | None) -> int:
 
 
 def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, details: dict[str, Any],
-                  size: int = 0) -> tuple[Any, list[Any] | None]:
+                  size: int = 0, widen: bool = False) -> tuple[Any, list[Any] | None]:
     """The float64 reference on one input set of `size` bytes (inputs and outputs): the reference module,
     maybe moved, and its outputs, or None where it cannot run in float64. Where its copy would not fit on
     the device (`float64_home`), or the device runs out of memory for it, it moves to the host for this
@@ -83,7 +87,7 @@ def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, de
         dev64 = torch.device("cpu") if details.get("float64_reference_on") == "cpu" else device
         try:
             torch.manual_seed(rng)
-            return ref64, run_float64(ref64, [to_device(x, dev64, double=True) for x in raw])
+            return ref64, run_float64(ref64, [to_device(x, dev64, double=True) for x in raw], widen)
         except torch.OutOfMemoryError:
             if dev64.type == "cpu":
                 details["float64_reference_error"] = "out of host memory"

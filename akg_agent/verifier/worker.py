@@ -29,7 +29,7 @@ from . import timing, window
 from .candidate import compare_chunked, fingerprint, first_line, load_candidate
 from .gradstep import GradStep, trained_names, what
 from .guard import AtenGuard, undeclared
-from .indices import compare_indices
+from .discrete import compare_discrete
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare, job_policy
@@ -169,7 +169,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         trials.append(("signed inputs",
                        lambda: _signed_variant(make_inputs(job["seeds"][0]), 1234, fixed)))
     dynamic = getattr(mod, "AKG_DYNAMIC", None) or {}
-    pooled = {} if job.get("backward") else getattr(problem.module, "AKG_INDEX_OUTPUTS", None) or {}
+    discrete = {} if job.get("backward") else getattr(problem.module, "AKG_DISCRETE_OUTPUTS", None) or {}
     for n in dynamic_sizes(dynamic):  # a module of run-time sizes, checked at sizes inside its envelope
         label = ", ".join(f"{k}={min(n, v['traced'])}" for k, v in dynamic.items())
         trials.append((label, lambda n=n: sized_inputs(make_inputs, job["seeds"][0], dynamic, n)))
@@ -222,7 +222,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         with torch.no_grad(), phase("float64_reference"):
             r64 = None
             if ref64 is not None:
-                ref64, r64 = float64_trial(ref64, raw, rng, device, details, trial_bytes)
+                ref64, r64 = float64_trial(ref64, raw, rng, device, details, trial_bytes,
+                                           widen=policy.computes_in is not None)
         if label == "signed inputs" and any(o.is_floating_point() and not bool(torch.isfinite(o).all())
                                             for o in keep):
             continue  # the reference itself is not defined on this distribution
@@ -234,13 +235,12 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         for i, (c, r) in enumerate(zip(out, keep)):
             with phase("compare"):
                 res = compare_chunked(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
-                if not res.ok and i in pooled and isinstance(c, torch.Tensor):  # near-equal maxima may swap
-                    spec = pooled[i]
+                if not res.ok and i in discrete and isinstance(c, torch.Tensor):  # near-equal maxima may swap
                     with torch.no_grad():
                         torch.manual_seed(rng)
-                        values = outputs(problem.module.akg_index_values(*[
-                            x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))[spec["value"]]
-                    res = compare_indices(c.reshape(spec["shape"]), r.reshape(spec["shape"]), values, spec, policy)
+                        values = outputs(problem.module.akg_discrete_values(*[
+                            x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+                    res = compare_discrete(c, r, values[discrete[i]["value"]], discrete[i], policy)
             if res.degenerate and i not in details["degenerate_outputs"]:
                 details["degenerate_outputs"].append(i)
             details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err,

@@ -1,0 +1,92 @@
+"""Discrete outputs judged by the values they are taken from (`akg_agent.verifier.discrete`): a max pool's
+indices, a ReLU's mask; and the training forward graphs that declare them (`dynamo_train.discrete_outputs`)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from akg_agent import dynamo_train
+from akg_agent.dynamo import _write_problem
+from akg_agent.verifier.discrete import compare_discrete
+from akg_agent.verifier.policy import TolerancePolicy
+from ir.problem import load_problem
+
+SPEC = {"kind": "pool", "value": 0, "shape": [2, 3, 2, 2], "kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+
+
+def _pool(x: torch.Tensor) -> torch.Tensor:
+    return F.max_pool2d(x, 2, 2, return_indices=True)[1]
+
+
+def test_the_other_of_two_near_equal_maxima_is_a_valid_pick():
+    x = torch.rand(2, 3, 4, 4)
+    x[1, 2, 0, 0], x[1, 2, 1, 1] = 5.0, 5.0 - 2e-5  # window (0, 0): torch picks position 0
+    ref = _pool(x)
+    cand = ref.clone()
+    cand[1, 2, 0, 0] = 5  # row 1, column 1 of the 4-wide plane: the near-equal one
+    assert compare_discrete(cand, ref, x, SPEC, TolerancePolicy()).ok
+    x[1, 2, 1, 1] = 4.9  # far below the maximum: wrong
+    res = compare_discrete(cand, ref, x, SPEC, TolerancePolicy())
+    assert not res.ok and "below the window's maximum" in res.reason
+
+
+def test_an_index_outside_its_window_is_wrong_even_where_the_value_ties():
+    x = torch.zeros(2, 3, 4, 4)  # all ties: any position in the window is a maximum
+    ref = _pool(x)
+    cand = ref.clone()
+    cand[0, 0, 0, 0] = 1  # inside window (0, 0)
+    assert compare_discrete(cand, ref, x, SPEC, TolerancePolicy()).ok
+    cand[0, 0, 0, 0] = 2  # column 2: window (0, 1)'s
+    res = compare_discrete(cand, ref, x, SPEC, TolerancePolicy())
+    assert not res.ok and "outside their window" in res.reason
+    cand[0, 0, 0, 0] = 99
+    assert not compare_discrete(cand, ref, x, SPEC, TolerancePolicy()).ok
+
+
+def test_a_comparison_may_differ_only_where_torchs_value_is_within_tolerance_of_the_constant():
+    y = torch.relu(torch.randn(2, 3, 4, 4))
+    y[0, 0, 0, 0], y[0, 0, 0, 1] = 3e-5, 0.5
+    spec = {"kind": "threshold", "value": 0, "shape": [2, 3, 4, 4], "at": 0.0}
+    ref = y <= 0
+    cand = ref.clone()
+    cand[0, 0, 0, 0] = True  # the pre-activation rounded to just below zero: the same ReLU gradient, nearly
+    assert compare_discrete(cand, ref, y, spec, TolerancePolicy()).ok
+    cand[0, 0, 0, 1] = True  # 0.5 is no rounding away from 0
+    res = compare_discrete(cand, ref, y, spec, TolerancePolicy())
+    assert not res.ok and "1 of 96 comparisons" in res.reason
+
+
+def test_a_training_forward_graph_declares_its_discrete_outputs_and_computes_their_values(tmp_path):
+    """ResNet's stem: the pool's input (a ReLU) is not saved, its indices are, as a view, and the ReLU's mask;
+    the problem file declares them, and its probe computes their values from the graph's inputs."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1))
+    graphs: dict[str, torch.fx.GraphModule] = {}
+    args: dict[str, tuple] = {}
+
+    def backend(gm, ex):
+        def written(g, kind):
+            graphs[kind] = g
+            return lambda *a: args.setdefault(kind, a) and g.forward(*a)
+        return dynamo_train.compile_training(gm, ex, written)
+
+    torch._dynamo.reset()
+    x = torch.randn(2, 3, 9, 9)
+    torch.compile(model, backend=backend)(x).sum().backward()
+    path = _write_problem(graphs["forward"], args["forward"], tmp_path, "forward")
+    problem = load_problem(path)
+    found = problem.module.AKG_DISCRETE_OUTPUTS
+    assert sorted(s["kind"] for s in found.values()) == ["pool", "threshold"]
+    (k, spec), = [(k, s) for k, s in found.items() if s["kind"] == "pool"]
+    assert spec["kernel"] == [3, 3] and spec["stride"] == [2, 2] and spec["padding"] == [1, 1]
+    inputs = problem.make_inputs(0)
+    outs = problem.build_model(0)(*inputs)
+    values = problem.module.akg_discrete_values(*inputs)
+    relu = values[spec["value"]]
+    assert relu.shape == (2, 4, 7, 7) and bool((relu >= 0).all())  # the ReLU's output
+    (m, mask), = [(k, s) for k, s in found.items() if s["kind"] == "threshold"]
+    assert mask["at"] == 0.0 and torch.equal(outs[m].reshape(mask["shape"]), values[mask["value"]] <= 0)
+    picked = outs[k].clone()
+    assert compare_discrete(picked, outs[k], relu, spec, TolerancePolicy()).ok
+    picked.view(8, -1)[0, 0] = (picked.view(8, -1)[0, 0] + 40) % 49  # another row of the plane: outside
+    assert not compare_discrete(picked, outs[k], relu, spec, TolerancePolicy()).ok
