@@ -27,9 +27,9 @@ from ir.problem import load_problem
 
 from . import timing, window
 from .candidate import compare_chunked, fingerprint, first_line, load_candidate
+from .discrete import compare_discrete
 from .gradstep import GradStep, trained_names, what
 from .guard import AtenGuard, undeclared
-from .discrete import compare_discrete
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
 from .policy import Reject, TolerancePolicy, compare, job_policy
