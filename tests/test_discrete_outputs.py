@@ -12,7 +12,8 @@ from akg_agent.verifier.discrete import compare_discrete
 from akg_agent.verifier.policy import TolerancePolicy
 from ir.problem import load_problem
 
-SPEC = {"kind": "pool", "value": 0, "shape": [2, 3, 2, 2], "kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+SPEC = {"kind": "pool", "value": 0, "shape": [2, 3, 2, 2], "kernel": [2, 2], "stride": [2, 2], "padding": [0, 0],
+        "dilation": [1, 1]}
 
 
 def _pool(x: torch.Tensor) -> torch.Tensor:
