@@ -32,8 +32,8 @@ from .gradstep import GradStep, trained_names, what
 from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
-from .policy import Reject, TolerancePolicy, compare, job_policy
-from .reference import float64_trial, nbytes, outputs, to_device
+from .policy import Comparison, Reject, TolerancePolicy, compare, job_policy
+from .reference import float64_trial, nbytes, outputs, run_float64, to_device
 from .sensitivity import applies, base_and_nudged, judge, response
 from .sizes import dynamic_sizes, sized_inputs
 from .timed import guard_cost, time_candidate
@@ -234,13 +234,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             out_fp = [fingerprint(o) for o in out]
         for i, (c, r) in enumerate(zip(out, keep)):
             with phase("compare"):
-                res = compare_chunked(c, r, policy, r64[i] if r64 is not None and r64[i].shape == r.shape else None)
-                if not res.ok and i in discrete and isinstance(c, torch.Tensor):  # near-equal maxima may swap
-                    with torch.no_grad():
-                        torch.manual_seed(rng)
-                        values = outputs(problem.module.akg_discrete_values(*[
-                            x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-                    res = compare_discrete(c, r, values[discrete[i]["value"]], discrete[i], policy)
+                res = _judged(c, r, r64[i] if r64 is not None and r64[i].shape == r.shape else None, policy,
+                              (discrete.get(i), problem.module, inputs, rng))
             if res.degenerate and i not in details["degenerate_outputs"]:
                 details["degenerate_outputs"].append(i)
             details["trials"].append({"trial": label, "output": i, "ok": res.ok, "max_abs_err": res.max_abs_err,
@@ -282,7 +277,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
         # looser fp32 asked for, or a program that computes in bf16 itself: not judged
         with phase("sensitivity"):
             _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, guard_ops, details,
-                         (policy, history))
+                         (policy, history, discrete, problem.module))
     bad_ops = undeclared(sorted(guard_ops), declared)
     if bad_ops:
         raise Reject("torch_compute", f"ModelNew.forward computes with torch ops it did not declare: "
@@ -305,15 +300,43 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             f"{len(history)} input sets", "details": details}
 
 
+def _judged(c: Any, r: torch.Tensor, r64: torch.Tensor | None, policy: TolerancePolicy,
+            probe: tuple[dict[str, Any] | None, Any, list[Any], int]) -> Comparison:
+    """One output against torch's; a discrete one (`discrete`: near-equal maxima swapped, a ReLU's mask
+    flipped at zero) that differs, by the values it was taken from: `probe` is (its spec or None, the
+    problem's module, the trial's inputs, its seed)."""
+    res = compare_chunked(c, r, policy, r64)
+    spec, mod, inputs, rng = probe
+    if not res.ok and spec is not None and isinstance(c, torch.Tensor):
+        res = compare_discrete(c, r, *_discrete_values(mod, spec, inputs, rng), spec, policy)
+    return res
+
+
+def _discrete_values(mod: Any, spec: dict[str, Any], inputs: list[Any], rng: int
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch's values a discrete output was taken from (`discrete`), and their float64 evaluation (casts
+    widened): how far torch's own values are from exact decides how near a threshold a flip is rounding."""
+    def probe(*xs: Any) -> list[Any]:
+        return outputs(mod.akg_discrete_values(*xs))
+
+    with torch.no_grad():
+        torch.manual_seed(rng)
+        values = probe(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])[spec["value"]]
+        torch.manual_seed(rng)
+        exact = run_float64(probe, [to_device(x, x.device if isinstance(x, torch.Tensor) else None, double=True)
+                                    for x in inputs], widen=True)[spec["value"]]
+    return values, exact
+
+
 def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.device, sentry: Sentry,
                  guard_ops: set[str], details: dict[str, Any],
-                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]]]) -> None:
+                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]], dict[int, Any], Any]) -> None:
     """fp32 programs: the answer must follow inputs nudged below bf16's resolution (`sensitivity.py`).
     Both answers are value-checked first: a wrong one (a cached answer keyed by address, say) is rejected
     for what it is, not read as a slope."""
     sets = base_and_nudged(raw, 4321)
     runs: dict[str, list[list[Any]]] = {"candidate": [], "torch": [], "float64": []}
-    policy, history = checked
+    policy, history, discrete, mod = checked
     for x in sets:
         inputs = [to_device(v, device) for v in x]
         if not applies(inputs):
@@ -329,7 +352,7 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
         if r64 is None:
             return
         runs["float64"].append(r64)
-        _value_check(cand, runs["candidate"][-1], runs["torch"][-1], r64, (policy, history),
+        _value_check(cand, runs["candidate"][-1], runs["torch"][-1], r64, checked, inputs,
                      "inputs nudged below bf16's resolution")
         history.append(([fingerprint(o) for o in runs["candidate"][-1]], [fingerprint(o) for o in runs["torch"][-1]]))
     mine, control = (response(*runs[k], *runs["float64"]) for k in ("candidate", "torch"))
@@ -351,13 +374,15 @@ def _no_replay(cand: Any, i: int, got: Any, want: Any, history: list[tuple[list[
 
 
 def _value_check(cand: Any, out: list[Any], ref: list[Any], r64: list[Any],
-                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]]], label: str) -> None:
+                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]], dict[int, Any], Any],
+                 inputs: list[Any], label: str) -> None:
     """Each output within tolerance of torch's on the same inputs; an earlier answer repeated is a replay."""
-    policy, history = checked
+    policy, history, discrete, mod = checked
     for i, (c, r) in enumerate(zip(out, ref)):
         if not isinstance(c, torch.Tensor) or not isinstance(r, torch.Tensor):
             continue
-        res = compare_chunked(c, r, policy, r64[i] if i < len(r64) and r64[i].shape == r.shape else None)
+        res = _judged(c, r, r64[i] if i < len(r64) and r64[i].shape == r.shape else None, policy,
+                      (discrete.get(i), mod, inputs, 20011))
         if res.ok:
             continue
         _no_replay(cand, i, fingerprint(c), fingerprint(r), history, label)
