@@ -4,7 +4,7 @@ lift -> simplify -> decompose -> fuse -> plan -> lower to kernel IR -> render ->
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,10 @@ from ir.kernel.unroll import unroll_program
 from ir.lift import lift
 from ir.passes import run_passes
 from ir.passes.fusion import FusionPlan, Group
-from ir.passes.library import VIEW_OPS, check_families, families_of, kept_composites, marked_primitives
+from ir.passes.library import VIEW_OPS, check_families, families_of
 from ir.problem import load_problem
 
+from .plan_options import PlanOptions, pipeline_for
 from .ranking import ranked_space
 from .strategy import CONV_STRATEGIES, Strategy, has_long_recurrence, untuned_strategy
 from .tuning_db import (
@@ -46,7 +47,7 @@ from .tuning_db import (
     problem_signature,
     versions,
 )
-from .verifier import Verdict, model_of, verify
+from .verifier import CheckOptions, Verdict, model_of, verify
 from .verifier.sizes import dynamic_sizes
 
 
@@ -79,43 +80,6 @@ class Translation:
                 "library_calls": [s.op for s in self.program.library_calls()],
                 "verified": bool(self.verdict and self.verdict.accepted),
                 "verdict": self.verdict.line() if self.verdict else "not verified"}
-
-
-# convolutions as torch calls, generated (implicit GEMMs; depthwise ones as windows), only the depthwise
-# ones generated, or torch calls over channels-last operands (`ir.passes.layout.ChannelsLast`)
-def pipeline_for(backend: Backend, keep: tuple[str, ...] = (), rows: bool = True,
-                 library: tuple[str, ...] = (), units: int = 0, kmajor: bool = False, splitk: int = 0,
-                 channels_last: bool = False, phases: bool = False, chunk_bytes: int = 0) -> str:
-    """The pass pipeline translate runs (the same string `akg ir --passes` takes): row fusion where the
-    backend has a row template (and `rows`); composites in `keep` stay whole (library calls), as do
-    the ops of the `library` families; reductions over fewer rows than `units` (the target's parallel
-    units) split over chunks (of at most `chunk_bytes` where the row allows, 0: any), as do GEMMs with
-    few output tiles for `splitk` units (their K); with
-    `kmajor`, fp32 matmuls read a K-major B (`ir.passes.layout`); with `channels_last`, convolutions run
-    over channels-last operands; with `phases`, strided transposed convolutions become one convolution per
-    output phase (`ir.passes.phases`: where the convolutions are generated). It starts with simplify
-    (translate reads the library families between it and decomposition)."""
-    keep = (*keep, *kept_composites(library))
-    dec = "decompose" + (f"{{keep={':'.join(keep)}}}" if keep else "")
-    marked = marked_primitives(library)
-    # with no primitive to mark, the pass still passes the views that feed kept composites (attention)
-    mark = (",library" + (f"{{ops={':'.join(marked)}}}" if marked else "")) if library else ""
-    rows = rows and "rownorm" in backend.manifest.kinds
-    bound = f" chunk_bytes={chunk_bytes}" if chunk_bytes > 0 else ""
-    split = f",splitreduce{{units={units}{bound}}}" if units > 0 else ""
-    layout = ",kmajor" if kmajor else ""  # after the marks: a GEMM left to the library keeps its layout
-    # before K-major: a split GEMM is batched, its B chunks read in place rather than copied
-    layout = (f",splitk{{units={splitk}}}" if splitk > 0 else "") + layout
-    # a backend whose GEMM packs both operands reads a transposed input in place (manifest kind "transposed"),
-    # one whose tensor cores load 16-bit tiles transposed reads 16-bit ones so ("transposed16")
-    kinds = backend.manifest.kinds
-    fuse = "fuse{transposed=8}" if "transposed" in kinds else "fuse{transposed=2}" if "transposed16" in kinds \
-        else "fuse"
-    # a backend whose row kernel would gather a row across a strided axis keeps such rows split
-    row = ",rows{strided=0}" if "contiguous_rows" in backend.manifest.kinds else ",rows"
-    last = (",channelslast" if channels_last else "") + (",tphases" if phases else "")
-    return f"simplify,{dec}{last},simplify{mark}{layout},sinkreshapes{split},views,{fuse}" + (row if rows else "") + \
-        (",flash" if rows and "attention" in backend.manifest.kinds else "")
 
 
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
@@ -180,23 +144,13 @@ def _grouped(s: LibraryCall) -> str:
     return f" with groups={groups}" if groups > 1 else ""
 
 
-def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, train: bool = False,
-          allow_opaque: bool = False, conv: str = "library", pure: bool = False, tuned: bool = True,
-          rows: bool = True, dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
-    """`conv`: "library" keeps convolutions as declared torch calls (cuDNN; measured 7x faster than
-    akg's fp32 implicit GEMM on the H100), "generated" lowers them to implicit GEMMs where the
-    backend can (manifest kind "conv"), and depthwise ones with small windows to unrolled windows
-    where it has kind "window"; "depthwise" generates only the depthwise ones.
-    `pure`: every group generated (convolutions too, where the
-    backend can), no library call but torch's random draws; a group the backend cannot generate is an
-    error naming it. `rows=False` keeps row reductions and their epilogues as separate kernels. `tuned`:
-    where the device is here, take the tuning database's best strategy for the problem (when the caller
-    left `conv` and `rows` at their defaults) and each kernel's best schedule (what `akg tune` measured
-    on this hardware), not the cost model's; where nothing is measured, the cost model may leave GEMMs
-    to the library (`model_gemm_library`); `tuned=False` is the plan exactly as asked. `dynamic`: input
-    dimensions that vary at run time (`ir.dynamic`): the module takes any size from 1 to the traced one
-    there. `library`: op families (`ir.passes.library.LIBRARY_FAMILIES`) left to torch, their prologues
-    and epilogues generated."""
+def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, options: PlanOptions | None = None,
+          **changes: Any) -> Translation:
+    """The problem planned, lowered and scheduled for `dsl` on the target as `options` (`PlanOptions`, with
+    `changes`: its fields by keyword) ask; rendered and verified by `translate`."""
+    opts = (options or PlanOptions()).with_(**changes)
+    train, conv, pure = opts.train, opts.conv, opts.pure
+    tuned, rows, dynamic, library = opts.tuned, opts.rows, opts.dynamic, opts.library
     backend = get_backend(dsl)
     library = check_families(library)
     if pure and library:
@@ -233,14 +187,15 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
             best = Strategy.from_json(found[0])
             (conv, rows, library), strategy_s = (best.conv, best.rows, best.library), found[1]
     how = Strategy(rows, conv, library)
-    g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
+    opts = opts.with_(library=library)  # checked
+    g, plan, prog, schedules = _lowered(problem, backend, target, how, opts)
     strategy_why = ""
     if tuned and strategy_s is None and how == Strategy() and not pure:
         untuned, strategy_why = untuned_strategy(plan, backend, target)
         if untuned != how:  # nothing measured here yet: the cost model's choice
             how = untuned
-            g, plan, prog, schedules = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic)
-    buckets = _buckets(problem, backend, target, train, allow_opaque, how, pure, dynamic, g, prog, schedules)
+            g, plan, prog, schedules = _lowered(problem, backend, target, how, opts)
+    buckets = _buckets(problem, backend, target, how, opts, (g, prog, schedules))
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
         schedules, times = tuned_schedules(backend, prog, schedules, target, dsl, problem.path)
@@ -248,22 +203,16 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
                        strategy=how, strategy_s=strategy_s, strategy_why=strategy_why, buckets=buckets)
 
 
-def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
-             how: Strategy, pure: bool, dynamic: str | None,
+def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strategy, opts: PlanOptions,
              at: tuple[str, int] | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
     """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
     model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
+    pure = opts.pure
     g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
-        lift(problem, train=train, allow_opaque=allow_opaque, dynamic=dynamic, dynamic_at=at)
+        lift(problem, train=opts.train, allow_opaque=opts.allow_opaque, dynamic=opts.dynamic, dynamic_at=at)
     lifted = {n.op for n in g.nodes}
-    first, rest = pipeline_for(backend, ("recurrence",) if not pure and has_long_recurrence(g) else (),
-                               how.rows and backend.fuses_rows(target),
-                               how.library, target.units,
-                               backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32")),
-                               target.units if target.kind == "gpu" else 0,
-                               how.conv == "channels-last" and not pure,
-                               (how.conv == "generated" or pure) and "conv" in backend.manifest.kinds,
-                               target.core_cache_bytes // 2).split(",", 1)  # the rest for what else it reads
+    keep = ("recurrence",) if not pure and has_long_recurrence(g) else ()
+    first, rest = pipeline_for(backend, target, how, pure, keep).split(1)  # the rest for what else it reads
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')
     g.meta["library_families"] = families_of(lifted | {n.op for n in g.nodes})
@@ -298,25 +247,25 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, train: bool,
     return g, plan, prog, schedules
 
 
-def _buckets(problem: Any, backend: Backend, target: HardwareModel, train: bool, allow_opaque: bool,
-             how: Strategy, pure: bool, dynamic: str | None, g: Graph, top: KernelProgram,
-             top_schedules: Schedules) -> list[Bucket]:
+def _buckets(problem: Any, backend: Backend, target: HardwareModel, how: Strategy, opts: PlanOptions,
+             top: tuple[Graph, KernelProgram, Schedules]) -> list[Bucket]:
     """--dynamic with one size: the program lowered and scheduled again for each smaller bucket (sizes
     up to 16, 64, 256, ... below the bound), its kernels named apart; the module dispatches on the size.
-    Only buckets whose kernels or schedules differ from the next larger one's are kept."""
+    Only buckets whose kernels or schedules differ from the next larger one's (`top`: the bound's graph,
+    program and schedules) are kept."""
+    g, top_prog, top_schedules = top
     dyn = g.meta.get("dynamic") or {}
-    if len(dyn) != 1 or (dynamic or "").strip() == "auto":  # one named size: the buckets split its range
+    if len(dyn) != 1 or (opts.dynamic or "").strip() == "auto":  # one named size: the buckets split its range
         return []
     name = next(iter(dyn))
     def signature(p: KernelProgram, sch: Schedules) -> tuple:
         return tuple((k.name, k.kind, sch[k.name]) for k in p.kernels())
 
     out: list[Bucket] = []
-    serving = signature(top, top_schedules)  # the code that would serve these sizes without this bucket
+    serving = signature(top_prog, top_schedules)  # the code that would serve these sizes without this bucket
     bounds = bucket_bounds(dyn[name]["traced"])[:-1]
     for i, upper in reversed(list(enumerate(bounds))):
-        _, _, bprog, bsched = _lowered(problem, backend, target, train, allow_opaque, how, pure, dynamic,
-                                       at=(name, upper))
+        _, _, bprog, bsched = _lowered(problem, backend, target, how, opts, at=(name, upper))
         if signature(bprog, bsched) == serving:
             continue
         serving = signature(bprog, bsched)
@@ -421,21 +370,26 @@ def module_body(t: Translation) -> str:
     return t._body[1]
 
 
-def _verify(t: Translation, seeds: tuple[int, ...], timed: bool, baselines: tuple[str, ...], train: bool) -> Verdict:
+def _verify(t: Translation, check: CheckOptions) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="akg-translate-") as d:
         cand = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
         cand.write_text(t.source)
-        return verify(t.problem, cand, target=t.target, seeds=seeds, timing=timed, baselines=baselines,
-                      train=train)
+        return verify(t.problem, cand, t.target, check)
+
+
+_PLAN_FIELDS = frozenset(f.name for f in fields(PlanOptions))
 
 
 def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, out: str | Path | None = None,
-              verify_result: bool = True, timing: bool = True, baselines: tuple[str, ...] = ("eager",),
-              train: bool = False, allow_opaque: bool = False,
-              seeds: tuple[int, ...] = (0, 1, 2, 3, 4), conv: str = "library", pure: bool = False,
-              dynamic: str | None = None, library: tuple[str, ...] = ()) -> Translation:
-    t = build(problem_path, dsl, target_name, train=train, allow_opaque=allow_opaque, conv=conv, pure=pure,
-              dynamic=dynamic, library=library)
+              options: PlanOptions | None = None, check: CheckOptions | None = None, verify_result: bool = True,
+              **changes: Any) -> Translation:
+    """`build`, rendered, verified as `check` says (timed where the device is here and `check.timing`; by
+    default seeds 0-4, timed against eager) and written to `out`. `changes`: fields of either value by
+    keyword (`allow_opaque=True`, `timing=False`)."""
+    opts = (options or PlanOptions()).with_(**{k: v for k, v in changes.items() if k in _PLAN_FIELDS})
+    check = (check or CheckOptions(seeds=(0, 1, 2, 3, 4), timing=True, baselines=("eager",))).with_(
+        **{k: v for k, v in changes.items() if k not in _PLAN_FIELDS})
+    t = build(problem_path, dsl, target_name, opts)
     t.source = render(t)
     if t.executor == "none":
         t.notes.append(f"no executor for {dsl} on {t.target.name} here: written, not run")
@@ -444,8 +398,9 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
         t.notes.append(t.compiled)
         t.source = render(t)
     elif verify_result:
-        timed = timing and t.executor == "native"
-        t.verdict = _verify(t, seeds, timed, baselines if timed else (), train)
+        timed = check.timing and t.executor == "native"
+        check = check.with_(timing=timed, baselines=check.baselines if timed else (), train=opts.train)
+        t.verdict = _verify(t, check)
         split = {n for n, s in [*t.schedules.items(), *(x for _, _, sch in t.buckets for x in sch.items())]
                  if s.get("input_precision") in SPLIT_PRODUCTS}
         if not t.verdict.accepted and split:  # split precision is allowed only where it verifies
@@ -454,7 +409,7 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
             t.buckets = [(u, p, {n: s.replace(input_precision="ieee") if s.get("input_precision") in SPLIT_PRODUCTS
                                  else s for n, s in sch.items()}) for u, p, sch in t.buckets]
             t.source = render(t)
-            t.verdict = _verify(t, seeds, timed, baselines if timed else (), train)
+            t.verdict = _verify(t, check)
         if not t.verdict.accepted:
             raise AkgError(f"the generated {dsl} module for {t.problem.name} failed verification: "
                            f"{t.verdict.reason}; nothing written")

@@ -156,17 +156,38 @@ def _together(singles: list[tuple[Strategy, float]], default_s: float) -> Strate
     return Strategy(library=check_families(won)) if len(won) > 1 else None
 
 
-def tune(problem: str, target: str | HardwareModel, dsl: str, budget: int = 8, time_limit_s: float | None = None,
+@dataclasses.dataclass(frozen=True)
+class TuneOptions:
+    """How a tune searches. `budget`: schedules measured per kernel; `time_limit_s`: no new strategy past it.
+    `ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's address.
+    `jobs` > 1 (without Ray): candidates compile and verify that many at a time here, and are timed one at a
+    time. `strategies`: search the strategies (`strategies_for`), or only the default. `dynamic`: a module of
+    run-time sizes (`--dynamic`), its candidates timed at the bound."""
+
+    budget: int = 8
+    time_limit_s: float | None = None
+    ray: str | None = None
+    ray_cpus: int | None = None
+    strategies: bool = True
+    jobs: int = 1
+    dynamic: str | None = None
+
+    def with_(self, **changes: Any) -> TuneOptions:
+        """This value with `changes` (the keyword form callers and tests use)."""
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptions | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
          on_progress: Callable[[str, int, int, float | None, Done | None], None] | None = None,
-         ray: str | None = None, ray_cpus: int | None = None, strategies: bool = True, jobs: int = 1,
-         dynamic: str | None = None) -> dict[str, Any]:
-    """`ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's
-    address. `jobs` > 1 (without Ray): candidates compile and verify that many at a time here, and are
-    timed one at a time. For each strategy (`strategies_for`; only the default when `strategies` is False) the
-    schedules are searched, then the whole module is verified and timed; the fastest strategy's module is
-    written, and every strategy's time goes to the database, where `akg translate` finds it. `dynamic`:
-    a module of run-time sizes (`--dynamic`), its candidates timed at the bound."""
+         **changes: Any) -> dict[str, Any]:
+    """For each strategy (only the default when `options.strategies` is False) the schedules are searched,
+    then the whole module is verified and timed; the fastest strategy's module is written, and every
+    strategy's time goes to the database, where `akg translate` finds it. `changes`: `TuneOptions` fields
+    by keyword."""
+    o = (options or TuneOptions()).with_(**changes)
+    budget, time_limit_s, ray, ray_cpus = o.budget, o.time_limit_s, o.ray, o.ray_cpus
+    strategies, jobs, dynamic = o.strategies, o.jobs, o.dynamic
     if is_jax_problem(Path(problem)):  # its verification is not timed yet
         raise AkgError(f"{Path(problem).name} is a JAX program: akg translate writes and verifies its module; "
                        "tuning takes PyTorch (KernelBench) problems only so far")

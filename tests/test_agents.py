@@ -15,6 +15,7 @@ from akg_agent.agents.human import ScriptedHuman
 from akg_agent.agents.llm import ReplayModel
 from akg_agent.agents.scripted import ScriptedModel
 from akg_agent.agents.trace import RunState, trajectory
+from akg_agent.plan_options import PlanOptions
 from akg_agent.translate import build, render
 from akg_agent.tune import TuningDB
 from ir.errors import AkgError
@@ -281,7 +282,7 @@ def test_without_a_model_the_error_names_the_op_and_both_ways_on(tmp_path):
 
 
 def test_allow_opaque_without_a_model_leaves_the_op_a_torch_call(tmp_path):
-    st = run(_opaque_cfg(tmp_path, allow_opaque=True), model=None)
+    st = run(_opaque_cfg(tmp_path, plan=PlanOptions(allow_opaque=True)), model=None)
     (grp,) = [g for g in st.plan.groups if "opaque" in g.ops]
     assert grp.strategy == "library" and "--allow-opaque" in grp.why
     assert st.result["verified"] and st.attempts[0].by == "rules"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from akg_agent.strategy import Strategy
 from akg_agent.translate import build, pipeline_for, translate
 from dsl_backends import get_backend
 from hardware_models.spec import load_target
@@ -91,9 +92,9 @@ def test_what_keeps_its_layout(why, g):
 def test_only_backends_that_ask_on_targets_with_tf32_tensor_cores():
     assert get_backend("triton").manifest.gemm_b_k_major and not get_backend("cuda-c").manifest.gemm_b_k_major
     assert load_target("h100").peak("tensor", "tf32") and not load_target("cpu").peak("tensor", "tf32")
-    assert ",kmajor," in pipeline_for(get_backend("triton"), kmajor=True)
+    assert ",kmajor," in str(pipeline_for(get_backend("triton"), load_target("h100")))
     # after the library marks: a GEMM left to cuBLAS (which takes either layout) keeps its B
-    spec = pipeline_for(get_backend("triton"), kmajor=True, library=("gemm",))
+    spec = str(pipeline_for(get_backend("triton"), load_target("h100"), Strategy(library=("gemm",))))
     assert spec.index(",library") < spec.index(",kmajor,")
     g = _mm(512, 256, 256)
     run_passes(g, spec.split(",fuse")[0])

@@ -12,6 +12,7 @@ import torch
 
 from akg_agent.translate import build, pipeline_for, translate
 from dsl_backends import get_backend
+from hardware_models.spec import load_target
 from ir import run
 from ir.graph import Graph
 from ir.passes import run_passes
@@ -115,9 +116,11 @@ def test_what_is_not_split(why, g):
 
 def test_the_pipeline_splits_only_where_the_target_names_units():
     backend = get_backend("triton")
-    assert "splitreduce{units=132}" in pipeline_for(backend, units=132)
-    assert "splitreduce" not in pipeline_for(backend)
-    assert "splitreduce{units=2 chunk_bytes=1048576}" in pipeline_for(get_backend("cpp"), units=2, chunk_bytes=1 << 20)
+    h200, cpu = load_target("h200"), load_target("cpu")
+    assert "splitreduce{units=132}" in str(pipeline_for(backend, h200))  # no core cache figure: any chunk
+    assert "splitreduce" not in str(pipeline_for(backend))
+    assert cpu.core_cache_bytes > 0 and f"splitreduce{{units={cpu.units} chunk_bytes={cpu.core_cache_bytes // 2}}}" \
+        in str(pipeline_for(get_backend("cpp"), cpu))
 
 
 LN = """import torch

@@ -5,11 +5,12 @@ unverified one never is."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ir.errors import AkgError
 
+from ..plan_options import PlanOptions
 from ..translate import Translation, build, compile_only, render
 from ..tuning_db import TuningDB
 from ..verifier import Verdict, verify
@@ -35,13 +36,8 @@ class RunConfig:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     baselines: tuple[str, ...] = ("eager",)
     timing: bool = True
-    train: bool = False
-    allow_opaque: bool = False
     use_ncu: bool = True
-    conv: str = "library"  # convolutions: torch calls with fused epilogues, or "generated" implicit GEMMs
-    pure: bool = False  # every group generated: no library calls (random draws aside)
-    dynamic: str | None = None  # input dimensions that vary at run time (`ir.dynamic`)
-    library: tuple[str, ...] = ()  # op families left to torch (`ir.passes.library`)
+    plan: PlanOptions = PlanOptions()  # how the problem is planned (`PlanOptions`: train, conv, library, ...)
 
 
 def _new_run_dir(cfg: RunConfig) -> Path:
@@ -62,15 +58,8 @@ def _open_state(cfg: RunConfig, resume: Path | None) -> RunState:
         raise AkgError(f"{run_dir} already holds a run: pass --resume {run_dir} to go on with it, or another --run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
     conf = {"problem": str(Path(cfg.problem).resolve()), "problem_sha": file_sha(Path(cfg.problem)),
-            "dsl": cfg.dsl, "target": cfg.target, "train": cfg.train, "allow_opaque": cfg.allow_opaque}
-    if cfg.conv != "library":
-        conf["conv"] = cfg.conv
-    if cfg.pure:
-        conf["pure"] = True
-    if cfg.dynamic:
-        conf["dynamic"] = cfg.dynamic
-    if cfg.library:
-        conf["library"] = list(cfg.library)
+            "dsl": cfg.dsl, "target": cfg.target,
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg.plan).items()}}
     return RunState(run_dir, conf)
 
 
@@ -104,7 +93,7 @@ def _verify(cfg: RunConfig, t: Translation, path: Path, by: str) -> Verdict:
         return Verdict(False, "compiled_not_run", t.compiled)
     timed = cfg.timing and t.executor == "native"
     return verify(t.problem, path, target=t.target, seeds=cfg.seeds, timing=timed,
-                  baselines=cfg.baselines if timed else (), train=cfg.train)
+                  baselines=cfg.baselines if timed else (), train=cfg.plan.train)
 
 
 def _model_header(t: Translation, st: RunState, att: Attempt) -> str:
@@ -126,9 +115,10 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
         model = Recorder(model, st.run_dir / "transcript.json")  # replayable with --llm replay:PATH
     budget = cfg.budget or (5 if model is not None else 1)
     # with a model, ops the rules engine cannot lower stay in the graph for the model to write
-    t = build(conf["problem"], conf["dsl"], conf["target"], train=conf["train"],
-              allow_opaque=conf["allow_opaque"] or model is not None, conv=conf.get("conv", "library"),
-              pure=conf.get("pure", False), dynamic=conf.get("dynamic"), library=tuple(conf.get("library", ())))
+    plan = PlanOptions(**{f.name: tuple(conf[f.name]) if isinstance(conf.get(f.name), list) else conf[f.name]
+                          for f in fields(PlanOptions) if f.name in conf})  # what an older run left out: defaults
+    t = build(conf["problem"], conf["dsl"], conf["target"],
+              plan.with_(allow_opaque=plan.allow_opaque or model is not None))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:

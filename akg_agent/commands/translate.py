@@ -15,6 +15,7 @@ from ..agents import RunConfig, run
 from ..agents.human import ConsoleHuman, FileHuman
 from ..backward import translate_backward
 from ..examples import DEFAULT_PROBLEM
+from ..plan_options import PlanOptions
 from ..strategy import CONV_STRATEGIES
 from ..tuning_db import TuningDB
 
@@ -38,9 +39,10 @@ def cmd_translate(args: argparse.Namespace) -> int:
         return 0
     cfg = RunConfig(args.file, args.dsl, args.target, llm=args.llm, budget=args.budget, goal_frac=args.goal,
                     out=out, run_dir=args.run_dir, baselines=tuple(b for b in args.baselines.split(",") if b),
-                    timing=not args.no_time, train=args.train, allow_opaque=args.allow_opaque, use_ncu=not args.no_ncu,
-                    conv=args.conv, pure=args.pure, dynamic=args.dynamic,
-                    library=tuple(f for f in (args.library or "").split(",") if f))
+                    timing=not args.no_time, use_ncu=not args.no_ncu,
+                    plan=PlanOptions(train=args.train, allow_opaque=args.allow_opaque, conv=args.conv,
+                                     pure=args.pure, dynamic=args.dynamic,
+                                     library=tuple(f for f in (args.library or "").split(",") if f)))
     human = FileHuman() if args.await_decisions else ConsoleHuman() if args.interactive else None
     st = run(cfg, human=human, resume=resume, db=TuningDB())
     best = next(a for a in st.attempts if a.n == st.result["attempt"])

@@ -12,7 +12,7 @@ from hardware_models.spec import load_target
 from ir.errors import AkgError
 
 from ..cluster import Done
-from ..tune import tune
+from ..tune import TuneOptions, tune
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -35,13 +35,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
             progress.update(task, total=total, completed=done,
                             description=f"{kernel}: best {best_txt}" + (f" [{devices}]" if devices else ""))
 
+        opts = TuneOptions(budget=args.budget, time_limit_s=args.time, ray=args.ray,
+                           strategies=not args.no_strategies, jobs=args.jobs, dynamic=args.dynamic)
         for dsl in dsls:
             out = args.o if len(dsls) == 1 else None
             out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
-            reports.append(tune(args.file, target, dsl, budget=args.budget, time_limit_s=args.time, out=out,
-                                on_progress=on_progress, ray=args.ray,
-                                strategies=not args.no_strategies, jobs=args.jobs, dynamic=args.dynamic)
-                           | {"out": out})
+            reports.append(tune(args.file, target, dsl, opts, out=out, on_progress=on_progress) | {"out": out})
     for r in reports:
         print(f"{r['dsl']}: {r['measured']} measured, {r['from_db']} from the tuning database, "
               f"{r['elapsed_s']:.1f} s -> {r['out']}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -124,20 +124,44 @@ def sol_trusted(target: Target) -> bool:
     return model_of(target).figures["memory"]["dram_bw"].source != "estimate"
 
 
-def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", seeds: tuple[int, ...] = DEFAULT_SEEDS,
-           timing: bool = False, baselines: tuple[str, ...] = (), trials: int | None = None,
-           limits: Limits | None = None, tolerances: dict[str, tuple[float, float]] | None = None,
-           train: bool = False, sol_check: bool = True, peers: dict[str, Path] | None = None,
-           timing_lock: str | None = None, build_cache: str | Path | None = None, backward: bool = False) -> Verdict:
-    """Check `cand` against `ref`. On a machine without the target's device the candidate runs on the
-    CPU (Triton through its interpreter) and timing against the target's speed-of-light is skipped.
-    `timing_lock`: a file that concurrent runs hold shared while they run and exclusively around their
-    timed loops, so only one times at a time and nothing else runs meanwhile (a run without timing holds
-    it shared too). `build_cache`: a folder where the module keeps its compiled code between runs of this
-    same candidate (its check and its timing in a tune); never one shared by different candidates.
-    `backward`: a training step is checked and timed, forward and backward: every gradient (of the floating
-    inputs and the trained parameters) against float64's like an output (`gradstep.py`); no speed-of-light
-    bound yet (the forward's is the only one the cost model gives)."""
+@dataclass(frozen=True)
+class CheckOptions:
+    """How a candidate is checked (one value from the command layer down). `timing_lock`: a file that
+    concurrent runs hold shared while they run and exclusively around their timed loops, so only one times
+    at a time and nothing else runs meanwhile (a run without timing holds it shared too). `build_cache`: a
+    folder where the module keeps its compiled code between runs of this same candidate (its check and its
+    timing in a tune); never one shared by different candidates. `backward`: a training step is checked and
+    timed, forward and backward: every gradient (of the floating inputs and the trained parameters) against
+    float64's like an output (`gradstep.py`); no speed-of-light bound yet (the forward's is the only one the
+    cost model gives)."""
+
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    timing: bool = False
+    baselines: tuple[str, ...] = ()
+    trials: int | None = None
+    limits: Limits | None = None
+    tolerances: dict[str, tuple[float, float]] | None = None
+    train: bool = False
+    sol_check: bool = True
+    peers: dict[str, Path] | None = None
+    timing_lock: str | None = None
+    build_cache: str | Path | None = None
+    backward: bool = False
+
+    def with_(self, **changes: Any) -> CheckOptions:
+        """This value with `changes` (the keyword form callers and tests use)."""
+        return replace(self, **changes) if changes else self
+
+
+def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", options: CheckOptions | None = None,
+           **changes: Any) -> Verdict:
+    """Check `cand` against `ref` as `options` (with `changes`: its fields by keyword) say. On a machine
+    without the target's device the candidate runs on the CPU (Triton through its interpreter) and timing
+    against the target's speed-of-light is skipped."""
+    o = (options or CheckOptions()).with_(**changes)
+    seeds, timing, baselines, trials, limits = o.seeds, o.timing, o.baselines, o.trials, o.limits
+    tolerances, train, sol_check, peers, timing_lock = o.tolerances, o.train, o.sol_check, o.peers, o.timing_lock
+    build_cache, backward = o.build_cache, o.backward
     ref, cand = Path(ref), Path(cand)
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")

@@ -66,19 +66,58 @@ def parse_pipeline(spec: str) -> list[Pass]:
     return out
 
 
-def run_passes(g: Graph, pipeline: str | list[str], trace: Trace | None = None, verify: bool = False) -> Trace:
-    """Run a pipeline (a string, or a list of pass names) on `g`; with `verify`, check the graph's
+def pass_text(p: Pass) -> str:
+    """A pass value as a pipeline string names it: `name`, or `name{key=value ...}` with the options that
+    differ from their defaults (a tuple as `a:b:c`); `parse_pipeline` reads it back to an equal value."""
+    opts = []
+    for f in dataclasses.fields(p):  # type: ignore[arg-type]
+        v = getattr(p, f.name)
+        if v == f.default:
+            continue
+        opts.append(f"{f.name}={':'.join(v) if isinstance(v, tuple) else int(v) if isinstance(v, bool) else v}")
+    return p.name + (f"{{{' '.join(opts)}}}" if opts else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class PassPipeline:
+    """A pipeline as a value (xDSL's PassPipeline): pass values in order, printed as the pipeline string
+    `akg ir --passes` takes."""
+
+    passes: tuple[Pass, ...]
+
+    @classmethod
+    def parse(cls, spec: str) -> PassPipeline:
+        return cls(tuple(parse_pipeline(spec)))
+
+    def __str__(self) -> str:
+        return ",".join(pass_text(p) for p in self.passes)
+
+    def __add__(self, other: PassPipeline) -> PassPipeline:
+        return PassPipeline(self.passes + other.passes)
+
+    def split(self, n: int) -> tuple[PassPipeline, PassPipeline]:
+        """The first `n` passes and the rest."""
+        return PassPipeline(self.passes[:n]), PassPipeline(self.passes[n:])
+
+
+def run_passes(g: Graph, pipeline: str | list[str] | PassPipeline, trace: Trace | None = None,
+               verify: bool = False) -> Trace:
+    """Run a pipeline (a value, a string, or a list of pass names) on `g`; with `verify`, check the graph's
     structure after each pass."""
-    spec = pipeline if isinstance(pipeline, str) else ",".join(pipeline)
+    if isinstance(pipeline, PassPipeline):
+        passes = list(pipeline.passes)
+    else:
+        passes = parse_pipeline(pipeline if isinstance(pipeline, str) else ",".join(pipeline))
     trace = trace or Trace()
-    for p in parse_pipeline(spec):
+    for p in passes:
         p.run(g, trace)
         if verify:
             verify_graph(g)
     return trace
 
 
-__all__ = ["REGISTRY", "Firing", "P", "Pass", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule", "Trace", "X",
+__all__ = ["REGISTRY", "Firing", "P", "Pass", "PassPipeline", "Pat", "Pipeline", "Rewriter", "RewritePass", "Rule",
+           "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
            "MarkLibrary", "Simplify", "SimplifyAll", "SinkReshapes", "SplitK", "SplitReductions", "TransposedPhases",
-           "ViewsPerUse", "parse_pipeline", "register", "run_passes"]
+           "ViewsPerUse", "parse_pipeline", "pass_text", "register", "run_passes"]
