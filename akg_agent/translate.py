@@ -188,13 +188,14 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
             (conv, rows, library), strategy_s = (best.conv, best.rows, best.library), found[1]
     how = Strategy(rows, conv, library)
     opts = opts.with_(library=library)  # checked
-    g, plan, prog, schedules = _lowered(problem, backend, target, how, opts)
+    lifted = _lift(problem, opts)  # once: a second strategy is planned from a copy (a lift is seconds)
+    g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted.copy())
     strategy_why = ""
     if tuned and strategy_s is None and how == Strategy() and not pure:
         untuned, strategy_why = untuned_strategy(plan, backend, target)
         if untuned != how:  # nothing measured here yet: the cost model's choice
             how = untuned
-            g, plan, prog, schedules = _lowered(problem, backend, target, how, opts)
+            g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted)
     buckets = _buckets(problem, backend, target, how, opts, (g, prog, schedules))
     times: dict[str, float] = {}
     if tuned and executor == "native":  # measurements of another machine's device say nothing here
@@ -203,13 +204,18 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
                        strategy=how, strategy_s=strategy_s, strategy_why=strategy_why, buckets=buckets)
 
 
-def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strategy, opts: PlanOptions,
-             at: tuple[str, int] | None = None) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
-    """The problem lifted, rewritten, fused, lowered to kernels in primitives and scheduled by the cost
-    model; `at`: trace a --dynamic size at this value (a bucket's largest) instead of its bound."""
-    pure = opts.pure
-    g = lift_jax(problem) if isinstance(problem, JaxProblem) else \
+def _lift(problem: Any, opts: PlanOptions, at: tuple[str, int] | None = None) -> Graph:
+    """The problem as a graph; `at`: trace a --dynamic size at this value (a bucket's largest) instead of
+    its bound."""
+    return lift_jax(problem) if isinstance(problem, JaxProblem) else \
         lift(problem, train=opts.train, allow_opaque=opts.allow_opaque, dynamic=opts.dynamic, dynamic_at=at)
+
+
+def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strategy, opts: PlanOptions,
+             g: Graph) -> tuple[Graph, FusionPlan, KernelProgram, Schedules]:
+    """The lifted graph `g` (changed in place) rewritten, fused, lowered to kernels in primitives and
+    scheduled by the cost model."""
+    pure = opts.pure
     lifted = {n.op for n in g.nodes}
     keep = ("recurrence",) if not pure and has_long_recurrence(g) else ()
     first, rest = pipeline_for(backend, target, how, pure, keep).split(1)  # the rest for what else it reads
@@ -265,7 +271,7 @@ def _buckets(problem: Any, backend: Backend, target: HardwareModel, how: Strateg
     serving = signature(top_prog, top_schedules)  # the code that would serve these sizes without this bucket
     bounds = bucket_bounds(dyn[name]["traced"])[:-1]
     for i, upper in reversed(list(enumerate(bounds))):
-        _, _, bprog, bsched = _lowered(problem, backend, target, how, opts, at=(name, upper))
+        _, _, bprog, bsched = _lowered(problem, backend, target, how, opts, _lift(problem, opts, (name, upper)))
         if signature(bprog, bsched) == serving:
             continue
         serving = signature(bprog, bsched)

@@ -112,6 +112,23 @@ class Graph:
                 n.args = tuple(new if a is old else a for a in n.args)
         self.outputs = [new if o is old else o for o in self.outputs]
 
+    def replace_all(self, mapping: dict[Node, Node]) -> None:
+        """`replace_uses` for every pair of `mapping` in one pass over the graph (a chain a -> b -> c reads
+        c): what a pass that replaces many nodes does, instead of one pass per node."""
+        if not mapping:
+            return
+        self.plan = None
+
+        def final(a: Node) -> Node:
+            while a in mapping:
+                a = mapping[a]
+            return a
+
+        for n in self.nodes:
+            if any(a in mapping for a in n.args if a is not None):
+                n.args = tuple(final(a) if a is not None else None for a in n.args)
+        self.outputs = [final(o) for o in self.outputs]
+
     def cleanup(self) -> int:
         """Drop nodes no output depends on (inputs stay: they are the signature) and restore a
         topological order after rewrites appended nodes, keeping the original order where it can.

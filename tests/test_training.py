@@ -173,8 +173,9 @@ def test_a_row_kernel_stored_over_its_operand_keeps_that_row_until_read(tmp_path
     wrong)."""
     from dataclasses import replace
 
+    from akg_agent.plan_options import PlanOptions
     from akg_agent.strategy import Strategy
-    from akg_agent.translate import _lowered
+    from akg_agent.translate import _lift, _lowered
     from dsl_backends import get_backend
     from dsl_backends.cpp.terms import terms_in_output
     from hardware_models.spec import load_target
@@ -186,7 +187,8 @@ def test_a_row_kernel_stored_over_its_operand_keeps_that_row_until_read(tmp_path
     """
     p = load_problem(_problem(tmp_path, body, "[torch.randn(1, 16, 64), torch.randn(1, 16, 64), torch.randn(64), "
                                               "torch.randn(1, 16, 64), torch.rand(1, 16, 1) + 0.5]"))
-    _, _, prog, _ = _lowered(p, get_backend("cpp"), load_target("cpu"), False, False, Strategy(), False, None)
+    opts = PlanOptions()
+    _, _, prog, _ = _lowered(p, get_backend("cpp"), load_target("cpu"), Strategy(), opts, _lift(p, opts))
     (k,) = prog.kernels()
     assert k.kind == "rownorm" and terms_in_output(k)  # fresh output: its row is scratch until written
     assert not terms_in_output(replace(k, in_place="r"))

@@ -106,8 +106,14 @@ def X(bind: str, where: Callable[[Node], bool] | None = None) -> Pat:
 class Rewriter:
     """What a rewrite may do: add nodes to the graph (named after the node being replaced)."""
 
-    def __init__(self, g: Graph, root: Node) -> None:
-        self.g, self.root = g, root
+    def __init__(self, g: Graph, root: Node, live: _Live | None = None) -> None:
+        self.g, self.root, self.live = g, root, live
+
+    def uses(self, x: Node) -> int:
+        """How many times live nodes read `x` (outputs aside)."""
+        if self.live is not None:
+            return len(self.live.users.get(id(x), ()))
+        return sum(a is x for u in self.g.nodes for a in u.args)
 
     def op(self, name: str, args: Sequence[Node | None], **attrs: Any) -> Node:
         n = self.g.add(name, list(args), attrs, name=f"{self.root.name}_{name}")
@@ -148,24 +154,23 @@ class RewritePass:
         changed_any = False
         for _ in range(self.max_sweeps):
             changed = False
-            live = _live(g)
+            live = _Live(g)
             for n in list(g.nodes):
-                if id(n) not in live:  # replaced earlier in this sweep
+                if not live.has(n):  # replaced earlier in this sweep
                     continue
                 for rule in by_op.get(n.op, []) + by_op.get(None, []):
                     binds: dict[str, Node] = {}
                     if not rule.pattern.match(n, binds):
                         continue
-                    new = rule.rewrite(Rewriter(g, n), binds)
+                    new = rule.rewrite(Rewriter(g, n, live), binds)
                     if new is None or new is n:
                         continue
                     if new.type.shape != n.type.shape or new.type.dtype != n.type.dtype:
                         raise AssertionError(f"rule {rule.name} changed the type of %{n.name}: "
                                              f"{n.type} -> {new.type}")
-                    g.replace_uses(n, new)
+                    live.replace(n, new)
                     trace.record(Firing(self.name, rule.name, n.name, _summary(n), _summary(new)))
                     changed = True
-                    live = _live(g)
                     break
             if not changed:
                 break
@@ -174,15 +179,63 @@ class RewritePass:
         return changed_any
 
 
-def _live(g: Graph) -> set[int]:
-    live: set[int] = set()
-    stack = list(g.outputs)
-    while stack:
-        n = stack.pop()
-        if id(n) not in live:
-            live.add(id(n))
-            stack.extend(a for a in n.args if a is not None)
-    return live
+class _Live:
+    """The nodes the outputs depend on, kept as rewrites replace nodes: each live node's users (an output
+    counts as one), so a replacement touches the replaced node's users and the nodes that die with it, not
+    the whole graph (an unrolled recurrence's graph has tens of thousands of nodes: walking it after every
+    firing was quadratic). A DAG: a node is live while it has a user."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        self.users: dict[int, list[Node]] = {}  # id -> live users (with repeats: one per use)
+        self.outs: dict[int, int] = {}  # id -> how many outputs it is
+        for o in g.outputs:
+            self.outs[id(o)] = self.outs.get(id(o), 0) + 1
+            self._revive(o)
+
+    def has(self, n: Node) -> bool:
+        return id(n) in self.users
+
+    def _revive(self, n: Node) -> None:
+        """`n` live, with what it reads that was not: each newly live node a user of each of its arguments."""
+        fresh, stack = [], [n]
+        while stack:
+            x = stack.pop()
+            if id(x) in self.users:
+                continue
+            self.users[id(x)] = []
+            fresh.append(x)
+            stack.extend(a for a in x.args if a is not None)
+        for x in fresh:
+            for a in x.args:
+                if a is not None:
+                    self.users[id(a)].append(x)
+
+    def replace(self, old: Node, new: Node) -> None:
+        """`g.replace_uses(old, new)`, liveness kept: `new` live, `old` (no use left) and what only it read
+        dead."""
+        g = self.g
+        g.plan = None  # a plan of the graph before this rewrite no longer describes it
+        self._revive(new)
+        users = self.users.pop(id(old), [])
+        for u in dict.fromkeys(users):  # each user once: its every use of old at a time
+            u.args = tuple(new if a is old else a for a in u.args)
+        self.users[id(new)].extend(users)
+        k = self.outs.pop(id(old), 0)
+        if k:
+            g.outputs = [new if o is old else o for o in g.outputs]
+            self.outs[id(new)] = self.outs.get(id(new), 0) + k
+        stack = [old]
+        while stack:  # the dead node's arguments lose a user; one left with none dies too
+            x = stack.pop()
+            for a in x.args:
+                if a is None or id(a) not in self.users:
+                    continue
+                us = self.users[id(a)]
+                us.remove(x)
+                if not us and id(a) not in self.outs:
+                    del self.users[id(a)]
+                    stack.append(a)
 
 
 def _summary(n: Node) -> str:

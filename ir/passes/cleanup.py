@@ -33,8 +33,10 @@ class CommonSubexpr:
 
     def run(self, g: Graph, trace: Trace) -> bool:
         seen: dict[tuple, Node] = {}
-        changed = False
+        same: dict[Node, Node] = {}  # replaced -> its first equal: each node reads through it before its key
         for n in list(g.nodes):
+            if same and any(a in same for a in n.args if a is not None):
+                n.args = tuple(same.get(a, a) if a is not None else None for a in n.args)
             if n.op in ("input", "param") + IMPURE:
                 continue
             k = n.key()
@@ -42,12 +44,12 @@ class CommonSubexpr:
             if first is None:
                 seen[k] = n
                 continue
-            g.replace_uses(n, first)
+            same[n] = first
             trace.record(Firing(self.name, "same-value", n.name, n.op, f"%{first.name}"))
-            changed = True
-        if changed:
+        if same:
+            g.replace_all(same)  # the outputs (the nodes' arguments are already read through)
             g.cleanup()
-        return changed
+        return bool(same)
 
 
 def is_const(n: Node | None) -> bool:
@@ -63,8 +65,10 @@ class ConstantFold:
     name: ClassVar[str] = "fold"
 
     def run(self, g: Graph, trace: Trace) -> bool:
-        changed = False
+        folded: dict[Node, Node] = {}  # replaced -> its constant: each node reads through it first
         for n in list(g.nodes):
+            if folded and any(a in folded for a in n.args if a is not None):
+                n.args = tuple(folded.get(a, a) if a is not None else None for a in n.args)
             d = opdef(n.op)
             if d.group in ("source", "opaque") or n.op in IMPURE or not n.args:
                 continue
@@ -79,12 +83,12 @@ class ConstantFold:
             attrs = {"value": v, "dtype": n.dtype}
             new = (g.add("scalar", [], attrs, name=f"{n.name}_c") if n.type.rank == 0 else
                    g.add("full", [], dict(attrs, shape=list(n.shape)), name=f"{n.name}_c"))
-            g.replace_uses(n, new)
+            folded[n] = new
             trace.record(Firing(self.name, "fold-constant", n.name, n.op, f"{new.op}({v!r})"))
-            changed = True
-        if changed:
+        if folded:
+            g.replace_all(folded)
             g.cleanup()
-        return changed
+        return bool(folded)
 
 
 # --- canonicalisation rules: identities that never change a value

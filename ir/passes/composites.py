@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..decompose import DECOMPOSITIONS, GraphEmitter
-from ..graph import Graph
+from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, Trace, register
 
@@ -28,13 +28,24 @@ class Decompose:
                     and n.op not in self.keep]
             if not todo:
                 break
+            done: dict[Node, Node] = {}
             for n in todo:
+                # a composite reading one decomposed before it reads its replacement
+                n.args = tuple(g_final(done, a) for a in n.args)
                 e = GraphEmitter(g, n.name)
                 new = DECOMPOSITIONS[n.op](e, list(n.args), n.attrs)
                 for c in e.created:
                     c.meta.update({k: v for k, v in n.meta.items() if k == "source"})
-                g.replace_uses(n, new)
+                done[n] = new
                 trace.record(Firing(self.name, f"decompose-{n.op}", n.name, n.op, f"{len(e.created)} primitives"))
+            g.replace_all(done)  # one pass, not one per composite (an unrolled recurrence has thousands)
             g.cleanup()
             changed = True
         return changed
+
+
+def g_final(done: dict[Node, Node], a: Node | None) -> Node | None:
+    """`a`, or what replaced it (through a chain of replacements)."""
+    while a is not None and a in done:
+        a = done[a]
+    return a

@@ -45,8 +45,8 @@ def _sink(r: Rewriter, b: dict[str, Node]) -> Node | None:
         return None
     rs = next((a for a in n.args if a is not None and a.op == "reshape" and a.type.shape == n.type.shape
                and _computed(a.args[0]) and not a.meta.get(LIBRARY_MARK)), None)
-    # its uses counted (as Graph.users does) only where a candidate is found: this rule sees every node
-    if rs is None or rs.args[0] is None or sum(x is rs for u in r.g.nodes for x in u.args) != 1:
+    # its uses counted only where a candidate is found: this rule sees every node
+    if rs is None or rs.args[0] is None or r.uses(rs) != 1:
         return None
     y = rs.args[0]
     args: list[Node | None] = []
