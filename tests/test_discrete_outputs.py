@@ -3,6 +3,8 @@ indices, a ReLU's mask; and the training forward graphs that declare them (`dyna
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
@@ -74,9 +76,8 @@ def test_a_flip_within_twice_torchs_own_error_of_the_constant_is_rounding():
     assert not compare_discrete(cand, ref, y, exact, spec, TolerancePolicy()).ok
 
 
-def test_a_training_forward_graph_declares_its_discrete_outputs_and_computes_their_values(tmp_path):
-    """ResNet's stem: the pool's input (a ReLU) is not saved, its indices are, as a view, and the ReLU's mask;
-    the problem file declares them, and its probe computes their values from the graph's inputs."""
+def _stem_problem(d: Path) -> Path:
+    """A ResNet stem's training forward graph (conv, ReLU, max pool) written as a problem file in `d`."""
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1))
     graphs: dict[str, torch.fx.GraphModule] = {}
     args: dict[str, tuple] = {}
@@ -88,9 +89,14 @@ def test_a_training_forward_graph_declares_its_discrete_outputs_and_computes_the
         return dynamo_train.compile_training(gm, ex, written)
 
     torch._dynamo.reset()
-    x = torch.randn(2, 3, 9, 9)
-    torch.compile(model, backend=backend)(x).sum().backward()
-    path = _write_problem(graphs["forward"], args["forward"], tmp_path, "forward")
+    torch.compile(model, backend=backend)(torch.randn(2, 3, 9, 9)).sum().backward()
+    return _write_problem(graphs["forward"], args["forward"], d, "forward")
+
+
+def test_a_training_forward_graph_declares_its_discrete_outputs_and_computes_their_values(tmp_path):
+    """ResNet's stem: the pool's input (a ReLU) is not saved, its indices are, as a view, and the ReLU's mask;
+    the problem file declares them, and its probe computes their values from the graph's inputs."""
+    path = _stem_problem(tmp_path)
     problem = load_problem(path)
     found = problem.module.AKG_DISCRETE_OUTPUTS
     assert sorted(s["kind"] for s in found.values()) == ["pool", "threshold"]
@@ -141,20 +147,8 @@ def test_the_verifier_accepts_a_mask_flipped_at_zero_and_rejects_one_flipped_far
     """Through the verifier's worker: the probe runs on the trial's inputs, in float64 too."""
     from akg_agent.cli import main
 
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1))
-    graphs: dict[str, torch.fx.GraphModule] = {}
-    args: dict[str, tuple] = {}
-
-    def backend(gm, ex):
-        def written(g, kind):
-            graphs[kind] = g
-            return lambda *a: args.setdefault(kind, a) and g.forward(*a)
-        return dynamo_train.compile_training(gm, ex, written)
-
-    torch._dynamo.reset()
-    torch.compile(model, backend=backend)(torch.randn(2, 3, 9, 9)).sum().backward()
     (tmp_path / "g").mkdir()
-    path = _write_problem(graphs["forward"], args["forward"], tmp_path / "g", "forward")
+    path = _stem_problem(tmp_path / "g")
     (k, spec), = [(k, s) for k, s in load_problem(path).module.AKG_DISCRETE_OUTPUTS.items()
                   if s["kind"] == "threshold"]
     for at_zero, code in ((True, 0), (False, 1)):
