@@ -79,18 +79,18 @@ def pipeline_for(backend: Backend, target: HardwareModel | None = None, how: Str
     gpu = target is not None and target.kind == "gpu"
     if gpu and target.units > 0:  # before K-major: a split GEMM is batched, its B chunks read in place
         passes.append(_p("splitk", units=target.units))
-    if target is not None and backend.manifest.gemm_b_k_major and bool(target.peak("tensor", "tf32")):
+    caps = backend.manifest.capabilities
+    if target is not None and caps.gemm_b_k_major and bool(target.peak("tensor", "tf32")):
         passes.append(_p("kmajor"))  # after the marks: a GEMM left to the library keeps its layout
     passes.append(_p("sinkreshapes"))
     if target is not None and target.units > 0:
         passes.append(_p("splitreduce", units=target.units, chunk_bytes=max(target.core_cache_bytes // 2, 0)))
-    # a backend whose GEMM packs both operands reads a transposed input in place (manifest kind "transposed"),
-    # one whose tensor cores load 16-bit tiles transposed reads 16-bit ones so ("transposed16")
-    passes += [_p("views"), _p("fuse", transposed=8 if "transposed" in kinds else 2 if "transposed16" in kinds
-                               else 0)]
+    # a backend whose GEMM packs both operands reads a transposed input in place, one whose tensor cores load
+    # 16-bit tiles transposed reads 16-bit ones so (`Capabilities.transposed_bytes`)
+    passes += [_p("views"), _p("fuse", transposed=caps.transposed_bytes)]
     rows = how.rows and "rownorm" in kinds and (target is None or backend.fuses_rows(target))
     if rows:  # a backend whose row kernel would gather a row across a strided axis keeps such rows split
-        passes.append(_p("rows", strided=0) if "contiguous_rows" in kinds else _p("rows"))
+        passes.append(_p("rows", strided=0) if caps.contiguous_rows else _p("rows"))
         if "attention" in kinds:
             passes.append(_p("flash"))
     return PassPipeline(tuple(passes))

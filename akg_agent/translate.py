@@ -171,8 +171,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
     if missing:  # the kernels could not run here: say so before any work
         raise AkgError(f"the {dsl} backend needs the Python package {', '.join(missing)} to run its kernels here: "
                        f"install it (make setup, or pip install 'akg[{dsl}]')")
-    if dynamic and not backend.manifest.dynamic:
-        takes = ", ".join(sorted(n for n, m in available().items() if m.dynamic))
+    if dynamic and not backend.manifest.capabilities.dynamic:
+        takes = ", ".join(sorted(n for n, m in available().items() if m.capabilities.dynamic))
         raise AkgError(f"the {dsl} backend does not take run-time sizes yet (--dynamic): translate without "
                        f"--dynamic for get_inputs()' sizes, or use a backend that does ({takes})")
     problem = load_jax_problem(problem_path) if is_jax_problem(Path(problem_path)) else load_problem(problem_path)
@@ -244,10 +244,10 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strateg
         prog = replace(prog, steps=merge_siblings(prog.steps))
     groups = {grp.id: grp for grp in plan.groups}
     cost_gate(prog, groups, problem.path.name)
-    if "pointwise_also" in backend.manifest.kinds:  # pointwise kernels of one shape as one, several outputs
+    if backend.manifest.capabilities.pointwise_also:  # pointwise kernels of one shape as one, several outputs
         kept = {b.name for b in prog.outputs} | set(prog.aliases.values())
         prog = replace(prog, steps=merge_pointwise(prog.steps, kept))
-    if "in_place" in backend.manifest.kinds:  # an epilogue stores over the dead GEMM or conv output it reads
+    if backend.manifest.capabilities.in_place:  # an epilogue stores over the dead GEMM or conv output it reads
         prog = in_place_program(prog)
     schedules = {k.name: choose_schedule(backend, k, groups.get(k.group), target) for k in prog.kernels()}
     return g, plan, prog, schedules

@@ -12,7 +12,7 @@ import os
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -28,6 +28,26 @@ HERE = Path(__file__).parent
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a backend's kernels can do beyond the kinds they render, as typed fields (tinygrad's `Renderer`
+    attributes are the model); the manifest's `[capabilities]` table states them."""
+
+    siblings: bool = False  # its reduce templates store a kernel's `also` outputs (ir.kernel.siblings)
+    pointwise_also: bool = False  # its pointwise templates store `also` outputs (ir.kernel.merge)
+    # a GEMM reads a transposed view of an input in place where its elements are at most this many bytes
+    # (8: its GEMM packs both operands; 2: its tensor-core tiles load 16-bit operands transposed; 0: copied)
+    transposed_bytes: int = 0
+    # its row kernel reads a row element by element: a row across a strided axis stays split (the split
+    # kernels vectorise along the contiguous axis)
+    contiguous_rows: bool = False
+    in_place: bool = False  # a pointwise kernel may store over a dead operand it reads at its own coordinates
+    # its split-precision (3xTF32) GEMM reads B fastest K-major: an fp32 matmul's row-major B is transposed
+    # once first where the target has TF32 tensor cores (ir.passes.layout)
+    gemm_b_k_major: bool = False
+    dynamic: bool = False  # its kernels take run-time sizes (`ir.sym`) as arguments: --dynamic
+
+
+@dataclass(frozen=True)
 class Manifest:
     name: str
     description: str
@@ -38,12 +58,9 @@ class Manifest:
     fallback: str = "none"
     runtime: tuple[str, ...] = ()  # Python modules the written module imports
     checked_by: str = ""  # how the fallback executor checks a kernel, in words ("" = the executor's name)
-    # kernel kinds it renders; "rownorm" (a row template) asks the planner for row fusion, "siblings"
-    # says its reduce templates store a kernel's `also` outputs (ir.kernel.siblings), "transposed" that
-    # its GEMM packs both operands (a transposed view of an input is read in place, not copied first),
-    # "transposed16" that its tensor-core tiles load 16-bit operands transposed (read in place so too),
-    # "pointwise_also" that its pointwise templates store `also` outputs (ir.kernel.merge)
+    # kernel kinds it renders (its templates); "rownorm" (a row template) asks the planner for row fusion
     kinds: tuple[str, ...] = ("pointwise", "reduce", "matmul")
+    capabilities: Capabilities = Capabilities()
     # packages whose versions are part of a tuning measurement's key (its compiler, its runtime)
     versioned: tuple[str, ...] = ()
     # environment of the verifier's sandbox ("{run_dir}" is the job's directory); `env_cpu` only where
@@ -54,7 +71,6 @@ class Manifest:
     devices: tuple[str, ...] = ("cpu",)
     # order among backends that run natively on the same target when the user names none (lower first)
     preference: int = 50
-    dynamic: bool = False  # its kernels take run-time sizes (`ir.sym`) as arguments: --dynamic
     checked_on: dict[str, str] = field(default_factory=dict)  # target kind -> `checked_by` for that kind
     # modules the verifier's fork server for CPU jobs imports once for all of them (each must import
     # without starting a thread or touching a device: the server forks afterwards)
@@ -62,20 +78,25 @@ class Manifest:
     # target kind -> its generated GEMM's fraction of the compute peak (measured); where the target states
     # its library's too, an untuned plan leaves GEMMs to whichever the cost model finds faster
     gemm_efficiency: dict[str, float] = field(default_factory=dict)
-    # its split-precision (3xTF32) GEMM reads B fastest K-major: an fp32 matmul's row-major B is
-    # transposed once first where the target has TF32 tensor cores (ir.passes.layout)
-    gemm_b_k_major: bool = False
 
     @staticmethod
     def load(path: Path) -> Manifest:
         d = tomllib.loads(path.read_text())
-        return Manifest(d["name"], d["description"], d["entry"], dict(d.get("targets", {})),
-                        d.get("fallback", "none"), tuple(d.get("runtime", ())), d.get("checked_by", ""),
-                        tuple(d.get("kinds", ("pointwise", "reduce", "matmul"))), tuple(d.get("versioned", ())),
-                        dict(d.get("env", {})), dict(d.get("env_cpu", {})), tuple(d.get("devices", ("cpu",))),
-                        int(d.get("preference", 50)), bool(d.get("dynamic", False)), dict(d.get("checked_on", {})),
-                        tuple(d.get("preload_cpu", ())), {k: float(v) for k, v in d.get("gemm_efficiency", {}).items()},
-                        bool(d.get("gemm_b_k_major", False)))
+        caps = d.get("capabilities", {})
+        known = {f.name for f in fields(Capabilities)}
+        if set(caps) - known:
+            raise AkgError(f"{path}: unknown capabilities {', '.join(sorted(set(caps) - known))}; "
+                           f"known: {', '.join(sorted(known))}")
+        listed = lambda key, default=(): tuple(d.get(key, default))  # noqa: E731 - a table's lists as tuples
+        return Manifest(name=d["name"], description=d["description"], entry=d["entry"],
+                        targets=dict(d.get("targets", {})), fallback=d.get("fallback", "none"),
+                        runtime=listed("runtime"), checked_by=d.get("checked_by", ""),
+                        kinds=listed("kinds", ("pointwise", "reduce", "matmul")),
+                        capabilities=Capabilities(**caps), versioned=listed("versioned"),
+                        env=dict(d.get("env", {})), env_cpu=dict(d.get("env_cpu", {})),
+                        devices=listed("devices", ("cpu",)), preference=int(d.get("preference", 50)),
+                        checked_on=dict(d.get("checked_on", {})), preload_cpu=listed("preload_cpu"),
+                        gemm_efficiency={k: float(v) for k, v in d.get("gemm_efficiency", {}).items()})
 
     def missing_runtime(self) -> list[str]:
         """The Python packages a written module imports that this interpreter cannot find."""
@@ -201,7 +222,7 @@ class BackendBase:
     templates: Mapping[str, Template] = {}
 
     def stores_siblings(self, target: HardwareModel) -> bool:
-        return "siblings" in self.manifest.kinds
+        return self.manifest.capabilities.siblings
 
     def fuses_rows(self, target: HardwareModel) -> bool:
         """Whether a normalisation becomes one row kernel (its "rownorm" template) for this target."""

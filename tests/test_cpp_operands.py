@@ -1,4 +1,4 @@
-"""The C++ GEMM reads a transposed input in place (manifest kind "transposed"): no copy kernel before it,
+"""The C++ GEMM reads a transposed input in place (capability `transposed_bytes` = 8): no copy kernel before it,
 each operand packed along its stored rows (a power-of-two row would otherwise put a packing tile's
 column in one cache set), verified against the reference; GPU backends keep the copy."""
 

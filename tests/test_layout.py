@@ -90,7 +90,8 @@ def test_what_keeps_its_layout(why, g):
 
 
 def test_only_backends_that_ask_on_targets_with_tf32_tensor_cores():
-    assert get_backend("triton").manifest.gemm_b_k_major and not get_backend("cuda-c").manifest.gemm_b_k_major
+    assert get_backend("triton").manifest.capabilities.gemm_b_k_major and \
+        not get_backend("cuda-c").manifest.capabilities.gemm_b_k_major
     assert load_target("h100").peak("tensor", "tf32") and not load_target("cpu").peak("tensor", "tf32")
     assert ",kmajor," in str(pipeline_for(get_backend("triton"), load_target("h100")))
     # after the library marks: a GEMM left to cuBLAS (which takes either layout) keeps its B

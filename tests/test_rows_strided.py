@@ -1,5 +1,5 @@
 """Rows reduced across a strided axis (an RMS norm over the channels of NCHW, KernelBench level 1 #36): the
-C++ backend (manifest kind "contiguous_rows") keeps them as split kernels, which run along the contiguous
+C++ backend (capability `contiguous_rows`) keeps them as split kernels, which run along the contiguous
 axis (its row kernel gathered each row: 7x slower than the split kernels, 0.21x eager, found by a new
 user's trial); rows along the contiguous axis stay one row kernel; GPU backends keep row fusion."""
 

@@ -69,7 +69,7 @@ def test_a_reader_between_the_two_kernels_moves_the_larger_up_unless_it_reads_a_
     assert [b.name for b in one.outs()] == ["var_mean", "var_mean_1"]
 
 
-SIBLING_DSLS = [d for d in available() if "siblings" in get_backend(d).manifest.kinds]
+SIBLING_DSLS = [d for d in available() if get_backend(d).manifest.capabilities.siblings]
 ROWS = ROOT / "tests" / "fixtures" / "siblings_rows.py"
 
 

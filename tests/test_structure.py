@@ -16,6 +16,7 @@ from akg_agent.bench.rank import rank_schedules
 from akg_agent.ranking import estimated
 from akg_agent.translate import build, render
 from dsl_backends import Backend, UnsupportedKernel, available, get_backend
+from dsl_backends.base import Capabilities, Manifest
 from hardware_models.spec import load_target, target_names
 from ir.errors import AkgError
 from ir.kernel.expand import COMPOSITES, PRIMITIVES, composites_left
@@ -234,3 +235,21 @@ def test_a_module_carries_its_targets_schedule_wherever_it_is_written(dsl, monke
     monkeypatch.setattr(tr, "device_present", lambda target: True)
     present = build(problem_path("l2_gemm_scale_sigmoid_sum"), dsl, name)
     assert dict(absent.schedules) == dict(present.schedules)
+
+
+KERNEL_KINDS = {"pointwise", "reduce", "matmul", "rownorm", "window", "conv", "scan", "attention"}
+
+
+@pytest.mark.parametrize("dsl", sorted(available()))
+def test_a_manifests_kinds_are_kernel_kinds_and_its_capabilities_a_typed_record(dsl):
+    """`kinds` names the templates a backend renders; what they can do besides is `[capabilities]`, typed."""
+    m = available()[dsl]
+    assert set(m.kinds) <= KERNEL_KINDS, set(m.kinds) - KERNEL_KINDS
+    assert isinstance(m.capabilities, Capabilities) and isinstance(m.capabilities.transposed_bytes, int)
+
+
+def test_an_unknown_capability_is_a_one_line_error(tmp_path):
+    path = tmp_path / "manifest.toml"
+    path.write_text('name = "x"\ndescription = "x"\nentry = "x:Y"\n\n[capabilities]\nsibling = true\n')
+    with pytest.raises(AkgError, match="unknown capabilities sibling"):
+        Manifest.load(path)
