@@ -8,18 +8,20 @@ import math
 from collections import Counter
 
 from dsl_backends import Backend
-from hardware_models.cost import Estimate, Tiling, estimate_group, register_tile_rate
+from hardware_models.cost import Estimate, estimate_group, register_tile_rate
 from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 from ir.passes.fusion import Group
 
 
-def estimated(grp: Group, target: HardwareModel, space: list[Schedule]) -> list[tuple[Estimate, Schedule]]:
-    """(estimate, schedule) for every schedule of `space` that names a tile, in the space's order."""
+def estimated(grp: Group, target: HardwareModel, space: list[Schedule], backend: Backend
+              ) -> list[tuple[Estimate, Schedule]]:
+    """(estimate, schedule) for every schedule of `space` that names a tile (as `backend` reads its own
+    schedules: `Backend.tiling`), in the space's order."""
     out = []
     for s in space:
-        tiling = Tiling.of(s)
+        tiling = backend.tiling(s)
         if tiling is not None:
             out.append((estimate_group(grp, target, tiling), s))
     return out
@@ -34,7 +36,7 @@ def ranked_space(backend: Backend, k: Kernel, grp: Group | None, target: Hardwar
         return _by_register_tile(space, target, backend.default_schedule(k, target))
     if k.kind != "matmul" or grp is None or not space or "BM" not in space[0]:
         return space
-    scored = estimated(grp, target, space)
+    scored = estimated(grp, target, space, backend)
     ranked = [s for e, s in sorted(scored, key=lambda x: _rank_key(*x)) if math.isfinite(e.time_s)]
     return _interleave(ranked)
 

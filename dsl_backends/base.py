@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from hardware_models.cost import SPLIT_PRODUCTS, Tiling
 from hardware_models.spec import HardwareModel
 from ir.errors import AkgError, UnsupportedKernel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
@@ -120,6 +121,8 @@ class Backend(Protocol):
     overrides: frozenset[str]  # composite ops its op table spells itself (the rest arrive expanded)
 
     def default_schedule(self, k: Kernel, target: HardwareModel) -> Schedule: ...
+
+    def tiling(self, s: Schedule) -> Tiling | None: ...
 
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]: ...
 
@@ -237,6 +240,14 @@ class BackendBase:
     def default_schedule(self, k: Kernel, target: HardwareModel) -> Schedule:
         return self.template(k).default(k, target)
 
+    def tiling(self, s: Schedule) -> Tiling | None:
+        """A GEMM schedule in the cost model's terms (tile, warps, stages, split precision), None where it
+        names no tile. Here Triton's keys (BM, BN, BK, num_warps, num_stages, input_precision); a backend
+        whose schedules say it otherwise states its own."""
+        if "BM" not in s or "BN" not in s or "BK" not in s:
+            return None
+        return gpu_tiling(s, s.get("num_warps", 4))
+
     def tuning_space(self, k: Kernel, target: HardwareModel) -> list[Schedule]:
         return self.template(k).space(k, target)
 
@@ -315,3 +326,10 @@ def get_backend(name: str) -> Backend:
     except (ImportError, AttributeError) as e:
         raise AkgError(f"the {name} backend's entry {m.entry} cannot be loaded ({e}): put the package that "
                        "holds it on PYTHONPATH, or install it") from None
+
+
+def gpu_tiling(s: Schedule, warps: int) -> Tiling:
+    """A GPU GEMM schedule's tile (BM, BN, BK) over `warps` warps, its stages and split precision."""
+    prec = s.get("input_precision", "")
+    return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=max(1, int(warps)), num_stages=s.get("num_stages", 1),
+                  precision=prec if prec in SPLIT_PRODUCTS else "")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,22 +38,6 @@ class Tiling:
     def describe(self) -> str:
         extra = f" {self.precision}" if self.precision else ""
         return f"block={'x'.join(map(str, self.block))} warps={self.num_warps} stages={self.num_stages}{extra}"
-
-    @staticmethod
-    def of(s: Mapping[str, Any]) -> Tiling | None:
-        """A backend's GEMM schedule in the cost model's terms, None where it names no tile. Warps: the
-        schedule's own, else its threads (TileLang), else its thread tile (TM x TN, CUDA-C's SIMT GEMM).
-        A CPU register-blocked GEMM is one thread streaming an MR x KC panel of A and a KC x NR panel
-        of B through its MR x NR register tile."""
-        if "BM" in s:
-            warps = s.get("num_warps") or (s["threads"] // 32 if "threads" in s else
-                                           (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
-            prec = s.get("input_precision", "")
-            return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=max(1, warps),
-                          num_stages=s.get("num_stages", 1), precision=prec if prec in SPLIT_PRODUCTS else "")
-        if "MR" in s:
-            return Tiling(block=(s["MR"], s["NR"], s.get("KC", 256)), num_warps=1, num_stages=1)
-        return None
 
 
 def default_schedule(target: HardwareModel) -> Tiling:

@@ -170,7 +170,8 @@ def test_every_backend_answers_every_call_the_core_makes(dsl):
     """The Backend protocol against each backend: the same names and parameters, and each call made on
     a program with pointwise, reduce and GEMM kernels returns what the core expects."""
     be = get_backend(dsl)
-    for name in ("default_schedule", "tuning_space", "render_kernel", "launch", "render_module", "compile_only"):
+    for name in ("default_schedule", "tuning_space", "tiling", "render_kernel", "launch", "render_module",
+                 "compile_only"):
         want = list(inspect.signature(getattr(Backend, name)).parameters)
         assert list(inspect.signature(getattr(be, name)).parameters) == want[1:], name
     assert be.manifest == available()[dsl] and isinstance(be.overrides, frozenset)
@@ -191,14 +192,14 @@ def test_every_backend_answers_every_call_the_core_makes(dsl):
 
 @pytest.mark.parametrize("dsl", sorted(available()))
 def test_hw_rank_estimates_every_backends_gemm_space(dsl):
-    """`akg hw rank` reads a backend's GEMM schedules through the cost model's Tiling: every backend
-    with tiles gets estimates (no KeyError for thread tiles or CPU register blocks)."""
+    """`akg hw rank` reads a backend's GEMM schedules as the backend states them (`Backend.tiling`): every
+    backend with tiles gets estimates (no KeyError for thread tiles or CPU register blocks)."""
     be = get_backend(dsl)
     t = build(problem_path("mm_square"), dsl, _target_for(be.manifest), tuned=False)  # a generated GEMM
     [k] = [k for k in t.program.kernels() if k.kind == "matmul"]
     grp = next(g for g in t.plan.groups if g.id == k.group)
     space = be.tuning_space(k, t.target)
-    est = estimated(grp, t.target, space)
+    est = estimated(grp, t.target, space, be)
     named = [s for s in space if "BM" in s or "MR" in s]
     assert len(est) == len(named)
     if named:  # the model prices some tile of every space that has tiles

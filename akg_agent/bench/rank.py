@@ -49,7 +49,7 @@ def rank_schedules(problem: str, target: str, dsl: str, n: int = 16, trials: int
     k = max(gemms, key=lambda k: k.out.numel)
     grp = next(g for g in t.plan.groups if g.id == k.group)
     space = get_backend(dsl).tuning_space(k, t.target)
-    cands = [(e.time_s, s) for e, s in estimated(grp, t.target, space) if math.isfinite(e.time_s)]
+    cands = [(e.time_s, s) for e, s in estimated(grp, t.target, space, get_backend(dsl)) if math.isfinite(e.time_s)]
     if not cands:
         raise AkgError(f"the {dsl} tuning space of {k.name} has no tile schedule the cost model can estimate")
     cands.sort(key=lambda c: c[0])

@@ -7,6 +7,7 @@ import dataclasses
 import math
 from pathlib import Path
 
+from hardware_models.cost import Tiling
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
 from ir.kernel.interior import interior
@@ -478,6 +479,11 @@ class CppBackend(BackendBase):
     manifest = MANIFEST
     overrides = STYLE.overrides
     templates = TEMPLATES
+
+    def tiling(self, s: Schedule) -> Tiling | None:
+        """A register-blocked GEMM: one thread streaming an MR x KC panel of A and a KC x NR panel of B
+        through its MR x NR register tile."""
+        return Tiling(block=(s["MR"], s["NR"], s.get("KC", 256)), num_warps=1, num_stages=1) if "MR" in s else None
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

@@ -17,13 +17,14 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from hardware_models.cost import Tiling
 from hardware_models.spec import HardwareModel
 from ir.errors import AkgError
 from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 from ir.sym import c_syntax
 
-from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template
+from ..base import BackendBase, Frame, Manifest, Ref, Requires, Template, gpu_tiling
 from ..cstyle import CStyle
 from ..exprs import row_coords
 from ..simt import KEEP_PER_SWEEP, Dialect, body_lines, launch_dims
@@ -159,6 +160,13 @@ class CudaBackend(BackendBase):
     manifest = MANIFEST
     overrides = STYLE.overrides
     templates = TEMPLATES
+
+    def tiling(self, s: Schedule) -> Tiling | None:
+        """A SIMT GEMM: each thread a TM x TN tile of the block's (the warps its threads make), or its
+        own warp count where the schedule names one (CUDA-C's WMMA)."""
+        if "BM" not in s:
+            return None
+        return gpu_tiling(s, s.get("num_warps") or (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

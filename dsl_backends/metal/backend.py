@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hardware_models.cost import Tiling
 from hardware_models.spec import HardwareModel
 from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 from ir.sym import c_syntax
 
-from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
+from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel, gpu_tiling
 from ..cstyle import CStyle
 from ..simt import Dialect, body_lines, launch_dims
 from . import simdgroup
@@ -125,6 +126,13 @@ class MetalBackend(BackendBase):
     manifest = MANIFEST
     overrides = STYLE.overrides
     templates = TEMPLATES
+
+    def tiling(self, s: Schedule) -> Tiling | None:
+        """A SIMT GEMM: each thread a TM x TN tile of the block's (the warps its threads make), or its
+        own warp count where the schedule names one (CUDA-C's WMMA)."""
+        if "BM" not in s:
+            return None
+        return gpu_tiling(s, s.get("num_warps") or (s["BM"] // s.get("TM", 1)) * (s["BN"] // s.get("TN", 1)) // 32)
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from hardware_models.cost import Tiling
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import gemm_dims
 from ir.kernel.ir import Kernel, KernelProgram, size_args
 from ir.kernel.schedule import Schedule, Schedules
 
-from ..base import BackendBase, Frame, Manifest, Ref, Template
+from ..base import BackendBase, Frame, Manifest, Ref, Template, gpu_tiling
 from ..exprs import pow2, row_count, row_longest
 from . import exprs, render, rows
 
@@ -167,6 +168,10 @@ class TileLangBackend(BackendBase):
     manifest = MANIFEST
     overrides = exprs.OVERRIDES
     templates = TEMPLATES
+
+    def tiling(self, s: Schedule) -> Tiling | None:
+        """A tile over its `threads` (32 to a warp)."""
+        return gpu_tiling(s, s.get("threads", 128) // 32) if "BM" in s and "BN" in s and "BK" in s else None
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
