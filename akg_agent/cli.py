@@ -11,7 +11,7 @@ from ir.errors import AkgError
 from ir.graph import print_graph
 from ir.jax_lift import is_jax_problem, lift_jax, load_jax_problem
 from ir.lift import lift
-from ir.passes import REGISTRY, run_passes
+from ir.passes import pass_names, run_passes
 from ir.passes.fusion import to_dot
 from ir.problem import load_problem
 from ir.verify import verify_graph
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     ir = sub.add_parser("ir", help="lift a problem to graph IR, run passes, print it")
     ir.add_argument("file", nargs="?", help="KernelBench-format problem (default: the embedded example)")
     ir.add_argument("--passes", default="", help="a pipeline: comma-separated pass names, options as "
-                    f"name{{key=value}}; passes: {', '.join(sorted(REGISTRY))}")
+                    f"name{{key=value}}; passes: {', '.join(pass_names())}")
     ir.add_argument("--format", choices=("text", "json", "dot"), default="text")
     ir.add_argument("--trace", action="store_true", help="show which rule changed what")
     ir.add_argument("--allow-opaque", action="store_true", help="keep unsupported ops as torch calls")

@@ -8,7 +8,7 @@ from typing import Any
 
 from dsl_backends import Backend
 from hardware_models.spec import HardwareModel
-from ir.passes import REGISTRY, Pass, PassPipeline
+from ir.passes import Pass, PassPipeline, pass_class
 from ir.passes.library import kept_composites, marked_primitives
 
 from .strategy import Strategy
@@ -49,7 +49,7 @@ class PlanOptions:
 
 
 def _p(name: str, **opts: Any) -> Pass:
-    return REGISTRY[name](**opts)  # type: ignore[call-arg]
+    return pass_class(name)(**opts)  # type: ignore[call-arg]
 
 
 DEFAULT_STRATEGY = Strategy()

@@ -7,6 +7,7 @@ a graph (GraphEmitter), which the `decompose` pass uses.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
@@ -328,6 +329,13 @@ def _hinge_embedding(e, a, at):
     out_margin = e.emit("where", [e.emit("ne", [y, _c(e, 1.0, y)]), margin, zero])
     out_self = e.emit("where", [e.emit("ne", [y, _c(e, -1.0, y)]), x, zero])
     return _reduce(e, e.emit("add", [out_margin, out_self]), at["reduction"])
+
+
+def decomposition_for(op: str) -> Decomp:
+    """`op`'s decomposition; the recurrent layers' is defined beside their tracing (`ir.recurrence`)."""
+    if op not in DECOMPOSITIONS:
+        importlib.import_module("ir.recurrence")
+    return DECOMPOSITIONS[op]
 
 
 def _eager(op: str) -> Callable[[list[Any], dict[str, Any], Any], torch.Tensor]:

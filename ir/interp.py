@@ -7,6 +7,7 @@ kernels, backends) is checked against this module.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -314,8 +315,16 @@ def _opaque(a, at, ctx):
 def eval_op(op: str, args: Sequence[Tensor | None], attrs: dict[str, Any], ctx: EvalCtx) -> Tensor:
     d = opdef(op)
     if d.group == "composite":
-        return COMPOSITES[op](list(args), attrs, ctx)
+        return (COMPOSITES.get(op) or _composite(op))(list(args), attrs, ctx)
     return IMPLS[op](args, attrs, ctx)
+
+
+def _composite(op: str) -> Impl:
+    """A composite's meaning, its decomposition (`ir.decompose`, the recurrent layers' `ir.recurrence`),
+    loaded where first evaluated: registered by the modules that define them, not by importing `ir`."""
+    for module in ("ir.decompose", "ir.recurrence"):
+        importlib.import_module(module)
+    return COMPOSITES[op]
 
 
 __all__ = ["COMPOSITES", "EvalCtx", "IMPLS", "eval_op"]

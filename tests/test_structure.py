@@ -254,3 +254,19 @@ def test_an_unknown_capability_is_a_one_line_error(tmp_path):
     path.write_text('name = "x"\ndescription = "x"\nentry = "x:Y"\n\n[capabilities]\nsibling = true\n')
     with pytest.raises(AkgError, match="unknown capabilities sibling"):
         Manifest.load(path)
+
+
+def test_importing_ir_registers_nothing_by_side_effect_and_every_pass_is_found_by_name():
+    """`import ir` loads no module only for what it registers; a pass defined with the kernel IR (row
+    fusion) is found when a pipeline names it, and a composite's meaning when it is first evaluated."""
+    code = ("import sys, torch, ir\n"
+            "from ir.passes import REGISTRY, pass_class\n"
+            "assert 'ir.kernel.rows' not in sys.modules and 'rows' not in REGISTRY, sorted(REGISTRY)\n"
+            "assert pass_class('rows').name == 'rows' and pass_class('flash').name == 'flash'\n"
+            "from ir.interp import EvalCtx, eval_op\n"
+            "y = eval_op('softmax', [torch.zeros(2, 3)], {'dim': -1}, EvalCtx())\n"
+            "assert torch.allclose(y, torch.full((2, 3), 1 / 3))\n")
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from typing import Any
 
@@ -47,6 +48,24 @@ def _option(cls: type, key: str, text: str) -> Any:
     return type(default)(text) if default is not None else text
 
 
+# passes defined with the kernel IR they plan for (row and attention fusion), imported when first named:
+# registered by their own modules, not by importing `ir`
+_ELSEWHERE = {"rows": "ir.kernel.rows", "flash": "ir.kernel.flash"}
+
+
+def pass_names() -> list[str]:
+    return sorted(set(REGISTRY) | set(_ELSEWHERE))
+
+
+def pass_class(name: str) -> type[Pass]:
+    """The registered pass of this name; an unknown name is a one-line error."""
+    if name not in REGISTRY and name in _ELSEWHERE:
+        importlib.import_module(_ELSEWHERE[name])
+    if name not in REGISTRY:
+        raise AkgError(f"unknown pass {name!r}; choose from {', '.join(pass_names())}")
+    return REGISTRY[name]
+
+
 def parse_pipeline(spec: str) -> list[Pass]:
     """Pass instances for a pipeline string; an unknown pass or option is a one-line error."""
     out: list[Pass] = []
@@ -57,9 +76,7 @@ def parse_pipeline(spec: str) -> list[Pass]:
         if m is None or m.end() == pos:
             raise AkgError(f"cannot read the pass pipeline at {spec[pos:]!r}: write name,name{{key=value}}")
         name, opts = m.group(1), m.group(2) or ""
-        if name not in REGISTRY:
-            raise AkgError(f"unknown pass {name!r}; choose from {', '.join(sorted(REGISTRY))}")
-        cls = REGISTRY[name]
+        cls = pass_class(name)
         kw = dict(kv.split("=", 1) for kv in opts.split() if kv)
         out.append(cls(**{k: _option(cls, k, v) for k, v in kw.items()}))
         pos = m.end()
@@ -120,4 +137,4 @@ __all__ = ["REGISTRY", "Firing", "P", "Pass", "PassPipeline", "Pat", "Pipeline",
            "Trace", "X",
            "Canonicalize", "CommonSubexpr", "ConstantFold", "DeadCode", "Decompose", "FuseKernels", "KMajorOperands",
            "MarkLibrary", "Simplify", "SimplifyAll", "SinkReshapes", "SplitK", "SplitReductions", "TransposedPhases",
-           "ViewsPerUse", "parse_pipeline", "pass_text", "register", "run_passes"]
+           "ViewsPerUse", "parse_pipeline", "pass_class", "pass_names", "pass_text", "register", "run_passes"]

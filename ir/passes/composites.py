@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..decompose import DECOMPOSITIONS, GraphEmitter
+from ..decompose import GraphEmitter, decomposition_for
 from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, Trace, register
@@ -33,7 +33,7 @@ class Decompose:
                 # a composite reading one decomposed before it reads its replacement
                 n.args = tuple(g_final(done, a) for a in n.args)
                 e = GraphEmitter(g, n.name)
-                new = DECOMPOSITIONS[n.op](e, list(n.args), n.attrs)
+                new = decomposition_for(n.op)(e, list(n.args), n.attrs)
                 for c in e.created:
                     c.meta.update({k: v for k, v in n.meta.items() if k == "source"})
                 done[n] = new
