@@ -264,8 +264,7 @@ class BackendBase:
         merged = {k: v for _, _, sch in buckets for k, v in sch.items()} | dict(schedules)
         sources = {k.name: self.render_kernel(k, merged[k.name], target) for k in every}
         f = self.frame(replace(prog, steps=every), merged, target, sources)
-        return write_module(prog, schedules, meta, f.imports, f.prelude, f.sources, self.launch, weights,
-                            self.manifest.devices, self.manifest.runtime, f.requires, buckets)
+        return write_module(prog, schedules, meta, f, self.launch, weights, self.manifest, buckets)
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -17,6 +17,9 @@ from ir.passes.library import VIEW_OPS
 from ir.recurrence import RESULTS
 from ir.sym import PREFIX, Dyn
 from ir.types import DTYPES
+
+if TYPE_CHECKING:  # the backend contract imports this module: the types only
+    from .base import Frame, Manifest
 
 # aten ops each library step dispatches to (declared, so the verifier allows them)
 LIBRARY_DECLARATIONS = {
@@ -370,13 +373,14 @@ Launch = Callable[[Kernel, Schedule, Callable[[Buf | None], str]], list[str]]
 Bucket = tuple[int, KernelProgram, Schedules]  # (largest size, its program, its schedules)
 
 
-def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], imports: list[str], prelude: str,
-                 sources: dict[str, str], launch: Launch, weights: dict[str, torch.Tensor],
-                 devices: tuple[str, ...] = ("cpu",), runtime: tuple[str, ...] = (), requires: Any = None,
-                 buckets: Sequence[Bucket] = ()) -> str:
-    """The module's text (without its header). `devices`: the device types its launches accept;
+def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], frame: Frame, launch: Launch,
+                 weights: dict[str, torch.Tensor], manifest: Manifest, buckets: Sequence[Bucket] = ()) -> str:
+    """The module's text (without its header): the backend's `frame` (`base.Frame`: imports, prelude, sources,
+    requires) around the launches. The `manifest`'s `devices`: the device types its launches accept; its
     `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix).
     `buckets` (--dynamic): programs for sizes up to each bound, tried in order before `prog`."""
+    imports, prelude, sources, requires = frame.imports, frame.prelude, frame.sources, frame.requires
+    devices, runtime = manifest.devices, manifest.runtime
     state = meta.get("state_dict", [])
     kinds = meta.get("param_kinds", {})
     embedded = {b.key: b for b in prog.params if kinds.get(b.key) in ("buffer_np", "constant")}
