@@ -16,7 +16,7 @@ from ir.sym import is_dynamic
 
 from .cstyle import CPrinter, CStyle, decode
 from .exprs import fold_grid, row_coords, strided_reduction
-from .sweep import row_sweep
+from .sweep import Sweep, row_sweep
 
 REDUCE_OPS = {"sum": 0, "dot": 0, "prod": 1, "max": 2, "min": 3}  # the preludes' akg_combine<OP>
 
@@ -237,7 +237,7 @@ def rownorm_lines(k: Kernel, s: Schedule, style: CStyle, d: Dialect) -> list[str
     p = group_printer(d, int(s.get("THREADS", 256)))(style, {}, indent="        ")
     decode([(v.name, v.extent) for v in row_c], "akg_row", p)
     loop = f"for (int64_t akg_col = {d.thread}.x; akg_col < {n}; akg_col += {d.block_dim}.x) {{"
-    lines += row_sweep(style, k, p, cols, loop, once=f"{d.thread}.x == 0")
+    lines += row_sweep(style, k, p, cols, loop, Sweep(once=f"{d.thread}.x == 0"))
     return lines + ["    }"]
 
 

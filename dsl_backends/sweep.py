@@ -4,6 +4,8 @@ time where a value read in the sweep would otherwise be gathered per element).""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ir.kernel.analysis import online_pairs
 from ir.kernel.ir import Kernel, Load, Op, Reduce, children, free_vars
 from ir.kernel.siblings import row_vars
@@ -11,17 +13,32 @@ from ir.kernel.siblings import row_vars
 from .cstyle import CPrinter, CStyle, decode
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """How a row's columns are swept. `pragma`: the line before the column loop. `hoist`: the values of
+    the row alone (the log of a log-softmax's sum, say) computed before the loop, not per column (a
+    compiler keeps a math call that may set errno inside it). `store_to`: where each output's value goes
+    in place of its element of `out`. `once`: the condition of the one thread that stores the sibling
+    outputs. `segment`: the loop covers columns from `segment` on that share every column coordinate but
+    the last (see `segmented_columns`): those are decoded once from it, before the loop, and the last one
+    counts on from its value there."""
+
+    pragma: str = ""
+    hoist: bool = False
+    store_to: str | None = None
+    once: str = ""
+    segment: str = ""
+
+
+PLAIN = Sweep()
+
+
 def row_sweep(style: CStyle, k: Kernel, p: CPrinter, cols: list[tuple[str, int]], col_loop: str,
-              pragma: str = "", hoist: bool = False, store_to: str | None = None, once: str = "",
-              segment: str = "") -> list[str]:
+              how: Sweep = PLAIN) -> list[str]:
     """A row-fused kernel's body after its row coordinates are decoded in `p`: the row's reductions
-    once (innermost first), its sibling outputs (`k.also`, a value per row; `once`: the condition of
-    the one thread that stores them), then `col_loop` (a loop header over akg_col, after `pragma`)
-    writing each output (to `store_to` in place of its element of `out`). `hoist`: the values of the row
-    alone (the log of a log-softmax's sum, say) computed before the loop, not per column (a compiler
-    keeps a math call that may set errno inside it). `segment`: the loop covers columns from `segment` on
-    that share every column coordinate but the last (see `segmented_columns`): those are decoded once
-    from it, before the loop, and the last one counts on from its value there."""
+    once (innermost first), its sibling outputs (`k.also`, a value per row), then `col_loop` (a loop
+    header over akg_col) writing each output, as `how` says."""
+    pragma, hoist, store_to, once, segment = how.pragma, how.hoist, how.store_to, how.once, how.segment
     reds = list(dict.fromkeys(k.reductions()))
     for m, s in online_pairs(reds):
         if id(m) not in p.names:

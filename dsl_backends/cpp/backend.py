@@ -19,7 +19,7 @@ from ..cstyle import CPrinter, decode
 from ..exprs import FLOATS, reads_along, row_coords, rows_lead, strided_reduction
 from ..module import COMPILE_CACHED
 from ..prefetch import next_row_prefetches
-from ..sweep import row_sweep, segmented_columns
+from ..sweep import Sweep, row_sweep, segmented_columns
 from . import flash, pack
 from .columns import column_values, precompute, row_values
 from .gemv import render_small_m, small_m, small_m_default, small_m_space
@@ -146,13 +146,13 @@ def _rownorm(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     segments = segmented_columns(k, cols, STREAM_BLOCK if stream else 1)
     if not stream and not segments:
         body = row_sweep(STYLE, k, p, cols, f"for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{",
-                         "#pragma omp simd", hoist=True)
+                         Sweep("#pragma omp simd", hoist=True))
         return [*pre, omp(s), *loop, *body, "    }"]
     # the row's values, then its columns in blocks [akg_cb, akg_ce): streamed ones, or one segment of the last
     # column coordinate each
     body = row_sweep(STYLE, k, p, cols, "for (int64_t akg_col = akg_cb; akg_col < akg_ce; ++akg_col) {",
-                     "#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]" if stream else None,
-                     segment="akg_cb" if segments else "")
+                     Sweep("#pragma omp simd", hoist=True, store_to="akg_buf[akg_col - akg_cb]" if stream else None,
+                           segment="akg_cb" if segments else ""))
     row, sweep = body[:len(p.lines)], ["    " + ln for ln in body[len(p.lines):]]
     if stream:
         cols_out = blocks(n, f"out + akg_row * {n}", lambda ind: sweep, p.indent)
