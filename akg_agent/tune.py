@@ -186,7 +186,7 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
     strategy's time goes to the database, where `akg translate` finds it. `changes`: `TuneOptions` fields
     by keyword."""
     o = (options or TuneOptions()).with_(**changes)
-    budget, time_limit_s, ray, ray_cpus = o.budget, o.time_limit_s, o.ray, o.ray_cpus
+    time_limit_s, ray, ray_cpus = o.time_limit_s, o.ray, o.ray_cpus
     strategies, jobs, dynamic = o.strategies, o.jobs, o.dynamic
     if is_jax_problem(Path(problem)):  # its verification is not timed yet
         raise AkgError(f"{Path(problem).name} is a JAX program: akg translate writes and verifies its module; "
@@ -231,7 +231,7 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue
             before = report["measured"]
-            kernels = _tune_schedules(t, budget, time_limit_s, start, db, report, cluster, on_progress, shared)
+            kernels = _tune_schedules(t, o, start, db, report, cluster, on_progress, shared)
             key = (*_problem_key(t), _measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
@@ -368,14 +368,15 @@ def _verify_module(t: Translation, target: HardwareModel) -> None:
                            timing_lock=host_lock(target))
 
 
-def _tune_schedules(t: Translation, budget: int, time_limit_s: float | None, start: float, db: TuningDB,
-                    report: dict[str, Any], cluster: Cluster | LocalPool | None,
+def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, report: dict[str, Any],
+                    cluster: Cluster | LocalPool | None,
                     on_progress: Callable[[str, int, int, float | None, Done | None], None] | None,
                     shared: str) -> list[dict[str, Any]]:
     """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
     in order, each against the best schedules of those before it; `t.schedules` ends with the best.
     Kernels of one structure (`kernel_signature`: an unrolled recurrence's steps) are searched as one:
     each candidate sets all of them, so the module's time moves by all of their share of it."""
+    budget, time_limit_s = o.budget, o.time_limit_s
     backend = get_backend(t.dsl)
     ver, hw, dsl = versions(backend.manifest), hardware_key(t.target), t.dsl
     groups = {g.id: g for g in t.plan.groups}
