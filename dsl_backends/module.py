@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
@@ -18,8 +18,22 @@ from ir.recurrence import RESULTS
 from ir.sym import PREFIX, Dyn
 from ir.types import DTYPES
 
-if TYPE_CHECKING:  # the backend contract imports this module: the types only
-    from .base import Frame, Manifest
+
+class Framed(Protocol):
+    """What the module writer reads of a backend's `base.Frame` (the contract imports this module)."""
+
+    imports: list[str]
+    prelude: str
+    sources: dict[str, str]
+    requires: Any
+
+
+class Runs(Protocol):
+    """What it reads of a backend's `base.Manifest`."""
+
+    devices: tuple[str, ...]
+    runtime: tuple[str, ...]
+
 
 # aten ops each library step dispatches to (declared, so the verifier allows them)
 LIBRARY_DECLARATIONS = {
@@ -373,8 +387,8 @@ Launch = Callable[[Kernel, Schedule, Callable[[Buf | None], str]], list[str]]
 Bucket = tuple[int, KernelProgram, Schedules]  # (largest size, its program, its schedules)
 
 
-def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], frame: Frame, launch: Launch,
-                 weights: dict[str, torch.Tensor], manifest: Manifest, buckets: Sequence[Bucket] = ()) -> str:
+def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], frame: Framed, launch: Launch,
+                 weights: dict[str, torch.Tensor], manifest: Runs, buckets: Sequence[Bucket] = ()) -> str:
     """The module's text (without its header): the backend's `frame` (`base.Frame`: imports, prelude, sources,
     requires) around the launches. The `manifest`'s `devices`: the device types its launches accept; its
     `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix).
