@@ -19,6 +19,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from ir.aten import ints, pool_args
+
 _aten = torch.ops.aten
 _getitem = operator.getitem
 # written as primitive ops (pointwise, sums, matmuls, gathers) before the lift: the backward ops, and the
@@ -132,6 +134,7 @@ def compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
 
 _POOLS = {_aten.max_pool2d_with_indices.default: 2, _aten.max_pool3d_with_indices.default: 3}
+_POOL_DEFAULTS = (None, None, (), 0, 1)  # x, kernel, stride (the kernel's), padding, dilation
 _THRESHOLDS = (_aten.le.Scalar, _aten.lt.Scalar, _aten.ge.Scalar, _aten.gt.Scalar)
 _VIEWS = (_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default)
 
@@ -172,16 +175,10 @@ def discrete_outputs(gm: torch.fx.GraphModule, kept: list[int]
         rank = _POOLS.get(getattr(pool, "target", None)) if isinstance(pool, torch.fx.Node) else None
         if rank is None:
             continue
-        a = list(pool.args) + [None] * 6
-
-        def each(v: Any, default: int) -> list[int]:
-            v = default if v in (None, []) else v
-            return [int(v)] * rank if isinstance(v, int) else [int(x) for x in v]
-
-        kernel = each(a[1], 1)
+        _, kernel, stride, padding, dilation = (*pool.args, *_POOL_DEFAULTS[len(pool.args):])[:5]
+        kernel, stride, padding = pool_args(kernel, stride, padding, rank)  # as the lift reads a pool's
         found[k] = {"kind": "pool", "value": source(pool.args[0]), "shape": list(val.shape), "kernel": kernel,
-                    "stride": each(a[2], 0) if a[2] not in (None, []) else kernel,
-                    "padding": each(a[3], 0), "dilation": each(a[4], 1)}
+                    "stride": stride, "padding": padding, "dilation": ints(dilation, rank)}
     if not found:
         return {}, None
     graph, copied = torch.fx.Graph(), {}

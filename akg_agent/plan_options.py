@@ -3,7 +3,7 @@ model), and the pass pipeline it asks of a backend on a target."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dsl_backends import Backend
@@ -39,13 +39,6 @@ class PlanOptions:
     rows: bool = True
     dynamic: str | None = None
     library: tuple[str, ...] = ()
-
-    def with_(self, **changes: Any) -> PlanOptions:
-        """This value with `changes` (the keyword form callers and tests use)."""
-        return replace(self, **changes) if changes else self
-
-    def strategy(self) -> Strategy:
-        return Strategy(self.rows, self.conv, self.library)
 
 
 def _p(name: str, **opts: Any) -> Pass:

@@ -148,7 +148,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
           **changes: Any) -> Translation:
     """The problem planned, lowered and scheduled for `dsl` on the target as `options` (`PlanOptions`, with
     `changes`: its fields by keyword) ask; rendered and verified by `translate`."""
-    opts = (options or PlanOptions()).with_(**changes)
+    opts = replace(options or PlanOptions(), **changes)
     train, conv, pure = opts.train, opts.conv, opts.pure
     tuned, rows, dynamic, library = opts.tuned, opts.rows, opts.dynamic, opts.library
     backend = get_backend(dsl)
@@ -187,7 +187,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
             best = Strategy.from_json(found[0])
             (conv, rows, library), strategy_s = (best.conv, best.rows, best.library), found[1]
     how = Strategy(rows, conv, library)
-    opts = opts.with_(library=library)  # checked
+    opts = replace(opts, library=library)  # checked
     lifted = _lift(problem, opts)  # once: a second strategy is planned from a copy (a lift is seconds)
     g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted.copy())
     strategy_why = ""
@@ -392,9 +392,9 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
     """`build`, rendered, verified as `check` says (timed where the device is here and `check.timing`; by
     default seeds 0-4, timed against eager) and written to `out`. `changes`: fields of either value by
     keyword (`allow_opaque=True`, `timing=False`)."""
-    opts = (options or PlanOptions()).with_(**{k: v for k, v in changes.items() if k in _PLAN_FIELDS})
-    check = (check or CheckOptions(seeds=(0, 1, 2, 3, 4), timing=True, baselines=("eager",))).with_(
-        **{k: v for k, v in changes.items() if k not in _PLAN_FIELDS})
+    opts = replace(options or PlanOptions(), **{k: v for k, v in changes.items() if k in _PLAN_FIELDS})
+    check = replace(check or CheckOptions(seeds=(0, 1, 2, 3, 4), timing=True, baselines=("eager",)),
+                    **{k: v for k, v in changes.items() if k not in _PLAN_FIELDS})
     t = build(problem_path, dsl, target_name, opts)
     t.source = render(t)
     if t.executor == "none":
@@ -405,7 +405,7 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
         t.source = render(t)
     elif verify_result:
         timed = check.timing and t.executor == "native"
-        check = check.with_(timing=timed, baselines=check.baselines if timed else (), train=opts.train)
+        check = replace(check, timing=timed, baselines=check.baselines if timed else (), train=opts.train)
         t.verdict = _verify(t, check)
         split = {n for n, s in [*t.schedules.items(), *(x for _, _, sch in t.buckets for x in sch.items())]
                  if s.get("input_precision") in SPLIT_PRODUCTS}

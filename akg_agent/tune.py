@@ -172,10 +172,6 @@ class TuneOptions:
     jobs: int = 1
     dynamic: str | None = None
 
-    def with_(self, **changes: Any) -> TuneOptions:
-        """This value with `changes` (the keyword form callers and tests use)."""
-        return dataclasses.replace(self, **changes) if changes else self
-
 
 def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptions | None = None,
          out: str | Path | None = None, db: TuningDB | None = None,
@@ -185,7 +181,7 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
     then the whole module is verified and timed; the fastest strategy's module is written, and every
     strategy's time goes to the database, where `akg translate` finds it. `changes`: `TuneOptions` fields
     by keyword."""
-    o = (options or TuneOptions()).with_(**changes)
+    o = dataclasses.replace(options or TuneOptions(), **changes)
     time_limit_s, ray, ray_cpus = o.time_limit_s, o.ray, o.ray_cpus
     strategies, jobs, dynamic = o.strategies, o.jobs, o.dynamic
     if is_jax_problem(Path(problem)):  # its verification is not timed yet

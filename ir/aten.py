@@ -17,7 +17,7 @@ INT_MAX = 2**62
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
 
 
-def _ints(v: Any, n: int) -> list[int]:
+def ints(v: Any, n: int) -> list[int]:
     if isinstance(v, int):
         return [v] * n
     v = list(v)
@@ -301,7 +301,7 @@ def _addmm(cx, bias, a, b, beta=1, alpha=1):
 
 def _conv(cx, x, w, b, stride, padding, dilation, groups):
     r = w.type.rank - 2
-    stride, dilation = _ints(stride, r), _ints(dilation, r)
+    stride, dilation = ints(stride, r), ints(dilation, r)
     if isinstance(padding, str):
         k = w.shape[2:]
         if padding == "valid":
@@ -316,7 +316,7 @@ def _conv(cx, x, w, b, stride, padding, dilation, groups):
                     pads += [0, e]
                 x = cx.add("pad", [x], pads=pads)
     args = [x, w] + ([b] if b is not None else [])
-    return cx.add("conv", args, stride=stride, padding=_ints(padding, r), dilation=dilation, groups=groups)
+    return cx.add("conv", args, stride=stride, padding=ints(padding, r), dilation=dilation, groups=groups)
 
 
 @converts("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default", "aten.conv1d.padding",
@@ -328,8 +328,8 @@ def _convnd(cx, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
 def _conv_t(cx, x, w, b, stride, padding, output_padding, groups, dilation):
     r = w.type.rank - 2
     args = [x, w] + ([b] if b is not None else [])
-    return cx.add("conv_transpose", args, stride=_ints(stride, r), padding=_ints(padding, r),
-                  output_padding=_ints(output_padding, r), groups=groups, dilation=_ints(dilation, r))
+    return cx.add("conv_transpose", args, stride=ints(stride, r), padding=ints(padding, r),
+                  output_padding=ints(output_padding, r), groups=groups, dilation=ints(dilation, r))
 
 
 @converts("aten.conv_transpose1d.default", "aten.conv_transpose2d.input", "aten.conv_transpose3d.input")
@@ -350,19 +350,19 @@ def _einsum(cx, eq, operands, path=None):
 
 
 # --- windows
-def _pool_args(kernel, stride, padding, r):
-    kernel = _ints(kernel, r)
-    stride = _ints(stride, r) if stride not in (None, [], ()) else kernel
-    return kernel, stride, _ints(padding, r)
+def pool_args(kernel, stride, padding, r):
+    kernel = ints(kernel, r)
+    stride = ints(stride, r) if stride not in (None, [], ()) else kernel
+    return kernel, stride, ints(padding, r)
 
 
 @converts("aten.max_pool1d.default", "aten.max_pool2d.default", "aten.max_pool3d.default")
 def _max_pool(cx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    r = len(_ints(kernel, 1)) if not isinstance(kernel, int) else None
+    r = len(ints(kernel, 1)) if not isinstance(kernel, int) else None
     name = cx.fx_node.target.__name__ if cx.fx_node is not None else ""
     r = int(name.split("pool")[1][0]) if "pool" in name else (r or 2)
-    k, s, p = _pool_args(kernel, stride, padding, r)
-    return cx.add("max_pool", [x], kernel=k, stride=s, padding=p, dilation=_ints(dilation, r),
+    k, s, p = pool_args(kernel, stride, padding, r)
+    return cx.add("max_pool", [x], kernel=k, stride=s, padding=p, dilation=ints(dilation, r),
                   ceil_mode=ceil_mode)
 
 
@@ -387,7 +387,7 @@ def _avg_pool(cx, x, kernel, stride=(), padding=0, ceil_mode=False, count_includ
               divisor_override=None):
     name = cx.fx_node.target.__name__
     r = int(name.split("pool")[1][0])
-    k, s, p = _pool_args(kernel, stride, padding, r)
+    k, s, p = pool_args(kernel, stride, padding, r)
     return cx.add("avg_pool", [x], kernel=k, stride=s, padding=p, ceil_mode=ceil_mode,
                   count_include_pad=count_include_pad, divisor_override=divisor_override)
 
@@ -396,14 +396,14 @@ def _avg_pool(cx, x, kernel, stride=(), padding=0, ceil_mode=False, count_includ
           "aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool2d.default")
 def _adaptive_avg(cx, x, output_size):
     r = int(cx.fx_node.target.__name__.split("pool")[1][0])
-    return cx.add("adaptive_avg_pool", [x], output_size=_ints(output_size, r))
+    return cx.add("adaptive_avg_pool", [x], output_size=ints(output_size, r))
 
 
 @converts("aten.adaptive_max_pool1d.default", "aten.adaptive_max_pool2d.default",
           "aten.adaptive_max_pool3d.default")
 def _adaptive_max(cx, x, output_size):
     r = int(cx.fx_node.target.__name__.split("pool")[1][0])
-    return (cx.add("adaptive_max_pool", [x], output_size=_ints(output_size, r)), _no_indices(cx))
+    return (cx.add("adaptive_max_pool", [x], output_size=ints(output_size, r)), _no_indices(cx))
 
 
 # --- scans

@@ -3,7 +3,7 @@ decompositions (`akg_agent.dynamo_train`) and a few forms they leave."""
 
 from __future__ import annotations
 
-from .aten import _ints
+from .aten import ints
 from .convert import converts
 from .graph import Node
 
@@ -31,7 +31,7 @@ def _conv_backward(cx, go, x, w, bias_sizes, stride, padding, dilation, transpos
     if transposed:
         return NotImplemented
     r = w.type.rank - 2
-    stride, padding, dilation = _ints(stride, r), _ints(padding, r), _ints(dilation, r)
+    stride, padding, dilation = ints(stride, r), ints(padding, r), ints(dilation, r)
     k, spatial, out_sp = list(w.shape[2:]), list(x.shape[2:]), list(go.shape[2:])
     gi = gw = gb = None
     if mask[0]:  # the positions a strided convolution never reads get output padding (zeros)

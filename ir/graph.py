@@ -118,16 +118,9 @@ class Graph:
         if not mapping:
             return
         self.plan = None
-
-        def final(a: Node) -> Node:
-            while a in mapping:
-                a = mapping[a]
-            return a
-
         for n in self.nodes:
-            if any(a in mapping for a in n.args if a is not None):
-                n.args = tuple(final(a) if a is not None else None for a in n.args)
-        self.outputs = [final(o) for o in self.outputs]
+            read_through(n, mapping)
+        self.outputs = [_final(o, mapping) for o in self.outputs]
 
     def cleanup(self) -> int:
         """Drop nodes no output depends on (inputs stay: they are the signature) and restore a
@@ -191,6 +184,18 @@ class Graph:
 
     def __str__(self) -> str:
         return print_graph(self)
+
+
+def _final(a: Node, mapping: dict[Node, Node]) -> Node:
+    while a in mapping:
+        a = mapping[a]
+    return a
+
+
+def read_through(n: Node, mapping: dict[Node, Node]) -> None:
+    """`n` reads what `mapping` replaced its arguments by (through chains of replacements)."""
+    if mapping and any(a in mapping for a in n.args if a is not None):
+        n.args = tuple(_final(a, mapping) if a is not None else None for a in n.args)
 
 
 # --- the text form's printer (the parser is in ir.text)

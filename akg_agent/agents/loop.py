@@ -5,7 +5,7 @@ unverified one never is."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from ir.errors import AkgError
@@ -118,7 +118,7 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
     plan = PlanOptions(**{f.name: tuple(conf[f.name]) if isinstance(conf.get(f.name), list) else conf[f.name]
                           for f in fields(PlanOptions) if f.name in conf})  # what an older run left out: defaults
     t = build(conf["problem"], conf["dsl"], conf["target"],
-              plan.with_(allow_opaque=plan.allow_opaque or model is not None))
+              replace(plan, allow_opaque=plan.allow_opaque or model is not None))
     coder = Coder(model, t, db, use_ncu=cfg.use_ncu)
     outputs: dict[int, str] = {}
     try:

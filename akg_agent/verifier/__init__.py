@@ -148,17 +148,13 @@ class CheckOptions:
     build_cache: str | Path | None = None
     backward: bool = False
 
-    def with_(self, **changes: Any) -> CheckOptions:
-        """This value with `changes` (the keyword form callers and tests use)."""
-        return replace(self, **changes) if changes else self
-
 
 def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", options: CheckOptions | None = None,
            **changes: Any) -> Verdict:
     """Check `cand` against `ref` as `options` (with `changes`: its fields by keyword) say. On a machine
     without the target's device the candidate runs on the CPU (Triton through its interpreter) and timing
     against the target's speed-of-light is skipped."""
-    o = (options or CheckOptions()).with_(**changes)
+    o = replace(options or CheckOptions(), **changes)
     seeds, timing, baselines, trials, limits = o.seeds, o.timing, o.baselines, o.trials, o.limits
     tolerances, train, sol_check, peers, timing_lock = o.tolerances, o.train, o.sol_check, o.peers, o.timing_lock
     build_cache, backward = o.build_cache, o.backward

@@ -10,6 +10,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
+from .candidate import first_line
+
 LOW_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -93,7 +95,7 @@ def float64_trial(ref64: Any, raw: list[Any], rng: int, device: torch.device, de
                 details["float64_reference_error"] = "out of host memory"
                 return ref64, None
         except Exception as e:  # noqa: BLE001 - some references cannot run in float64: said in the verdict
-            details["float64_reference_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
+            details["float64_reference_error"] = first_line(e)[:200]
             return ref64, None
         ref64, details["float64_reference_on"] = ref64.cpu(), "cpu"  # outside the handler: its frames freed
 

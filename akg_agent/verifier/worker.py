@@ -155,7 +155,7 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     try:
         ref64 = copy.deepcopy(ref).double()
     except Exception as e:  # noqa: BLE001 - some references cannot run in float64: said in the verdict
-        no64 = f"{type(e).__name__}: {first_line(e)}"[:200]
+        no64 = first_line(e)[:200]
 
     # each trial's inputs are made when it runs: one trial's tensors alive at a time
     make_inputs = functools.partial(problem.make_inputs, device=device)  # drawn where they are used

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..graph import Graph, Node
+from ..graph import Graph, Node, read_through
 from ..interp import EvalCtx, eval_op
 from ..ops import opdef
 from .base import Firing, P, RewritePass, Rewriter, Rule, Trace, X, register
@@ -35,8 +35,7 @@ class CommonSubexpr:
         seen: dict[tuple, Node] = {}
         same: dict[Node, Node] = {}  # replaced -> its first equal: each node reads through it before its key
         for n in list(g.nodes):
-            if same and any(a in same for a in n.args if a is not None):
-                n.args = tuple(same.get(a, a) if a is not None else None for a in n.args)
+            read_through(n, same)
             if n.op in ("input", "param") + IMPURE:
                 continue
             k = n.key()
@@ -67,8 +66,7 @@ class ConstantFold:
     def run(self, g: Graph, trace: Trace) -> bool:
         folded: dict[Node, Node] = {}  # replaced -> its constant: each node reads through it first
         for n in list(g.nodes):
-            if folded and any(a in folded for a in n.args if a is not None):
-                n.args = tuple(folded.get(a, a) if a is not None else None for a in n.args)
+            read_through(n, folded)
             d = opdef(n.op)
             if d.group in ("source", "opaque") or n.op in IMPURE or not n.args:
                 continue

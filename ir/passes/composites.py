@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..decompose import GraphEmitter, decomposition_for
-from ..graph import Graph, Node
+from ..graph import Graph, Node, read_through
 from ..ops import opdef
 from .base import Firing, Trace, register
 
@@ -31,7 +31,7 @@ class Decompose:
             done: dict[Node, Node] = {}
             for n in todo:
                 # a composite reading one decomposed before it reads its replacement
-                n.args = tuple(g_final(done, a) for a in n.args)
+                read_through(n, done)
                 e = GraphEmitter(g, n.name)
                 new = decomposition_for(n.op)(e, list(n.args), n.attrs)
                 for c in e.created:
@@ -42,10 +42,3 @@ class Decompose:
             g.cleanup()
             changed = True
         return changed
-
-
-def g_final(done: dict[Node, Node], a: Node | None) -> Node | None:
-    """`a`, or what replaced it (through a chain of replacements)."""
-    while a is not None and a in done:
-        a = done[a]
-    return a
