@@ -131,13 +131,20 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
              for bn in (32, 64, 128, 256) if bn <= max(32, pow2(N)) for bk in steps
              for w in (4, 8) for s in ((2, 3, 4) if K > bk else (2,))]
     if _split_precision(k, target):  # 3xTF32: tensor cores at fp32 accuracy, which the verifier checks
-        space += [s.replace(input_precision="tf32x3") for s in space]
+        space += [s.replace(input_precision="tf32x3") for s in space if _split_tile_fits(s, target)]
     if _hopper(target) and tma.tunable(k):  # schedules also with TMA descriptors
         # not for fp32 operands on the FMA path: measured 40-50x slower than pointer loads (README, Measured)
         parts = split_gemm(k)
         plain_f32 = "f32" in (parts.a.dtype, parts.b.dtype)  # either operand fp32: the dot runs on FMAs
         space += [s.replace(TMA=True) for s in space if not (plain_f32 and "input_precision" not in s)]
     return space
+
+
+def _split_tile_fits(s: Schedule, target: HardwareModel) -> bool:
+    """On Hopper a warpgroup (4 warps) issues 64-row MMAs: a 3xTF32 tile of 8 warps and 64 rows splits
+    its columns instead and ran 1.6-2x slower than 128 rows or 4 warps on the H200 (GPT-2's GEMMs,
+    archive/h200-tune-gemm-fp32-gpt2-2026-11-30)."""
+    return not (_hopper(target) and s["num_warps"] >= 8 and s["BM"] < 16 * s["num_warps"])
 
 
 def _split_precision(k: Kernel, target: HardwareModel) -> bool:
