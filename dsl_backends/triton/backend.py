@@ -143,7 +143,7 @@ def _matmul_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 def _split_tile_fits(s: Schedule, target: HardwareModel) -> bool:
     """On Hopper a warpgroup (4 warps) issues 64-row MMAs: a 3xTF32 tile of 8 warps and 64 rows splits
     its columns instead and ran 1.6-2x slower than 128 rows or 4 warps on the H200 (GPT-2's GEMMs,
-    archive/h200-tune-gemm-fp32-gpt2-2026-11-30)."""
+    results/archive/h200-tune-gemm-gpt2-2026-11-30)."""
     return not (_hopper(target) and s["num_warps"] >= 8 and s["BM"] < 16 * s["num_warps"])
 
 
