@@ -24,7 +24,8 @@ from torch.func import functional_call
 from ir.errors import AkgError
 from ir.problem import load_problem
 
-from .dynamo import CompiledGraph, GraphReport, Options, load_written
+from .built import load_written
+from .dynamo import CompiledGraph, GraphReport, Options
 from .dynamo_train import decompositions, partition
 
 _MODULE = '''"""Written by `akg translate {problem} --backward --dsl {dsl} --target {target}`: forward and backward

@@ -16,9 +16,7 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
-import importlib.util
 import math
-import sys
 import tempfile
 import threading
 import warnings
@@ -35,6 +33,7 @@ from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
 from . import cuda_graphs
+from .built import load_written
 from .dynamo_sizes import Sizes, sizes_of
 from .dynamo_train import SAVED_FROM, compile_inference, compile_training, discrete_outputs
 from .translate import translate
@@ -156,16 +155,6 @@ def _meta(a: Any) -> Any:
 
 def _cache_root(opts: Options) -> Path:
     return Path(opts.cache_dir) if opts.cache_dir else cache_dir() / "compiled"
-
-
-def _import(path: Path, name: str) -> Any:
-    """A module akg wrote (and verified) or the problem it wrote for a graph, imported from its file."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _params(gm: torch.fx.GraphModule) -> list[str]:
@@ -384,14 +373,15 @@ class CompiledGraph:
         """`spec`: the --dynamic spec of a graph with symbolic sizes ("" for one written at these sizes)."""
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
             problem = _write_problem(self.gm, args, Path(tmp), self.kind, self.sizes)
+            # the verifier's build kept in the entry: the module loads it (`built.py`), not compiling again
+            how = dict(timing=False, allow_opaque=True, seeds=self.opts.seeds, dynamic=spec or None,
+                       build_cache=cached / "build")
             try:
-                t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
-                              seeds=self.opts.seeds, dynamic=spec or None)
+                t = translate(problem, self.report.dsl, self.report.target, **how)
             except AkgError as e:  # a GEMM the backend cannot write with its epilogue: the library's GEMM
                 if "--library gemm" not in str(e):
                     raise
-                t = translate(problem, self.report.dsl, self.report.target, timing=False, allow_opaque=True,
-                              seeds=self.opts.seeds, dynamic=spec or None, library=("gemm",))
+                t = translate(problem, self.report.dsl, self.report.target, library=("gemm",), **how)
                 self.report.notes.append(f"GEMMs left to the library: {first_line(e)}")
             # the problem and its graph are kept beside the module: the module's state comes from them
             cached.mkdir(parents=True, exist_ok=True)
@@ -401,33 +391,8 @@ class CompiledGraph:
             (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
 
 
-def load_written(cached: Path, device: torch.device | None = None) -> Callable[..., tuple[Any, ...]]:
-    """A cache entry's written module, its state from the graph it replays, as the graph's callable (its
-    outputs a tuple, with the graph's constant outputs, Nones among them, in their places)."""
-    name = cached.name
-    model = _import(cached / "module.py", f"akg_compiled_{name}").ModelNew()
-    reference = _import(cached / "graph.py", f"akg_graph_{name}")
-    model.load_state_dict(reference.Model().state_dict(), strict=True)  # the graph's constants
-    model.to(device or torch.device("cpu")).eval()
-    saved = torch.load(cached / "graph.pt", weights_only=False)
-    return functools.partial(_call, model, saved["kept"], saved.get("fixed", {}), saved["n_out"])
-
-
 def _tensors_only(fn: Callable[..., Any], tensors: list[int], *args: Any) -> Any:
     return fn(*[args[i] for i in tensors])
-
-
-def _call(model: torch.nn.Module, kept: list[int], fixed: dict[int, Any], n_out: int, *args: Any
-          ) -> tuple[Any, ...]:
-    """The graph's outputs from the module's, its constant outputs (Nones, sizes) in their places."""
-    got = model(*args)
-    got = (got,) if len(kept) == 1 else tuple(got)
-    if len(kept) == n_out:
-        return got
-    out: list[Any] = [fixed.get(i) for i in range(n_out)]
-    for i, v in zip(kept, got):
-        out[i] = v
-    return tuple(out)
 
 
 def _pick(opts: Options, example_inputs: Sequence[Any]) -> tuple[str, str]:

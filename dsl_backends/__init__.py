@@ -7,6 +7,7 @@ from .base import (
                    Manifest,
                    UnsupportedKernel,
                    available,
+                   build_env,
                    default_dsl,
                    dsls_for,
                    get_backend,
@@ -15,5 +16,5 @@ from .base import (
                    sandbox_env,
 )
 
-__all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "default_dsl", "dsls_for",
-           "get_backend", "import_env", "preload", "sandbox_env"]
+__all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "build_env", "default_dsl",
+           "dsls_for", "get_backend", "import_env", "preload", "sandbox_env"]

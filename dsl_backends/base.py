@@ -287,6 +287,14 @@ def sandbox_env(run_dir: Path, on_cpu: bool, build_dir: Path | None = None) -> d
     return env
 
 
+def build_env(build_dir: Path) -> dict[str, str]:
+    """Where a module finds the compiled code a verifier's run kept in `build_dir` (its build cache): the
+    manifests' variables that name the build folder, and akg's own cache root (the C-family modules' builds)."""
+    env = {k: v.format(run_dir=build_dir, build_dir=build_dir) for m in _manifests().values()
+           for k, v in m.env.items() if "{build_dir}" in v}
+    return env | {"AKG_CACHE_DIR": str(build_dir)}
+
+
 def import_env(on_cpu: bool) -> dict[str, str]:
     """What the manifests set for CPU runs (where on_cpu), which a module may read when it is imported:
     the verifier's fork server is started with it, as its CPU jobs will run."""

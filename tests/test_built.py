@@ -1,0 +1,75 @@
+"""A module written through torch.compile runs with the code its verification compiled (`akg_agent/built.py`):
+the verifier's run keeps its build in the cache entry, and the module's import (C++) and first call (Triton)
+load it from there instead of compiling again in the caller's process."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import akg_agent
+from akg_agent.built import FirstCallBuilt, built_in
+from dsl_backends import build_env
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+def _entries(cache):
+    return [d for d in (cache / "compiled").iterdir() if (d / "module.py").is_file()]
+
+
+def test_build_variables_name_the_folder_and_are_restored(tmp_path, monkeypatch):
+    monkeypatch.setenv("AKG_CACHE_DIR", "/somewhere/else")
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    env = build_env(tmp_path)
+    assert env["AKG_CACHE_DIR"] == str(tmp_path) and env["TRITON_CACHE_DIR"] == f"{tmp_path}/.triton"
+    import os
+    seen = []
+    fn = FirstCallBuilt(lambda: seen.append((os.environ["AKG_CACHE_DIR"], os.environ.get("TRITON_CACHE_DIR"))),
+                        tmp_path)
+    fn()
+    fn()
+    assert seen == [(str(tmp_path), f"{tmp_path}/.triton"), ("/somewhere/else", None)]
+    with pytest.raises(RuntimeError), built_in(tmp_path):
+        raise RuntimeError("a failing first call")
+    assert os.environ["AKG_CACHE_DIR"] == "/somewhere/else" and "TRITON_CACHE_DIR" not in os.environ
+
+
+def test_a_cpp_module_loads_the_library_its_verification_built(tmp_path, monkeypatch):
+    user = tmp_path / "user"
+    monkeypatch.setenv("AKG_CACHE_DIR", str(user))  # where the caller's own builds would go
+    torch.manual_seed(0)
+    model = MLP().eval()
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path / "c"), seeds=(0,))
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    (entry,) = [d for d in (tmp_path / "c").iterdir() if (d / "module.py").is_file()]
+    assert list((entry / "build" / "cpp").glob("*/kernels.so"))  # the verifier's build, kept in the entry
+    assert not (user / "cpp").exists()  # and the caller compiled nothing of its own
+
+
+@pytest.mark.gpu
+def test_a_triton_module_compiles_no_kernel_in_the_callers_process(tmp_path, monkeypatch):
+    from triton.compiler import compiler
+
+    made = []
+    make_ir = compiler.ASTSource.make_ir
+    monkeypatch.setattr(compiler.ASTSource, "make_ir", lambda self, *a, **k: made.append(self.name)
+                        or make_ir(self, *a, **k))  # only a cache miss builds the IR
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "user-triton"))
+    torch.manual_seed(0)
+    model = MLP().eval().cuda()
+    compiled = akg_agent.compile(model, cache_dir=str(tmp_path / "c"), seeds=(0,), cuda_graphs="off")
+    x = torch.randn(4, 16, device="cuda")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert made == [], made  # every kernel's cubin came from the verifier's build
