@@ -38,6 +38,7 @@ from .dynamo_sizes import Sizes, sizes_of
 from .dynamo_train import SAVED_FROM, compile_inference, compile_training, discrete_outputs
 from .translate import translate
 from .tuning_db import versions
+from .verifier import prestart_for
 from .verifier.candidate import first_line
 from .version import source_stamp
 
@@ -426,6 +427,7 @@ class AkgBackend:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         dsl, target = _pick(self.opts, example_inputs)
+        prestart_for(target)  # its imports overlap the rest of dynamo's work and the lift
 
         def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
             """Each graph, a training step's forward and backward too, replayed as a CUDA graph where eligible."""
@@ -461,6 +463,10 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
             **options: Any) -> Any:
     """`torch.compile` with akg's backend; the result's `akg_report` says what became akg kernels."""
     backend = AkgBackend({"dsl": dsl, "target": target, **options})
+    if isinstance(model, torch.nn.Module):  # the verifier's fork server imports while dynamo traces
+        dev = next((p.device for p in model.parameters()), torch.device("cpu"))
+        prestart_for(target or target_for_device(dev.type, torch.cuda.get_device_name(dev) if dev.type == "cuda"
+                                                 else ""))
     compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     compiled.akg_report = backend.report
     return compiled

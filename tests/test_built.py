@@ -1,6 +1,7 @@
 """A module written through torch.compile runs with the code its verification compiled (`akg_agent/built.py`):
 the verifier's run keeps its build in the cache entry, and the module's import (C++) and first call (Triton)
-load it from there instead of compiling again in the caller's process."""
+load it from there instead of compiling again in the caller's process; the verifier's fork server starts
+when the model is compiled, not at the first verification."""
 
 from __future__ import annotations
 
@@ -73,3 +74,18 @@ def test_a_triton_module_compiles_no_kernel_in_the_callers_process(tmp_path, mon
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     assert made == [], made  # every kernel's cubin came from the verifier's build
+
+
+def test_compile_starts_the_verifiers_fork_server_before_the_first_call(monkeypatch):
+    """Its imports (torch, seconds) overlap dynamo's trace instead of following it."""
+    from akg_agent.verifier import sandbox
+
+    monkeypatch.delenv("AKG_VERIFIER_FORK", raising=False)
+    server = sandbox._ZYGOTES[True]
+    with server.lock:  # a server left by another test is stopped: this one must be started by compile
+        if server.proc is not None:
+            server.proc.kill()
+            server.proc.wait()
+        server.proc = None
+    akg_agent.compile(MLP().eval(), dsl="cpp", target="cpu")
+    assert server.proc is not None and server.proc.poll() is None

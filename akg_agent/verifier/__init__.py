@@ -23,7 +23,7 @@ from ir.passes import run_passes
 from ir.problem import load_problem
 
 from .plausibility import clock_disagrees, needs_retime, retime_disagrees, settled_eager
-from .sandbox import Limits, run_job
+from .sandbox import Limits, prestart, run_job
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 # rejections that say more of the run than of the module (a card faster than the target's bound, a host
@@ -62,6 +62,11 @@ def device_for(target: Target) -> str:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return "cpu"
+
+
+def prestart_for(target: Target) -> None:
+    """The verifier's fork server for `target`'s jobs started now (it imports while the caller works on)."""
+    prestart(device_for(target) == "cpu")
 
 
 @lru_cache(maxsize=8)

@@ -82,7 +82,8 @@ class _Zygote:
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
 
-    def fork(self, req: dict[str, Any]) -> int:
+    def start(self) -> subprocess.Popen:
+        """The server, started if it is not running (its imports proceed while the caller goes on)."""
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
                 root = str(Path(__file__).resolve().parents[2])
@@ -93,7 +94,12 @@ class _Zygote:
                 self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote",
                                               "cpu" if self.on_cpu else "device"], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
-            assert self.proc.stdin is not None and self.proc.stdout is not None
+            return self.proc
+
+    def fork(self, req: dict[str, Any]) -> int:
+        self.start()
+        with self.lock:
+            assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
             answer = self.proc.stdout.readline()
@@ -126,9 +132,19 @@ class _Forked:
         return (self.log.read_bytes() if self.log.is_file() else b""), None
 
 
+def _forks() -> bool:
+    return os.environ.get("AKG_VERIFIER_FORK", "1") != "0" and sys.platform == "linux"
+
+
 def _use_fork(job: dict[str, Any]) -> bool:
-    return (not job.get("prefix") and not job.get("fresh") and os.environ.get("AKG_VERIFIER_FORK", "1") != "0"
-            and sys.platform == "linux")
+    return not job.get("prefix") and not job.get("fresh") and _forks()
+
+
+def prestart(on_cpu: bool) -> None:
+    """Start the fork server for CPU or device jobs now, so that its imports (torch, 5-10 s) overlap what the
+    caller does before its first verification (dynamo's trace, the lift and the plan)."""
+    if _forks():
+        _ZYGOTES[on_cpu].start()
 
 
 def lock_wait(path: Path) -> float:
