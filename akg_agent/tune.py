@@ -429,8 +429,10 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
             if on_progress is not None:
                 on_progress(k.name, len(times) + lost, tried, min(times.values(), default=None), done)
         if not _past(start, time_limit_s):
-            times = _on_one_device(t, src, alike[sig], cands, times, where, measure, report,
-                                   lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
+            times, together = _on_one_device(t, src, alike[sig], cands, times, where, measure,
+                                             lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
+            if together is not None:
+                report.setdefault("together", []).append(together)
         best = _fastest(times)
         chosen = (cands[best], times[best]) if best is not None and math.isfinite(times[best]) else None
         t.schedules = _with(t, alike[sig], chosen[0] if chosen else default).schedules
@@ -444,16 +446,16 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
 
 
 def _on_one_device(t: Translation, problem_src: str, kernels: list[str], cands: list[Schedule], times: dict[int, float],
-                   where: dict[int, str], measure: Callable[[list[Work]], Iterator[Done]], report: dict[str, Any],
-                   keep: Callable[[int, float, str], None]) -> dict[int, float]:
+                   where: dict[int, str], measure: Callable[[list[Work]], Iterator[Done]],
+                   keep: Callable[[int, float, str], None]) -> tuple[dict[int, float], dict[str, Any] | None]:
     """`times` with the finalists (within SPREAD of the fastest) timed once more, in turns in one run on one
     device, where different devices timed them: their own runs differ by the devices' pace. Each new time
     replaces the old in the database too (`keep`), so a rerun chooses alike. Unchanged where one device
-    timed them all, or the run fails."""
+    timed them all, or the run fails. Second: the report's row of that run (None where none ran)."""
     low = min((sec for sec in times.values() if math.isfinite(sec)), default=math.inf)
     fin = sorted(i for i, sec in times.items() if sec <= low * (1 + SPREAD))
     if len(fin) < 2 or len({where.get(i, "") for i in fin}) < 2:
-        return times
+        return times, None
     kernel = kernels[0]
     bodies = [render(_with(t, kernels, cands[i])) for i in fin]
     work = Work((kernel, "together"), t.problem.name, problem_src, bodies[0],
@@ -464,16 +466,15 @@ def _on_one_device(t: Translation, problem_src: str, kernels: list[str], cands: 
     meds = [timing.get("candidate", {}).get("median_s")] + [timing.get("peers", {}).get(str(i), {}).get("median_s")
                                                          for i in fin[1:]]
     row: dict[str, Any] = {"kernel": kernel, "timed_on": sorted({where[i] for i in fin if i in where})}
-    report.setdefault("together", []).append(row)
     if v is None or not all(meds):
         row["verdict"] = v.line() if v is not None else f"lost: {done.lost if done else 'no result'}"
-        return times
+        return times, row
     assert done is not None
     new = {i: float(sec) for i, sec in zip(fin, meds) if sec}
     row.update(device=done.device, before={str(i): times[i] for i in fin}, after={str(i): new[i] for i in fin})
     for i in fin:
         keep(i, new[i], v.line())
-    return {**times, **new}
+    return {**times, **new}, row
 
 
 def _fastest(times: dict[int, float]) -> int | None:

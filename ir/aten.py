@@ -11,6 +11,7 @@ from .einsum import lower_einsum
 from .errors import AkgError
 from .graph import Node
 from .recurrence import RESULTS
+from .rnn_trace import RnnSettings
 from .sym import DynamicDecision, is_dynamic, size
 
 INT_MAX = 2**62
@@ -325,23 +326,20 @@ def _convnd(cx, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(cx, x, w, b, stride, padding, dilation, groups)
 
 
-def _conv_t(cx, x, w, b, stride, padding, output_padding, groups, dilation):
-    r = w.type.rank - 2
-    args = [x, w] + ([b] if b is not None else [])
-    return cx.add("conv_transpose", args, stride=ints(stride, r), padding=ints(padding, r),
-                  output_padding=ints(output_padding, r), groups=groups, dilation=ints(dilation, r))
+@converts("aten.conv_transpose1d.default", "aten.conv_transpose2d.input", "aten.conv_transpose3d.input",
+          bound=True)
+def _conv_t(cx, a):
+    r = a.weight.type.rank - 2
+    args = [a.input, a.weight] + ([a.bias] if a.bias is not None else [])
+    return cx.add("conv_transpose", args, stride=ints(a.stride, r), padding=ints(a.padding, r),
+                  output_padding=ints(a.output_padding, r), groups=a.groups, dilation=ints(a.dilation, r))
 
 
-@converts("aten.conv_transpose1d.default", "aten.conv_transpose2d.input", "aten.conv_transpose3d.input")
-def _conv_tnd(cx, x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    return _conv_t(cx, x, w, b, stride, padding, output_padding, groups, dilation)
-
-
-@converts("aten.convolution.default", "aten._convolution.default")
-def _convolution(cx, x, w, b, stride, padding, dilation, transposed, output_padding, groups, *rest):
-    if transposed:
-        return _conv_t(cx, x, w, b, stride, padding, output_padding, groups, dilation)
-    return _conv(cx, x, w, b, stride, padding, dilation, groups)
+@converts("aten.convolution.default", "aten._convolution.default", bound=True)
+def _convolution(cx, a):
+    if a.transposed:
+        return _conv_t(cx, a)
+    return _conv(cx, a.input, a.weight, a.bias, a.stride, a.padding, a.dilation, a.groups)
 
 
 @converts("aten.einsum.default")
@@ -707,17 +705,18 @@ def _dropout(cx, x, p, train):
 
 
 # --- composites
-@converts("aten.batch_norm.default")
-def _batch_norm(cx, x, w, b, rm, rv, training, momentum, eps, cudnn=True):
-    return cx.add("batch_norm", [x, w, b, rm, rv], training=bool(training), momentum=float(momentum or 0.0),
-                  eps=float(eps))
+@converts("aten.batch_norm.default", bound=True)
+def _batch_norm(cx, a):
+    return cx.add("batch_norm", [a.input, a.weight, a.bias, a.running_mean, a.running_var],
+                  training=bool(a.training), momentum=float(a.momentum or 0.0), eps=float(a.eps))
 
 
-@converts("aten.instance_norm.default")
-def _instance_norm(cx, x, w, b, rm, rv, use_input_stats, momentum, eps, cudnn=True):
-    if not use_input_stats:
-        return cx.add("batch_norm", [x, w, b, rm, rv], training=False, eps=float(eps))
-    return cx.add("instance_norm", [x, w, b], eps=float(eps))
+@converts("aten.instance_norm.default", bound=True)
+def _instance_norm(cx, a):
+    if not a.use_input_stats:
+        return cx.add("batch_norm", [a.input, a.weight, a.bias, a.running_mean, a.running_var], training=False,
+                      eps=float(a.eps))
+    return cx.add("instance_norm", [a.input, a.weight, a.bias], eps=float(a.eps))
 
 
 @converts("aten.group_norm.default")
@@ -735,14 +734,14 @@ def _rms_norm(cx, x, shape, w=None, eps=None):
     return cx.add("rms_norm", [x, w], normalized_shape=list(shape), eps=eps)
 
 
-@converts("aten.scaled_dot_product_attention.default")
-def _sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    if dropout_p:
-        raise AkgError(f"attention with dropout_p={dropout_p} is not supported (at {cx.fx_node.name})")
-    if enable_gqa or q.shape[:-2] != k.shape[:-2]:
+@converts("aten.scaled_dot_product_attention.default", bound=True)
+def _sdpa(cx, a):
+    if a.dropout_p:
+        raise AkgError(f"attention with dropout_p={a.dropout_p} is not supported (at {cx.fx_node.name})")
+    if a.enable_gqa or a.query.shape[:-2] != a.key.shape[:-2]:
         raise AkgError(f"grouped-query attention is not supported yet (at {cx.fx_node.name})")
-    args = [q, k, v] + ([attn_mask] if attn_mask is not None else [])
-    return cx.add("attention", args, scale=scale, causal=bool(is_causal))
+    args = [a.query, a.key, a.value] + ([a.attn_mask] if a.attn_mask is not None else [])
+    return cx.add("attention", args, scale=a.scale, causal=bool(a.is_causal))
 
 
 @converts("aten.cosine_similarity.default")
@@ -796,41 +795,44 @@ def _cross_entropy(cx, x, t, weight=None, reduction=1, ignore_index=-100, label_
                   label_smoothing=float(label_smoothing))
 
 
-@converts("aten.triplet_margin_loss.default")
-def _triplet(cx, a, p, n, margin=1.0, pnorm=2.0, eps=1e-6, swap=False, reduction=1):
-    return cx.add("triplet_margin_loss", [a, p, n], margin=float(margin), p=float(pnorm), eps=float(eps),
-                  swap=bool(swap), reduction=_REDUCTION[reduction])
+@converts("aten.triplet_margin_loss.default", bound=True)
+def _triplet(cx, a):
+    return cx.add("triplet_margin_loss", [a.anchor, a.positive, a.negative], margin=float(a.margin), p=float(a.p),
+                  eps=float(a.eps), swap=bool(a.swap), reduction=_REDUCTION[a.reduction])
 
 
 # --- recurrent layers: one `recurrence` node per result torch returns (unused ones are dead code)
+def _layers(cx, x, h0, c0, params, s: RnnSettings):
+    dirs = 2 if s.bidirectional else 1
+    per = 4 if s.has_biases else 2
+    if len(params) != s.num_layers * dirs * per:
+        raise AkgError(f"{s.cell} with proj_size is not supported yet (at {cx.fx_node.name}); "
+                       "use proj_size=0 or --allow-opaque")
+    if s.train and s.dropout > 0 and s.num_layers > 1:
+        raise AkgError(f"{s.cell} dropout between layers in training mode is not supported (at "
+                       f"{cx.fx_node.name}); lift in eval mode")
+    attrs = dict(cell=s.cell, hidden=int(params[1].shape[1]), layers=int(s.num_layers),
+                 bidirectional=bool(s.bidirectional), batch_first=bool(s.batch_first), has_biases=bool(s.has_biases))
+    results = RESULTS if s.cell == "lstm" else RESULTS[:2]
+    return tuple(cx.add("recurrence", [x, h0, c0, *params], result=r, **attrs) for r in results)
+
+
 def _recurrent(cell: str):
-    def conv(cx, x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-        dirs = 2 if bidirectional else 1
-        per = 4 if has_biases else 2
-        if len(params) != num_layers * dirs * per:
-            raise AkgError(f"{cell} with proj_size is not supported yet (at {cx.fx_node.name}); "
-                           "use proj_size=0 or --allow-opaque")
-        if train and dropout > 0 and num_layers > 1:
-            raise AkgError(f"{cell} dropout between layers in training mode is not supported (at "
-                           f"{cx.fx_node.name}); lift in eval mode")
-        h0, c0 = (hx[0], hx[1]) if cell == "lstm" else (hx, None)
-        attrs = dict(cell=cell, hidden=int(params[1].shape[1]), layers=int(num_layers),
-                     bidirectional=bool(bidirectional), batch_first=bool(batch_first),
-                     has_biases=bool(has_biases))
-        results = RESULTS if cell == "lstm" else RESULTS[:2]
-        return tuple(cx.add("recurrence", [x, h0, c0, *params], result=r, **attrs) for r in results)
+    def conv(cx, a):
+        h0, c0 = (a.hx[0], a.hx[1]) if cell == "lstm" else (a.hx, None)
+        return _layers(cx, a.input, h0, c0, a.params, RnnSettings(cell, a.has_biases, a.num_layers, a.dropout,
+                                                                   a.train, a.bidirectional, a.batch_first))
     return conv
 
 
-@converts("akg.rnn.default")  # the same layers as traced by ir.rnn_trace
-def _rnn(cx, cell, x, hx, *rest):
-    return _recurrent(cell)(cx, x, hx if cell == "lstm" else hx[0], *rest)
+@converts("akg.rnn.default", bound=True)  # the same layers as traced by ir.rnn_trace
+def _rnn(cx, a):
+    s = RnnSettings.parse(a.settings)
+    return _layers(cx, a.x, a.hx[0], a.hx[1] if s.cell == "lstm" else None, a.params, s)
 
 
-converts("aten.lstm.input")(_recurrent("lstm"))
-converts("aten.gru.input")(_recurrent("gru"))
-converts("aten.rnn_tanh.input")(_recurrent("rnn_tanh"))
-converts("aten.rnn_relu.input")(_recurrent("rnn_relu"))
+for _cell in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
+    converts(f"aten.{_cell}.input", bound=True)(_recurrent(_cell))
 
 
 @converts("aten.bitwise_not.default")

@@ -21,17 +21,17 @@ def _scatter(cx, x, dim, index, value):
     return cx.add("where", [cx.add("eq", [pos, index]), cx.scalar(value, x), x])
 
 
-@converts("aten.convolution_backward.default")
-def _conv_backward(cx, go, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
-                   mask):
+@converts("aten.convolution_backward.default", bound=True)
+def _conv_backward(cx, a):
     """A convolution's three gradients: the input's a transposed convolution of the incoming gradient, the
     weight's torch's own backward-weight call (`conv_weight_grad`: written as a forward convolution with a
     kernel the output's size, fp32 erred 20x more than cuDNN's algorithm on a ResNet stem, and the verifier
     rejected it), the bias's a sum."""
-    if transposed:
+    if a.transposed:
         return NotImplemented
+    go, x, w, groups, mask = a.grad_output, a.input, a.weight, a.groups, a.output_mask
     r = w.type.rank - 2
-    stride, padding, dilation = ints(stride, r), ints(padding, r), ints(dilation, r)
+    stride, padding, dilation = ints(a.stride, r), ints(a.padding, r), ints(a.dilation, r)
     k, spatial, out_sp = list(w.shape[2:]), list(x.shape[2:]), list(go.shape[2:])
     gi = gw = gb = None
     if mask[0]:  # the positions a strided convolution never reads get output padding (zeros)

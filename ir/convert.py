@@ -54,10 +54,44 @@ Converter = Callable[..., Any]
 CONVERTERS: dict[str, Converter] = {}
 
 
-def converts(*targets: str) -> Callable[[Converter], Converter]:
+@dataclass(frozen=True)
+class Bound:
+    """An ATen call's arguments by their schema's names, defaults filled in: what the converter of a long
+    schema reads (`a.stride`, `a.output_mask`) in place of a dozen positional parameters."""
+
+    values: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def bind(target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Bound:
+    """`args` and `kwargs` of a call of the op `target` (an OpOverload) by its schema's argument names."""
+    values: dict[str, Any] = {}
+    positional = list(args)
+    for a in target._schema.arguments:
+        if positional and not a.kwarg_only:
+            values[a.name] = positional.pop(0)
+        elif a.name in kwargs:
+            values[a.name] = kwargs[a.name]
+        elif a.has_default_value():
+            values[a.name] = a.default_value
+        else:
+            raise TypeError(f"{target} called without its argument {a.name!r}")
+    return Bound(values)
+
+
+def converts(*targets: str, bound: bool = False) -> Callable[[Converter], Converter]:
+    """Registers a converter for `targets`. It is called with the lift's context and the call's arguments as
+    the FX node has them, or, `bound`, with one `Bound` value of them by name."""
     def reg(fn: Converter) -> Converter:
+        conv = fn if not bound else (
+            lambda cx, *args, **kwargs: fn(cx, bind(cx.fx_node.target, args, kwargs)))
         for t in targets:
-            CONVERTERS[t] = fn
+            CONVERTERS[t] = conv
         return fn
     return reg
 

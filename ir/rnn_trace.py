@@ -7,7 +7,9 @@ custom op's real implementation is torch's, so a module run meanwhile computes t
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -17,20 +19,44 @@ from torch import Tensor
 from .recurrence import CELLS
 
 
+@dataclass(frozen=True)
+class RnnSettings:
+    """A recurrent layer stack's settings besides its tensors (torch._VF's arguments after the weights) as
+    one value; `akg::rnn` carries it as text, which `parse` reads back."""
+
+    cell: str
+    has_biases: bool
+    num_layers: int
+    dropout: float
+    train: bool
+    bidirectional: bool
+    batch_first: bool
+
+    def text(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def parse(text: str) -> RnnSettings:
+        return RnnSettings(**json.loads(text))
+
+    def vf_args(self) -> tuple[Any, ...]:
+        return (self.has_biases, self.num_layers, self.dropout, self.train, self.bidirectional, self.batch_first)
+
+
 @torch.library.custom_op("akg::rnn", mutates_args=())
-def rnn(cell: str, x: Tensor, hx: list[Tensor], params: list[Tensor], has_biases: bool, num_layers: int,
-        dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> list[Tensor]:
-    fn = getattr(torch._C._VF, cell)
-    h = tuple(hx) if cell == "lstm" else hx[0]
-    return [t.clone() for t in fn(x, h, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)]
+def rnn(x: Tensor, hx: list[Tensor], params: list[Tensor], settings: str) -> list[Tensor]:
+    s = RnnSettings.parse(settings)
+    h = tuple(hx) if s.cell == "lstm" else hx[0]
+    return [t.clone() for t in getattr(torch._C._VF, s.cell)(x, h, params, *s.vf_args())]
 
 
 @rnn.register_fake
-def _(cell, x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    dirs = 2 if bidirectional else 1
+def _(x, hx, params, settings):
+    s = RnnSettings.parse(settings)
+    dirs = 2 if s.bidirectional else 1
     hid = params[1].shape[1]
-    steps, b = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
-    out = x.new_empty((b, steps, dirs * hid) if batch_first else (steps, b, dirs * hid))
+    steps, b = (x.shape[1], x.shape[0]) if s.batch_first else (x.shape[0], x.shape[1])
+    out = x.new_empty((b, steps, dirs * hid) if s.batch_first else (steps, b, dirs * hid))
     return [out] + [x.new_empty(tuple(h.shape)) for h in hx]
 
 
@@ -50,7 +76,7 @@ class _Shim:
                 return orig(*args)
             x, hx, params, *rest = args
             hx = list(hx) if name == "lstm" else [hx]
-            return tuple(rnn(name, x, hx, list(params), *rest))
+            return tuple(rnn(x, hx, list(params), RnnSettings(name, *rest).text()))
         return call
 
 

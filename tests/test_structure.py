@@ -132,6 +132,35 @@ def test_no_project_module_is_imported_inside_a_function():
     assert local == []
 
 
+MAX_PARAMS = 8
+CLI_LAYER = ("akg_agent.cli", "akg_agent.commands")  # argparse's namespace is unpacked there
+
+
+def _long_signatures(modules: dict[str, Path]) -> list[str]:
+    """Functions of more than MAX_PARAMS parameters (self and cls not counted; *args and **kwargs are)."""
+    out = []
+    for mod, path in modules.items():
+        if mod.startswith(CLI_LAYER):
+            continue
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = n.args
+                names = [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]]
+                if len([x for x in names if x not in ("self", "cls")]) > MAX_PARAMS:
+                    out.append(f"{mod}:{n.lineno} {n.name}")
+    return out
+
+
+def test_no_function_outside_the_cli_takes_more_than_eight_parameters(tmp_path):
+    """Options travel as one value (PlanOptions, CheckOptions, TuneOptions), an ATen call's many arguments
+    as one `Bound` value by name."""
+    assert _long_signatures(_modules()) == []
+    wide = tmp_path / "wide.py"
+    wide.write_text("def f(a, b, c, d, e, f, g, h, *rest):\n    pass\n\n\nclass C:\n"
+                    "    def m(self, a, b, c, d, e, f, g, h):\n        pass\n")
+    assert _long_signatures({"ir.wide": wide}) == ["ir.wide:1 f"]
+
+
 DSL_NAMES = ("triton", "tilelang", "cuda-c", "cuda_c", "pallas", "metal", "cpp")
 # the port frontend reads kernels written in a DSL (its source language, not a target backend): it names
 # the language it lifts and the ones it does not lift yet

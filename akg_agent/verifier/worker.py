@@ -276,8 +276,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     if ref64 is not None and not draws and "float32" not in policy.overrides and policy.computes_in is None:
         # looser fp32 asked for, or a program that computes in bf16 itself: not judged
         with phase("sensitivity"):
-            _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, guard_ops, details,
-                         (policy, history, discrete, problem.module))
+            guard_ops |= _sensitivity(cand, ref, ref64, make_inputs(job["seeds"][0]), device, sentry, details,
+                                      (policy, history, discrete, problem.module))
     bad_ops = undeclared(sorted(guard_ops), declared)
     if bad_ops:
         raise Reject("torch_compute", f"ModelNew.forward computes with torch ops it did not declare: "
@@ -333,18 +333,19 @@ def _discrete_values(mod: Any, spec: dict[str, Any], inputs: list[Any], rng: int
 
 
 def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.device, sentry: Sentry,
-                 guard_ops: set[str], details: dict[str, Any],
-                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]], dict[int, Any], Any]) -> None:
+                 details: dict[str, Any],
+                 checked: tuple[TolerancePolicy, list[tuple[list[Any], list[Any]]], dict[int, Any], Any]) -> set[str]:
     """fp32 programs: the answer must follow inputs nudged below bf16's resolution (`sensitivity.py`).
     Both answers are value-checked first: a wrong one (a cached answer keyed by address, say) is rejected
-    for what it is, not read as a slope."""
+    for what it is, not read as a slope. Returns the torch ops the candidate computed with meanwhile."""
+    guard_ops: set[str] = set()
     sets = base_and_nudged(raw, 4321)
     runs: dict[str, list[list[Any]]] = {"candidate": [], "torch": [], "float64": []}
     policy, history, discrete, mod = checked
     for x in sets:
         inputs = [to_device(v, device) for v in x]
         if not applies(inputs):
-            return
+            return guard_ops
         guard = AtenGuard(poison=math.nan)
         torch.manual_seed(20011)
         runs["candidate"].append(_run(cand, inputs, guard, device, "inputs nudged below bf16's resolution", sentry))
@@ -354,7 +355,7 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
             runs["torch"].append(outputs(ref(*inputs)))
             _, r64 = float64_trial(ref64, list(x), 20011, device, details)
         if r64 is None:
-            return
+            return guard_ops
         runs["float64"].append(r64)
         _value_check(cand, runs["candidate"][-1], runs["torch"][-1], r64, checked, inputs,
                      "inputs nudged below bf16's resolution")
@@ -365,6 +366,7 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
     why = judge(mine, control)
     if why:
         raise Reject("precision", why)
+    return guard_ops
 
 
 def _no_replay(cand: Any, i: int, got: Any, want: Any, history: list[tuple[list[Any], list[Any]]],
