@@ -9,6 +9,7 @@ wrapped by a profiler, or `AKG_VERIFIER_FORK=0`, starts a fresh interpreter inst
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
@@ -94,7 +95,20 @@ class _Zygote:
                 self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote",
                                               "cpu" if self.on_cpu else "device"], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                atexit.register(self.stop, self.proc)
             return self.proc
+
+    @staticmethod
+    def stop(proc: subprocess.Popen) -> None:
+        """At exit: the server's stdin closed (it kills its running jobs and ends), waited for briefly."""
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def fork(self, req: dict[str, Any]) -> int:
         self.start()
