@@ -31,6 +31,9 @@ CASES = {
     "with a NaN": torch.tensor([1.0, float("nan"), 1.0 + 1e-6]),
     "with an inf": torch.tensor([0.0, float("inf"), 5.0]),
     "bf16 constant": torch.full((300,), 0.5, dtype=torch.bfloat16),
+    "float64 constant plus noise": 2.0 + 1e-7 * torch.randn(500, dtype=torch.float64,
+                                                           generator=torch.Generator().manual_seed(4)),
+    "a NaN among spread values": torch.tensor([0.0, float("nan"), 5.0, -5.0]),
 }
 
 
