@@ -464,9 +464,7 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
     """`torch.compile` with akg's backend; the result's `akg_report` says what became akg kernels."""
     backend = AkgBackend({"dsl": dsl, "target": target, **options})
     if isinstance(model, torch.nn.Module):  # the verifier's fork server imports while dynamo traces
-        dev = next((p.device for p in model.parameters()), torch.device("cpu"))
-        prestart_for(target or target_for_device(dev.type, torch.cuda.get_device_name(dev) if dev.type == "cuda"
-                                                 else ""))
+        prestart_for(_pick(backend.opts, list(model.parameters())[:1])[1])  # the target the weights' device has
     compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     compiled.akg_report = backend.report
     return compiled
