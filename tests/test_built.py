@@ -89,3 +89,47 @@ def test_compile_starts_the_verifiers_fork_server_before_the_first_call(monkeypa
         server.proc = None
     akg_agent.compile(MLP().eval(), dsl="cpp", target="cpu")
     assert server.proc is not None and server.proc.poll() is None
+
+
+PROBLEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return torch.relu(self.a(x)) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("dsl", ["cpp", "triton"])
+def test_the_written_module_keeps_the_lines_its_verification_ran(tmp_path, monkeypatch, dsl):
+    """Triton's cache key holds each kernel's first line number: a header that grows once the verdict is
+    known would move every kernel, and the module would compile them all again at its first call."""
+    from akg_agent import translate as tr
+
+    ran = []
+    verify = tr.verify
+    monkeypatch.setattr(tr, "verify", lambda problem, cand, *a: ran.append(cand.read_text()) or
+                        verify(problem, cand, *a))
+    problem = tmp_path / "p.py"
+    problem.write_text(PROBLEM)
+    t = tr.translate(problem, dsl, "cpu" if dsl == "cpp" else "h100", timing=False, seeds=(0,))
+    assert t.verdict is not None and t.verdict.accepted and len(ran) == 1
+    before, after = ran[0].splitlines(), t.source.splitlines()
+    assert len(before) == len(after)
+    body = [i for i, (x, y) in enumerate(zip(before, after)) if x != y]
+    assert body and all(before[i].startswith("#") for i in body), body  # only header lines differ
+    assert any("verification: not run" in x for x in before) and any("verification: accepted" in x for x in after)
