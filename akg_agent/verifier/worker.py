@@ -33,6 +33,7 @@ from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
 from .policy import Comparison, Reject, TolerancePolicy, compare, job_policy
+from .precompile import precompile
 from .reference import float64_trial, nbytes, outputs, run_float64, to_device
 from .sensitivity import applies, base_and_nudged, judge, response
 from .sizes import dynamic_sizes, sized_inputs
@@ -193,6 +194,12 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     phase = _Phases(device)
     phase.seconds.update({f"setup_{k}": v for k, v in setup.seconds.items()})
     details["phase_s"] = phase.seconds  # where a verification's time goes (a real-size run takes minutes)
+    if device.type == "cuda" and job.get("precompile", True):  # a Triton module's kernels, compiled at once
+        with phase("precompile"):
+            pre = precompile(mod, cand, lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])])
+        if pre is not None:
+            details["precompile"] = pre
+        sentry.check("in the precompile pass")
     draws = False  # whether the reference's forward draws random numbers
     sizes: list[int] = []  # the reference's output sizes on the trial before: the next candidate call's poison
     for trial, (label, make) in enumerate(trials):
