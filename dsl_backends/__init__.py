@@ -12,9 +12,11 @@ from .base import (
                    dsls_for,
                    get_backend,
                    import_env,
+                   precompilers,
                    preload,
                    sandbox_env,
 )
 
 __all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "build_env", "default_dsl",
-           "dsls_for", "get_backend", "import_env", "preload", "sandbox_env"]
+           "dsls_for", "get_backend", "import_env", "precompilers", "preload",
+           "sandbox_env"]

@@ -76,6 +76,10 @@ class Manifest:
     # modules the verifier's fork server for CPU jobs imports once for all of them (each must import
     # without starting a thread or touching a device: the server forks afterwards)
     preload_cpu: tuple[str, ...] = ()
+    # "module:function" the verifier's worker calls on a device job before the first trial, as
+    # f(module, model, make_inputs) -> dict | None: a JIT DSL compiling the candidate's kernels at once (the
+    # dict goes into the verdict's details; None: the candidate holds none of this DSL's kernels)
+    precompile: str = ""
     # target kind -> its generated GEMM's fraction of the compute peak (measured); where the target states
     # its library's too, an untuned plan leaves GEMMs to whichever the cost model finds faster
     gemm_efficiency: dict[str, float] = field(default_factory=dict)
@@ -97,6 +101,7 @@ class Manifest:
                         env=dict(d.get("env", {})), env_cpu=dict(d.get("env_cpu", {})),
                         devices=listed("devices", ("cpu",)), preference=int(d.get("preference", 50)),
                         checked_on=dict(d.get("checked_on", {})), preload_cpu=listed("preload_cpu"),
+                        precompile=d.get("precompile", ""),
                         gemm_efficiency={k: float(v) for k, v in d.get("gemm_efficiency", {}).items()})
 
     def missing_runtime(self) -> list[str]:
@@ -307,6 +312,11 @@ def import_env(on_cpu: bool) -> dict[str, str]:
 def preload(on_cpu: bool) -> list[str]:
     """What the manifests ask the verifier's fork server to import once (for CPU jobs only)."""
     return sorted({m for man in _manifests().values() for m in man.preload_cpu}) if on_cpu else []
+
+
+def precompilers() -> list[tuple[str, str]]:
+    """(DSL, "module:function") for each manifest that compiles a candidate's kernels before its trials."""
+    return sorted((name, m.precompile) for name, m in _manifests().items() if m.precompile)
 
 
 def dsls_for(target: HardwareModel) -> list[str]:

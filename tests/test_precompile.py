@@ -1,4 +1,5 @@
-"""A Triton candidate's kernels compiled in parallel before its first trial (`verifier/precompile.py`): which
+"""A Triton candidate's kernels compiled in parallel before its first trial (`dsl_backends/triton/precompile.py`,
+named by the manifest and called by the verifier's worker): which
 modules qualify (CPU), and on the GPU that the children's compiles are the ones the launches then find."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from akg_agent.verifier.precompile import _kernels, compile_all, record
+from dsl_backends.triton.precompile import _kernels, compile_all, record
 
 KERNELS = '''
 import torch
@@ -96,3 +97,18 @@ def test_the_launches_find_what_the_children_compiled(tmp_path, monkeypatch):
     want = x * 10 + x.gather(1, x.argmax(1, keepdim=True))
     torch.testing.assert_close(got, want)
     assert made == [], made  # every kernel came from the children's compiles
+
+
+def test_the_worker_finds_the_hook_through_the_manifest(tmp_path, monkeypatch):
+    from akg_agent.verifier.worker import _precompiled
+    from dsl_backends import precompilers
+
+    assert ("triton", "dsl_backends.triton.precompile:precompile") in precompilers()
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    mod = _load(tmp_path, "few_kernels")
+    calls = []
+    monkeypatch.setattr("dsl_backends.triton.precompile.record", lambda m, c, xs: calls.append(xs) or [])
+    assert _precompiled(mod, mod.ModelNew(), lambda: ["inputs"]) == {
+        "precompile": {"triton": {"kernels": 0, "processes": 0, "failed_processes": 0}}}
+    assert calls == [["inputs"]]
+    assert _precompiled(torch, None, lambda: []) == {}  # no kernel of any DSL: nothing recorded

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib
 import ipaddress
 import json
 import math
@@ -23,6 +24,7 @@ from typing import Any
 
 import torch
 
+from dsl_backends import precompilers
 from ir.problem import load_problem
 
 from . import timing, window
@@ -33,7 +35,6 @@ from .guard import AtenGuard, undeclared
 from .integrity import Sentry, Snapshot
 from .jax_check import check_jax
 from .policy import Comparison, Reject, TolerancePolicy, compare, job_policy
-from .precompile import precompile
 from .reference import float64_trial, nbytes, outputs, run_float64, to_device
 from .sensitivity import applies, base_and_nudged, judge, response
 from .sizes import dynamic_sizes, sized_inputs
@@ -105,6 +106,17 @@ def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, l
         raise Reject(code, f"ModelNew.forward raised {msg} ({label})") from None
     sentry.after_call(label, threads, out)
     return out
+
+
+def _precompiled(mod: Any, cand: Any, make_inputs: Callable[[], list[Any]]) -> dict[str, Any]:
+    """What the manifests' precompile hooks did with the candidate (its outputs are not looked at)."""
+    done = {}
+    for dsl, where in precompilers():
+        name, fn = where.split(":")
+        got = getattr(importlib.import_module(name), fn)(mod, cand, make_inputs)
+        if got is not None:
+            done[dsl] = got
+    return {"precompile": done} if done else {}
 
 
 def _signed_variant(inputs: list[Any], seed: int, fixed: frozenset[int] = frozenset()) -> list[Any]:
@@ -194,11 +206,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     phase = _Phases(device)
     phase.seconds.update({f"setup_{k}": v for k, v in setup.seconds.items()})
     details["phase_s"] = phase.seconds  # where a verification's time goes (a real-size run takes minutes)
-    if device.type == "cuda" and job.get("precompile", True):  # a Triton module's kernels, compiled at once
+    if device.type == "cuda" and job.get("precompile", True):  # a JIT DSL's kernels compiled at once
         with phase("precompile"):
-            pre = precompile(mod, cand, lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])])
-        if pre is not None:
-            details["precompile"] = pre
+            details |= _precompiled(mod, cand, lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])])
         sentry.check("in the precompile pass")
     draws = False  # whether the reference's forward draws random numbers
     sizes: list[int] = []  # the reference's output sizes on the trial before: the next candidate call's poison
