@@ -73,6 +73,29 @@ def test_pointwise_ops_between_two_convolutions_run_channels_last():
     torch.testing.assert_close(run(g, args)[0], want)
 
 
+@pytest.mark.parametrize(("op", "attrs"), [
+    ("max_pool", {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "ceil_mode": False}),
+    ("max_pool", {"kernel": [2, 3], "stride": [], "padding": [0, 1], "dilation": [2, 1], "ceil_mode": True}),
+    ("avg_pool", {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True,
+                  "count_include_pad": False, "divisor_override": None}),
+], ids=["resnet-stem", "dilated-ceil", "avg"])
+def test_a_pool_between_two_convolutions_runs_channels_last(op, attrs):
+    """conv -> relu -> 2-D pool -> conv: the pool reads the channels-last value itself (a window of 1 along
+    its channels), so no transposition is left between the convolutions."""
+    g = Graph("g")
+    x, w = g.input("x", TensorType((2, 6, 11, 9), "f32")), g.input("w", TensorType((6, 6, 3, 3), "f32"))
+    at = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1]}
+    pooled = g.add(op, [g.add("relu", [g.add("conv", [x, w], at)])], attrs)
+    g.outputs = [g.add("conv", [pooled, w], at)]
+    args = [torch.randn(2, 6, 11, 9), torch.randn(6, 6, 3, 3)]
+    want = run(g, args)[0]
+    run_passes(g, "channelslast,simplify")
+    pool = next(n for n in g.nodes if n.op == op)
+    assert pool.args[0].op == "relu" and pool.attrs["kernel"][-1] == 1
+    assert sum(n.op == "permute" for n in g.nodes) == 2  # x in, the result out
+    torch.testing.assert_close(run(g, args)[0], want)
+
+
 def test_a_1d_convolution_stays_channels_first():
     g = _conv_graph("conv", (2, 5, 30), (6, 5, 3), stride=[1], padding=[1], dilation=[1])
     run_passes(g, "channelslast")

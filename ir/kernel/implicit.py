@@ -107,13 +107,18 @@ def pool(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
     pos: list[Expr] = []
     valid: Expr | None = None
     for i, o in enumerate(offs):
+        if ks[i] == 1 and stride[i] == 1 and at["padding"][i] == 0:  # an axis the window leaves alone (a
+            pos.append(c[lead + i])  # channels-last pool's channels): always inside
+            continue
         p = iop("-", iop("+", iop("*", c[lead + i], ic(stride[i])), iop("*", o, ic(dil[i]))), ic(at["padding"][i]))
         pos.append(p)
         valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[lead + i]))))
     body = lw.expr(x, list(c[:lead]) + pos, land(mask, valid), inline)
     if n.op == "max_pool":
-        return Reduce("max", where(valid, body, Const(-math.inf, n.dtype), n.dtype), offs, n.dtype)
-    total = Reduce("sum", where(valid, body, Const(0.0, n.dtype), n.dtype), offs, n.dtype)
+        return Reduce("max", body if valid is None else where(valid, body, Const(-math.inf, n.dtype), n.dtype),
+                      offs, n.dtype)
+    total = Reduce("sum", body if valid is None else where(valid, body, Const(0.0, n.dtype), n.dtype), offs,
+                   n.dtype)
     if at.get("divisor_override"):
         return op("div", [total, Const(float(at["divisor_override"]), n.dtype)], n.dtype)
     count: Expr = ic(1)
