@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,8 @@ def load_written(cached: Path, device: torch.device | None = None) -> Callable[.
     model.load_state_dict(reference.Model().state_dict(), strict=True)  # the graph's constants
     model.to(device or torch.device("cpu")).eval()
     saved = torch.load(cached / "graph.pt", weights_only=False)
-    return FirstCallBuilt(functools.partial(_call, model, saved["kept"], saved.get("fixed", {}), saved["n_out"]),
-                          cached / "build")  # a JIT DSL compiles at its first call
+    outs = Outputs(saved["kept"], saved.get("fixed", {}), saved.get("passed", {}), saved["n_out"])
+    return FirstCallBuilt(functools.partial(_call, model, outs), cached / "build")  # a JIT DSL compiles at first call
 
 
 def _import(path: Path, name: str) -> Any:
@@ -81,14 +82,26 @@ def _import(path: Path, name: str) -> Any:
     return mod
 
 
-def _call(model: torch.nn.Module, kept: list[int], fixed: dict[int, Any], n_out: int, *args: Any
-          ) -> tuple[Any, ...]:
-    """The graph's outputs from the module's, its constant outputs (Nones, sizes) in their places."""
+@dataclass(frozen=True)
+class Outputs:
+    """Where a graph's outputs come from: the module's (`kept`, in its order), constants at the written sizes
+    (`fixed`: Nones, sizes), inputs handed back as they are (`passed`: output -> input position)."""
+
+    kept: list[int]
+    fixed: dict[int, Any]
+    passed: dict[int, int]
+    n: int
+
+
+def _call(model: torch.nn.Module, outs: Outputs, *args: Any) -> tuple[Any, ...]:
+    """The graph's outputs from the module's, its constant outputs and passed inputs in their places."""
     got = model(*args)
-    got = (got,) if len(kept) == 1 else tuple(got)
-    if len(kept) == n_out:
+    got = (got,) if len(outs.kept) == 1 else tuple(got)
+    if len(outs.kept) == outs.n:
         return got
-    out: list[Any] = [fixed.get(i) for i in range(n_out)]
-    for i, v in zip(kept, got):
+    out: list[Any] = [outs.fixed.get(i) for i in range(outs.n)]
+    for i, v in zip(outs.kept, got):
         out[i] = v
+    for i, j in outs.passed.items():
+        out[i] = args[j]
     return tuple(out)

@@ -159,6 +159,7 @@ class Replayed:
         self.borrowed: dict[int, tuple[int, tuple[int, ...]]] = {}  # input -> (address, strides) in a forward's pool
         self.outs: tuple[Any, ...] = ()
         self.handed: dict[int, int] = {}  # output handed over in the pool -> its storage's use count at capture
+        self.passed: dict[int, int] = {}  # output -> the input it is
         self.failed = False
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
@@ -193,6 +194,9 @@ class Replayed:
                       " runs without")
             return
         self.graph = graph
+        # outputs that are inputs handed back (a forward's saved weights): the caller's own, never a copy
+        self.passed = {i: next(j for j, a in enumerate(self.ins) if a is o) for i, o in enumerate(self.outs)
+                       if isinstance(o, torch.Tensor) and any(a is o for a in self.ins)}
         self.ins = [None if i in self.borrowed else a for i, a in enumerate(self.ins)]  # the forward's pool keeps them
         if self.saved_from is not None:  # saved activations in the pool (not an input's memory) are handed over
             held = {a.untyped_storage().data_ptr() for a in self.ins if isinstance(a, torch.Tensor)}
@@ -229,5 +233,5 @@ class Replayed:
         self.graph.replay()
         # a handed-over activation goes out as a new tensor on the pool's storage: whoever saves it holds that
         # storage (what `_uses` counts), where saving the very tensor the graph holds would count nothing
-        return tuple(o if not isinstance(o, torch.Tensor) else o.detach() if i in self.handed else o.clone()
-                     for i, o in enumerate(self.outs))
+        return tuple(args[self.passed[i]] if i in self.passed else o if not isinstance(o, torch.Tensor) else
+                     o.detach() if i in self.handed else o.clone() for i, o in enumerate(self.outs))

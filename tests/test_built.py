@@ -133,3 +133,32 @@ def test_the_written_module_keeps_the_lines_its_verification_ran(tmp_path, monke
     body = [i for i, (x, y) in enumerate(zip(before, after)) if x != y]
     assert body and all(before[i].startswith("#") for i in body), body  # only header lines differ
     assert any("verification: not run" in x for x in before) and any("verification: accepted" in x for x in after)
+
+
+def test_a_training_forward_hands_its_saved_weights_back_without_a_copy(tmp_path):
+    """AOTAutograd's forward returns the weights its backward reads: the written module computes the rest
+    and the weights come back as the parameters themselves (they were copied by a kernel each step)."""
+    from akg_agent.dynamo import _passed
+
+    def f(x, w):
+        return torch.relu(x @ w), w, x
+
+    gm = torch.fx.symbolic_trace(f)
+    for n in gm.graph.nodes:  # what dynamo records for each value
+        if n.op == "placeholder":
+            n.meta["val"] = torch.empty(2, 2)
+    assert _passed(gm) == {1: 1, 2: 0}
+    assert _passed(torch.fx.symbolic_trace(lambda x, w: (w, x))) == {}  # nothing would be left to write
+
+    torch.manual_seed(0)
+    model, ref = MLP(), MLP()
+    ref.load_state_dict(model.state_dict())
+    compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path / "c"), seeds=(0,))
+    x = torch.randn(4, 16)
+    compiled(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+    sources = [(d / "module.py").read_text() for d in (tmp_path / "c").iterdir() if (d / "module.py").is_file()]
+    assert len(sources) == 2 and not any("_out" in ln for src in sources for ln in src.splitlines()
+                                         if ln.startswith("#   k") and "primals" in ln), sources[0][:3000]

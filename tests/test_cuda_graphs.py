@@ -277,3 +277,21 @@ def test_saved_activations_handed_over_are_never_replayed_over():
     x = torch.randn(16, 8)
     torch.testing.assert_close(torch.autograd.grad(loss(x), w)[0], want(x))
     assert fw.graph.replays == bw.graph.replays == 5 and not notes
+
+
+def test_an_input_handed_back_is_the_callers_own_tensor():
+    """A forward that returns an input as it is (a weight saved for the backward): each replay hands back
+    the caller's tensor itself, never the captured buffer or a copy of it."""
+    def fn(x, w):
+        return torch.tanh(x @ w), w, x
+
+    r = Replayed(fn, [False, True], [].append, recorder=Emulated)
+    w = torch.randn(8, 8)
+    for _ in range(4):  # plain, captured, replayed, replayed
+        x = torch.randn(4, 8)
+        y, w_out, x_out = r(x, w)
+        torch.testing.assert_close(y, torch.tanh(x @ w))
+        assert w_out is w  # a static input: its very tensor
+        torch.testing.assert_close(x_out, x)  # a copied-in input: its value, not a buffer the next replay overwrites
+    assert r.graph is not None and r.graph.replays == 3 and r.passed == {1: 1, 2: 0}
+    assert x_out is x
