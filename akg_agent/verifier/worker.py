@@ -207,9 +207,10 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     phase.seconds.update({f"setup_{k}": v for k, v in setup.seconds.items()})
     details["phase_s"] = phase.seconds  # where a verification's time goes (a real-size run takes minutes)
     if device.type == "cuda" and job.get("precompile", True):  # a JIT DSL's kernels compiled at once
+        threads = set(threading.enumerate())
         with phase("precompile"):
             details |= _precompiled(mod, cand, lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])])
-        sentry.check("in the precompile pass")
+        sentry.after_call("in the precompile pass", threads, [])  # the candidate's code ran: watched as a call
     draws = False  # whether the reference's forward draws random numbers
     sizes: list[int] = []  # the reference's output sizes on the trial before: the next candidate call's poison
     for trial, (label, make) in enumerate(trials):
