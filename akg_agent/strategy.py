@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from dsl_backends import Backend
 from hardware_models.cost import gemm_library_choice
 from hardware_models.spec import HardwareModel
@@ -73,7 +75,7 @@ def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel
             f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
 
 
-def model_channels_last(plan: FusionPlan, target: HardwareModel) -> str:
+def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None = None) -> str:
     """Why convolutions left to cuDNN should read channels-last operands ("" where not): its tensor-core
     convolution kernels read and write NHWC, so over channels-first tensors torch reorders the input and the
     output around every call (two extra passes over both, measured on the H200: about a third of a bf16
@@ -81,6 +83,18 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel) -> str:
     convolutions only: over fp32 NHWC operands cuDNN picks TF32 kernels (`cudnn.allow_tf32`, torch's default)
     where its NCHW call may run exact fp32 (measured on the H200: a 1x1 strided convolution 8e-4 off against
     6e-7 NCHW), and fp32 stays fp32-accurate."""
+    if target.kind == "cpu" and torch.backends.mkldnn.is_available():
+        # oneDNN reorders a channels-first call's input and output every time (inductor runs CPU convolutions
+        # channels-last always); not in a training graph, whose saved activations and weight gradients are
+        # channels-first values the transpositions would copy (measured slower on this CPU)
+        nodes = [n for grp in plan.groups for n in grp.nodes]
+        convs = [n for n in nodes
+                 if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
+        saved = {id(o) for o in g.outputs} if g is not None else set()
+        if any(n.op == "conv_weight_grad" for n in nodes) or any(id(a) in saved for n in convs for a in n.args[:1]):
+            return ""
+        return f"{len(convs)} oneDNN convolution(s) over channels-last operands (a channels-first call reorders " \
+            "its input and output each time)" if convs else ""
     if target.kind != "gpu" or target.vendor != "nvidia":
         return ""
     convs = [n for grp in plan.groups for n in grp.nodes
@@ -90,13 +104,15 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel) -> str:
         if convs else ""
 
 
-def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel) -> tuple[Strategy, str]:
+def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, g: Graph | None = None
+                     ) -> tuple[Strategy, str]:
     """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
     cost model estimates them faster (`model_gemm_library`), convolutions channels-last on NVIDIA GPUs
-    (`model_channels_last`), else the default. With the GEMMs, an attention the default plan runs as one
-    kernel stays one library call (marking its GEMMs alone would split it into two library GEMMs around a
-    stored score tensor)."""
-    last = model_channels_last(plan, target)
+    (16-bit) and oneDNN CPUs (inference graphs) (`model_channels_last`), else the default. With the GEMMs,
+    an attention the default plan runs as one kernel stays one library call (marking its GEMMs alone would
+    split it into two library GEMMs around a stored score tensor). `g`: the graph, whose outputs tell a
+    training graph's saved activations."""
+    last = model_channels_last(plan, target, g)
     conv = "channels-last" if last else "library"
     why = model_gemm_library(plan, backend, target)
     if not why:

@@ -97,7 +97,7 @@ def _untuned_first(t: Translation) -> list[Strategy]:
     """`strategies_for`, the strategy an untuned translate takes first, one of them or not (`untuned_strategy`,
     e.g. GEMMs and an attention left to the library together: a --time limit that cut the tune after the
     all-generated default left translate a measured module slower than the untuned one)."""
-    out, first = strategies_for(t), untuned_strategy(t.plan, get_backend(t.dsl), t.target)[0]
+    out, first = strategies_for(t), untuned_strategy(t.plan, get_backend(t.dsl), t.target, t.graph)[0]
     return [first, *(s for s in out if s != first)]
 
 

@@ -238,3 +238,23 @@ def test_a_norm_between_two_convolutions_runs_channels_last_with_its_scale_compu
     body = body[:body.index("\n}\n")]
     assert "std::vector<float> akg_cv0(24)" in body and body.count("std::sqrt") == 1
     assert_source_verifies(path, src, tmp_path, (0, 1))
+
+
+def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_path, monkeypatch):
+    """oneDNN reorders a channels-first convolution's input and output on every call (inductor runs CPU
+    convolutions channels-last always): an untuned CPU translate of an inference graph takes channels-last;
+    a graph that returns a convolution's input (a training forward's saved activation) does not."""
+    from akg_agent.strategy import model_channels_last
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # an empty tuning database: the cost model decides
+    path = tmp_path / "p.py"
+    path.write_text(CONV_EPILOGUE)
+    t = build(path, "cpp", "cpu")
+    assert t.strategy.conv == "channels-last" and "oneDNN convolution(s) over channels-last" in t.strategy_why
+    assert all(s.attrs["channels_last"] for s in t.program.library_calls())
+    saved = path.with_name("saved.py")
+    saved.write_text(CONV_EPILOGUE.replace("return torch.relu(self.up(torch.relu(self.conv(x)))) + self.bias",
+                                           "h = torch.relu(self.conv(x))\n        return self.up(h), h"))
+    t = build(saved, "cpp", "cpu", tuned=False)
+    assert model_channels_last(t.plan, t.target, t.graph) == ""  # h feeds a convolution and is returned
+    assert model_channels_last(t.plan, t.target) != ""  # without the graph's outputs it would not know
