@@ -85,14 +85,17 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None
     6e-7 NCHW), and fp32 stays fp32-accurate."""
     if target.kind == "cpu" and torch.backends.mkldnn.is_available():
         # oneDNN reorders a channels-first call's input and output every time (inductor runs CPU convolutions
-        # channels-last always); not in a training graph, whose saved activations and weight gradients are
-        # channels-first values the transpositions would copy (measured slower on this CPU)
+        # channels-last always); for two convolutions or more, not in a training graph, whose saved
+        # activations and weight gradients are channels-first values the transpositions would copy (measured
+        # slower on this CPU)
         nodes = [n for grp in plan.groups for n in grp.nodes]
         convs = [n for n in nodes
                  if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
         saved = {id(o) for o in g.outputs} if g is not None else set()
         if any(n.op == "conv_weight_grad" for n in nodes) or any(id(a) in saved for n in convs for a in n.args[:1]):
             return ""
+        if len(convs) < 2:  # the transpositions cancel only between convolutions: a single one with its
+            return ""  # epilogue measured faster on the library's own reorders (docs/measured.md, 2026-11-28)
         return f"{len(convs)} oneDNN convolution(s) over channels-last operands (a channels-first call reorders " \
             "its input and output each time)" if convs else ""
     if target.kind != "gpu" or target.vendor != "nvidia":

@@ -242,8 +242,9 @@ def test_a_norm_between_two_convolutions_runs_channels_last_with_its_scale_compu
 
 def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_path, monkeypatch):
     """oneDNN reorders a channels-first convolution's input and output on every call (inductor runs CPU
-    convolutions channels-last always): an untuned CPU translate of an inference graph takes channels-last;
-    a graph that returns a convolution's input (a training forward's saved activation) does not."""
+    convolutions channels-last always): an untuned CPU translate of an inference graph with two convolutions
+    takes channels-last; a graph that returns a convolution's input (a training forward's saved activation)
+    does not, nor does a single convolution (its transpositions would cancel against nothing)."""
     from akg_agent.strategy import model_channels_last
 
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # an empty tuning database: the cost model decides
@@ -258,3 +259,7 @@ def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_
     t = build(saved, "cpp", "cpu", tuned=False)
     assert model_channels_last(t.plan, t.target, t.graph) == ""  # h feeds a convolution and is returned
     assert model_channels_last(t.plan, t.target) != ""  # without the graph's outputs it would not know
+    single = path.with_name("single.py")
+    single.write_text(CONV_EPILOGUE.replace("return torch.relu(self.up(torch.relu(self.conv(x)))) + self.bias",
+                                            "return torch.relu(self.conv(x))"))
+    assert build(single, "cpp", "cpu").strategy.conv == "library"

@@ -370,12 +370,13 @@ def test_untuned_16bit_convolutions_on_an_nvidia_gpu_read_channels_last_operands
     """cuDNN's tensor-core convolutions read NHWC: over channels-first tensors torch reordered both operands
     around every call (a third of a bf16 ResNet's GPU time on the H200). fp32 convolutions keep torch's
     layout: over NHWC fp32 operands cuDNN picks TF32 kernels where torch's NCHW call may be exact (an fp32
-    ResNet's running mean 1e-4 off on the H200). On the CPU oneDNN takes channels-last at any precision."""
+    ResNet's running mean 1e-4 off on the H200). On the CPU a single convolution stays on oneDNN's own
+    reorders (its transpositions would not cancel against another convolution's)."""
     p = ROOT / "tests" / "fixtures" / "conv_bf16_relu_biasadd.py"
     gpu, cpu = build(p, "triton", "h200"), build(p, "cpp", "cpu")
     assert gpu.strategy.conv == "channels-last" and "cuDNN convolution(s) over channels-last" in gpu.strategy_why
     assert all(s.attrs["channels_last"] for s in gpu.program.library_calls() if s.op == "conv")
-    assert cpu.strategy.conv == "channels-last" and "oneDNN" in cpu.strategy_why
+    assert cpu.strategy.conv == "library"
     assert build(p, "triton", "h200", tuned=False).strategy.conv == "library"  # the plan exactly as asked
     fp32 = build(problem_path("l2_conv_relu_biasadd"), "triton", "h200")
     assert fp32.strategy.conv == "library" and not any(s.attrs["channels_last"] for s in
