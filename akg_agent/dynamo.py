@@ -176,13 +176,13 @@ def _passed(gm: torch.fx.GraphModule) -> dict[int, int]:
     return passed if computed else {}
 
 
-def _outputs_at(gm: torch.fx.GraphModule, args: Sequence[Any]) -> tuple[list[int], dict[int, Any], int]:
+def _outputs_at(gm: torch.fx.GraphModule, args: Sequence[Any], passed: dict[int, int]
+                ) -> tuple[list[int], dict[int, Any], int]:
     """Which outputs are tensors the written module computes (not inputs passed through: `_passed`), which
     are constants at these input sizes (a size a forward graph with dynamic shapes saves for its backward; a
     backward graph's None for an input that needs no gradient), and how many there are. A variant is written
     per input size, so they hold."""
     nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    passed = _passed(gm)
     if all(isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val", n.meta.get("example_value")), torch.Tensor)
            or n is None for n in nodes):  # the usual graph: no need to run it for the sizes
         return [i for i, n in enumerate(nodes) if n is not None and i not in passed], {}, len(nodes)
@@ -260,8 +260,8 @@ def _write_problem(gm: torch.fx.GraphModule, args: Sequence[Any], d: Path, kind:
     """The graph's problem file in `d`. With `sizes` (a graph with symbolic sizes) forward takes the tensors
     alone and reads each size off its tensor's shape, so the lift sees the sizes vary with the tensors."""
     params = _params(gm)
-    kept, fixed, n_out = _outputs_at(gm, args)
     passed = _passed(gm)
+    kept, fixed, n_out = _outputs_at(gm, args, passed)
     saved = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
     fresh = _fresh(gm, args, kind)
     call = list(params)

@@ -143,12 +143,16 @@ def test_a_training_forward_hands_its_saved_weights_back_without_a_copy(tmp_path
     def f(x, w):
         return torch.relu(x @ w), w, x
 
-    gm = torch.fx.symbolic_trace(f)
-    for n in gm.graph.nodes:  # what dynamo records for each value
-        if n.op == "placeholder":
-            n.meta["val"] = torch.empty(2, 2)
-    assert _passed(gm) == {1: 1, 2: 0}
-    assert _passed(torch.fx.symbolic_trace(lambda x, w: (w, x))) == {}  # nothing would be left to write
+    def traced(fn):
+        gm = torch.fx.symbolic_trace(fn)
+        for n in gm.graph.nodes:  # what dynamo records for each value
+            if n.op == "placeholder":
+                n.meta["val"] = torch.empty(2, 2)
+        return gm
+
+    assert _passed(traced(f)) == {1: 1, 2: 0}
+    assert _passed(traced(lambda x, w: (torch.relu(x), w))) == {1: 1}
+    assert _passed(traced(lambda x, w: (w, x))) == {}  # nothing would be left to write
 
     torch.manual_seed(0)
     model, ref = MLP(), MLP()
