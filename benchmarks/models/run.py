@@ -18,7 +18,9 @@ import copy
 import html
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -115,6 +117,14 @@ def run_model(name: str, sizing: str, dtype: str, modes: list[str], device: torc
     return rec
 
 
+def fresh_caches() -> dict[str, str]:
+    """Empty compile caches for inductor and akg unless the caller named its own, so each first call compiles
+    (a warm machine keeps inductor's cache from an earlier run, which made its first call look 5x faster)."""
+    for var, prefix in (("TORCHINDUCTOR_CACHE_DIR", "inductor-run-"), ("AKG_CACHE_DIR", "akg-run-")):
+        os.environ.setdefault(var, tempfile.mkdtemp(prefix=prefix))
+    return {var: os.environ[var] for var in ("TORCHINDUCTOR_CACHE_DIR", "AKG_CACHE_DIR")}
+
+
 def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
@@ -172,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     torch._dynamo.config.allow_rnn = True  # recurrent modules reach the backends (dynamo skips them otherwise)
     trials = args.trials or default_trials(device.type == "cuda")
     args.out.mkdir(parents=True, exist_ok=True)
+    fresh_caches()
     records = []
     for name in args.models.split(","):
         if name not in zoo.SPECS:

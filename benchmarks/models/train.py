@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import zoo  # noqa: E402
-from run import _geomean  # noqa: E402
+from run import _geomean, fresh_caches  # noqa: E402
 
 import akg_agent  # noqa: E402
 from akg_agent.bench.provenance import provenance  # noqa: E402
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    fresh_caches()
     modes, device = args.modes.split(","), torch.device(args.device)
     torch._dynamo.config.allow_rnn = True
     args.out.mkdir(parents=True, exist_ok=True)
