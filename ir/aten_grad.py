@@ -6,6 +6,7 @@ from __future__ import annotations
 from .aten import ints
 from .convert import converts
 from .graph import Node
+from .sym import is_dynamic
 
 
 @converts("aten.scatter.value", "aten.scatter.src")
@@ -19,6 +20,29 @@ def _scatter(cx, x, dim, index, value):
     pos = cx.add("arange", [], start=0, end=x.shape[d], step=1, dtype=index.dtype)
     pos = cx.add("reshape", [pos], shape=[x.shape[d] if k == d else 1 for k in range(len(x.shape))])
     return cx.add("where", [cx.add("eq", [pos, index]), cx.scalar(value, x), x])
+
+
+@converts("aten.slice_scatter.default")
+def _slice_scatter(cx, base, src, dim=0, start=None, end=None, step=1):
+    """`base` with `src` over its slice `start:end` along `dim` (RoPE's backward writes each half of a gradient
+    into zeros): `src` padded to `base`'s shape with zeros, where a zero base needs nothing more, else chosen
+    over `base` inside the slice. A strided slice or a run-time size stays a torch call."""
+    d = dim % base.type.rank
+    if step != 1 or any(is_dynamic(s) for s in (*base.shape, *src.shape)):
+        return NotImplemented
+    size = base.shape[d]
+    start, end, _ = slice(start, end, 1).indices(size)
+    end = max(end, start)
+    if list(src.shape) != [end - start if k == d else s for k, s in enumerate(base.shape)]:
+        return NotImplemented
+    padded = cx.add("pad", [src], pads=[0, 0] * (base.type.rank - 1 - d) + [start, size - end], value=0.0)
+    if base.op == "full" and base.attrs.get("value") == 0:
+        return padded
+    pos = cx.add("arange", [], start=0, end=size, step=1, dtype="i64")
+    pos = cx.add("reshape", [pos], shape=[size if k == d else 1 for k in range(base.type.rank)])
+    lo, hi = cx.add("ge", [pos, cx.scalar(start, pos)]), cx.add("lt", [pos, cx.scalar(end, pos)])
+    inside = cx.add("logical_and", [lo, hi])
+    return cx.add("where", [inside, padded, base])
 
 
 @converts("aten.convolution_backward.default", bound=True)

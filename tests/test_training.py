@@ -166,6 +166,30 @@ def test_a_one_hot_scatter_lifts_and_another_stays_a_torch_call(tmp_path):
     assert "opaque" in {n.op for n in g.nodes}
 
 
+@pytest.mark.parametrize("base,args", [("torch.zeros_like(x)", "-1, 0, 4"), ("torch.zeros_like(x)", "-1, 4, None"),
+                                       ("x", "1, 1, 3"), ("x * 2", "-1, -3, 100")],
+                         ids=["zeros-low-half", "zeros-high-half", "middle-rows", "negative-start"])
+def test_slice_scatter_lifts_as_a_padded_write(base, args, tmp_path):
+    """RoPE's backward writes each half of a gradient into zeros (`aten.slice_scatter`): a pad of the half,
+    selected over the base where the base is not zeros; a strided slice stays a torch call."""
+    dim, start, end = (int(a) if a != "None" else None for a in args.split(", "))
+    src = [4, 5, 8]
+    src[dim] = len(range(8)[slice(start, end)]) if dim in (-1, 2) else len(range(5)[slice(start, end)])
+    body = f"""
+    def forward(self, x, s):
+        return torch.ops.aten.slice_scatter({base}, s, {args}) * x
+    """
+    p = load_problem(_problem(tmp_path, body, f"[torch.randn(4, 5, 8), torch.randn({', '.join(map(str, src))})]"))
+    g = lift(p)
+    assert "opaque" not in {n.op for n in g.nodes}, g
+    assert ("where" in {n.op for n in g.nodes}) == (base != "torch.zeros_like(x)"), g
+    assert_matches_module(p, g)
+    strided = body.replace(f"{args})", "-1, 0, 8, 2)")
+    g = lift(load_problem(_problem(tmp_path, strided, "[torch.randn(4, 5, 8), torch.randn(4, 5, 4)]")),
+             allow_opaque=True)
+    assert "opaque" in {n.op for n in g.nodes}
+
+
 def test_a_row_kernel_stored_over_its_operand_keeps_that_row_until_read(tmp_path):
     """A layer norm's backward with the residual's gradient added, as GPT-2's backward graph has it: a C++
     row kernel that stores over the residual (dead after it) must not stage its sum's terms in its output
