@@ -106,9 +106,9 @@ def stem_of(path: Path) -> str:
 
 
 def collect(root: Path = RESULTS) -> dict[str, Group]:
-    groups: dict[str, Group] = {}
+    groups: dict[str, Group] = {}  # by folder and stem: an archived run and a new one may share a name
     for f in sorted(p for p in root.rglob("*") if p.is_file() and p.name != "INDEX.md"):
-        g = groups.setdefault(stem_of(f), Group(stem_of(f)))
+        g = groups.setdefault(f"{f.parent.relative_to(root)}/{stem_of(f)}", Group(stem_of(f)))
         g.files.append(f)
         if f.suffix == ".json":
             try:
@@ -151,7 +151,7 @@ def _scrub_meta(f: Path) -> None:
 
 def reorganize(root: Path = RESULTS) -> None:
     groups = collect(root)
-    finished = {s for s, g in groups.items() if not g.partial}
+    finished = {g.stem for g in groups.values() if not g.partial}
     latest: dict[tuple[str, str, str, str], Group] = {}
     for g in groups.values():
         k = g.key()
@@ -159,16 +159,29 @@ def reorganize(root: Path = RESULTS) -> None:
             latest[k] = g
     keep = {id(g) for g in latest.values()}
     for g in groups.values():
+        home = root / ("latest" if id(g) in keep else "archive")
+        home.mkdir(exist_ok=True)
+        stem = _free_stem(g, home)
         for f in g.files:
             if f.name.endswith(".partial.json") and g.stem in finished:
                 f.unlink()  # the finished run of the same name holds every record
                 continue
-            home = root / ("latest" if id(g) in keep else "archive")
-            home.mkdir(exist_ok=True)
             if f.parent != home:
-                f = f.rename(home / f.name)
+                f = f.rename(home / (stem + f.name[len(g.stem):]))
             if f.suffix == ".json":
                 _scrub_meta(f)
+
+
+def _free_stem(g: Group, home: Path) -> str:
+    """`g`'s stem, or the first `-rN` after it that no other result in `home` has (a file of the same name
+    there is another run: moving over it would lose it)."""
+    if not any((home / f.name).exists() for f in g.files if f.parent != home):
+        return g.stem
+    base = re.sub(r"-r\d+$", "", g.stem)
+    n = 2
+    while any(stem_of(p) == f"{base}-r{n}" for p in home.iterdir()):
+        n += 1
+    return f"{base}-r{n}"
 
 
 def _figure(g: Group) -> str:

@@ -64,3 +64,18 @@ def test_provenance_names_commit_versions_machine_and_command_without_paths():
     assert p["versions"]["torch"] and p["versions"]["python"] and p["machine"]["cores"] >= 1
     assert p["commit"] is None or len(p["commit"].split("+")[0]) == 40
     assert scrub("x=/tmp/run/out.json y") == "x=out.json y"
+
+
+def test_reorganize_never_moves_a_result_over_another_of_the_same_name(tmp_path):
+    (tmp_path / "archive").mkdir()
+    _bench(tmp_path / "archive" / "h200-cpp-realsize-subset-2026-11-30.json", "2026-11-30 09:00:00", 12)
+    (tmp_path / "archive" / "h200-cpp-realsize-subset-2026-11-30.html").write_text("<html>first</html>")
+    _bench(tmp_path / "h200-cpp-realsize-subset-2026-11-30.json", "2026-11-30 15:00:00", 11)  # a later run, loose
+    (tmp_path / "h200-cpp-realsize-subset-2026-11-30.html").write_text("<html>second</html>")
+    assert _run("--root", str(tmp_path), "--reorganize").returncode == 0
+    archive = sorted(p.name for p in (tmp_path / "archive").iterdir())
+    assert archive == ["h200-cpp-realsize-subset-2026-11-30-r2.html", "h200-cpp-realsize-subset-2026-11-30-r2.json",
+                       "h200-cpp-realsize-subset-2026-11-30.html", "h200-cpp-realsize-subset-2026-11-30.json"]
+    assert json.loads((tmp_path / "archive" / archive[1]).read_text())["summary"]["problems"] == 11
+    assert (tmp_path / "archive" / archive[2]).read_text() == "<html>first</html>"
+    assert _run("--root", str(tmp_path), "--check").returncode == 0
