@@ -81,11 +81,19 @@ def test_rendered_kernels_match_golden_text(dsl, name, golden_host):
 
 # `make test` keeps within CI's time budget by running the slowest executors on part of the suite: the
 # NumPy example (docs/adding-a-backend.md) on every third problem, Pallas through its GPU-style
-# interpreter on the even ones (test_pallas_tpu.py's TPU interpreter takes the odd ones);
-# AKG_FULL_CONFORMANCE=1 runs every backend on every problem
-SHARE = {} if FULL_CONFORMANCE else {"numpy": (3, 0), "pallas": (2, 0)}  # dsl -> (every, offset)
-CASES = [(dsl, p.stem) for dsl in sorted(EXECUTED) for i, p in enumerate(PROBLEMS)
-         if i % SHARE.get(dsl, (1, 0))[0] == SHARE.get(dsl, (1, 0))[1]]
+# interpreter on the even ones (test_pallas_tpu.py's TPU interpreter takes the odd ones), Metal's emulator
+# and TileLang's C target on the odd ones, CUDA-C's compile on the even ones (C++ and Triton, the CPU's and
+# the GPU's default DSLs, run every problem); AKG_FULL_CONFORMANCE=1 runs every backend on every problem
+SHARE = {} if FULL_CONFORMANCE else {"numpy": (3, 0), "pallas": (2, 0), "metal": (2, 1), "tilelang": (2, 1),
+                                     "cuda-c": (2, 0)}  # dsl -> (every, offset)
+
+
+def _shared(dsl: str) -> list[str]:
+    every, offset = SHARE.get(dsl, (1, 0))
+    return [p.stem for i, p in enumerate(PROBLEMS) if i % every == offset]
+
+
+CASES = [(dsl, name) for dsl in sorted(EXECUTED) for name in _shared(dsl)]
 
 
 @pytest.mark.parametrize(("dsl", "name"), CASES)
@@ -102,8 +110,7 @@ def test_every_suite_problem_translates_and_verifies(dsl, name, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
-@pytest.mark.parametrize("dsl", sorted(COMPILED))
-@pytest.mark.parametrize("name", [p.stem for p in PROBLEMS])
+@pytest.mark.parametrize(("dsl", "name"), [(dsl, name) for dsl in sorted(COMPILED) for name in _shared(dsl)])
 def test_every_suite_problem_compiles_for_its_gpu(dsl, name, tmp_path):
     out = tmp_path / f"{name}.py"
     t = translate(problem_path(name), dsl, COMPILED[dsl], out)
