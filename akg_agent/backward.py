@@ -25,6 +25,7 @@ from ir.errors import AkgError
 from ir.problem import load_problem
 
 from .built import load_written
+from .cuda_graphs import draws_random
 from .dynamo import CompiledGraph, GraphReport, Options
 from .dynamo_train import decompositions, partition
 
@@ -141,8 +142,10 @@ def translate_backward(problem_path: str | Path, dsl: str, target: str, out: str
     n_tangents = sum(1 for n in held if n.name.startswith("tangents"))
     n_saved = len(held) - n_tangents
     n_fw = len(next(n for n in fw["gm"].graph.nodes if n.op == "output").args[0])
-    # a model whose training forward differs from its eval one is written for training only
-    mode = any(isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.Dropout)) for m in model.modules())
+    # a model whose training forward differs from its eval one is written for training only: batch norm, or
+    # a forward that draws random numbers (a dropout module or `F.dropout(x, p, self.training)`)
+    mode = bool(buffers) or bool(draws_random(fw["gm"])) or any(
+        isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.Dropout)) for m in model.modules())
     meta = {"params": len(list(model.parameters())), "user_outputs": n_fw - n_saved - len(buffers),
             "buffers": buffers, "tangents": n_tangents, "saved": n_saved, "training_only": mode, **entries,
             "inputs": [[list(x.shape), str(x.dtype)] if isinstance(x, torch.Tensor) else None for x in inputs]}

@@ -65,10 +65,17 @@ def ineligible(gm: torch.fx.GraphModule) -> str:
     an input would land in the graph's copy) or a random draw (each call must draw afresh)."""
     if op := writes_in_place(gm):
         return f"it writes in place ({op})"
+    if op := draws_random(gm):
+        return f"it draws random numbers ({op})"
+    return ""
+
+
+def draws_random(gm: torch.fx.GraphModule) -> str:
+    """The first op of a graph that draws random numbers ("" if none; a dropout that draws nothing aside)."""
     for n in gm.graph.nodes:
         if n.op in ("call_function", "call_method") and any(r in _name(n.target).lower() for r in RANDOM) \
                 and not _idle_dropout(n):
-            return f"it draws random numbers ({_name(n.target)})"
+            return _name(n.target)
     return ""
 
 

@@ -46,7 +46,20 @@ DECOMPOSED = [
 
 def decompositions() -> dict[Any, Callable[..., Any]]:
     from torch._decomp import get_decompositions
-    return get_decompositions(DECOMPOSED)
+    table = get_decompositions(DECOMPOSED)
+    torchs = table[_aten.native_dropout.default]
+
+    def native_dropout(x: torch.Tensor, p: float, train: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Training dropout on the CPU as eager draws it: `empty_like(x).bernoulli_(1 - p)`, divided by 1 - p,
+        times x (torch's decomposition draws `rand_like(x) > p`: other numbers under the same seed). A written
+        module then draws eager's very mask, and its outputs and gradients compare value for value."""
+        if x.device.type != "cpu" or not train or not 0 < p < 1:
+            return torchs(x, p, train)
+        noise = _aten.bernoulli.p(x, 1 - p) / (1 - p)
+        return x * noise, noise != 0
+
+    table[_aten.native_dropout.default] = native_dropout
+    return table
 
 
 SAVED_FROM = "akg_saved_from"  # a training forward graph's meta: where its saved activations start (`cuda_graphs`)

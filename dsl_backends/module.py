@@ -45,7 +45,7 @@ LIBRARY_DECLARATIONS = {
     "adaptive_max_pool": ["aten.adaptive_max_pool*"],
     "cumsum": ["aten.cumsum", "aten.flip", "aten.cat"], "cumprod": ["aten.cumprod", "aten.flip", "aten.cat"],
     "dropout": ["aten.dropout", "aten.native_dropout", "aten.bernoulli*", "aten.rand*", "aten.div", "aten.mul"],
-    "random": ["aten.randn", "aten.rand", "aten.normal*", "aten.uniform*"],
+    "random": ["aten.randn", "aten.rand", "aten.normal*", "aten.uniform*", "aten.bernoulli*"],
     # the layer and what it dispatches to: cuDNN / MIOpen on GPUs, oneDNN or per-step ATen ops on the CPU
     "recurrence": ["aten.lstm", "aten.gru", "aten.rnn_tanh", "aten.rnn_relu", "aten._cudnn_rnn*", "aten.miopen_rnn*",
                    "aten.mkldnn_rnn*", "aten._thnn_fused*", "aten.addmm", "aten.add", "aten.add_", "aten.sub",
@@ -205,6 +205,9 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
     if step.op == "dropout":
         return f"F.dropout({a[0]}, {at['p']}, True)"
     if step.op == "random":  # the global generator, as the reference draws (same seed, same numbers)
+        if at["dist"] == "bernoulli":
+            return f"torch.empty({list(at['shape'])}, dtype={torch_dtype(at['dtype'])}, device=_akg_dev)" \
+                f".bernoulli_({at['p']})"
         fn = "torch.randn" if at["dist"] == "normal" else "torch.rand"
         return f"{fn}({list(at['shape'])}, dtype={torch_dtype(at['dtype'])}, device=_akg_dev)"
     if step.op == "recurrence":  # torch's layer (cuDNN on NVIDIA GPUs): one persistent kernel per layer

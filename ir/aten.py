@@ -688,6 +688,15 @@ def _random(cx, *args, **kw):
     return cx.add("random", [], dist=dist, shape=[size(d) for d in val.shape], dtype=val.dtype)
 
 
+@converts("aten.bernoulli.p")
+def _bernoulli(cx, x, p=0.5, generator=None):
+    """Ones with probability p, drawn as torch's `empty_like(x).bernoulli_(p)` (a training dropout's mask on
+    the CPU, `akg_agent.dynamo_train`): the written module makes that very call on the same generator."""
+    if generator is not None or not isinstance(p, (int, float)):
+        return NotImplemented
+    return cx.add("random", [], dist="bernoulli", p=float(p), shape=[size(d) for d in x.shape], dtype=x.dtype)
+
+
 @converts("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
 def _arange(cx, *args, **kw):
     nums = [a for a in args if isinstance(a, (int, float))]

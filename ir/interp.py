@@ -281,6 +281,9 @@ def _dropout(a, at, ctx):
 
 @impl("random")
 def _random(a, at, ctx):
+    if at["dist"] == "bernoulli":
+        out = torch.empty(tuple(at["shape"]), dtype=DTYPES[at["dtype"]], device=ctx.device)
+        return out.bernoulli_(at["p"], generator=ctx.generator)
     fn = torch.randn if at["dist"] == "normal" else torch.rand
     return fn(tuple(at["shape"]), dtype=DTYPES[at["dtype"]], generator=ctx.generator, device=ctx.device)
 

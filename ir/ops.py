@@ -145,7 +145,7 @@ _def("repeat", "movement", 1, repeats=R)
 # --- random
 _def("dropout", "random", 1, p=R, training=False)
 # torch.randn / torch.rand inside forward, drawn from torch's global generator (or the evaluation's)
-_def("random", "random", 0, dist=R, shape=R, dtype="f32")
+_def("random", "random", 0, dist=R, shape=R, dtype="f32", p=0.5)  # p: a bernoulli draw's probability
 
 # --- composites: kept for matching, each decomposable into the primitives above (ir.decompose)
 _def("softmax", "composite", 1, "reduction", dim=R)

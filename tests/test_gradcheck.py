@@ -155,3 +155,19 @@ def test_a_model_with_batch_norm_is_written_for_training_its_statistics_updated(
     for (name, b), want in zip(new.named_buffers(), ref.buffers()):
         torch.testing.assert_close(b, want, rtol=1e-5, atol=1e-6, msg=lambda m, n=name: f"{n}: {m}")
     assert int(new.bn.num_batches_tracked) == 1
+
+
+def test_dropout_written_with_backward_matches_eager_in_training_and_refuses_eval(tmp_path):
+    """`--backward` on a model whose dropout is functional (no Dropout module to find): its forward graph
+    draws random numbers, so the module is written for training only (in eval it refuses in one line, where
+    it would apply dropout); in training its mask is eager's under the same seed, so outputs and gradients
+    are checked value for value, as for any other model."""
+    from akg_agent.backward import translate_backward
+
+    problem = Path(__file__).resolve().parent / "fixtures" / "mlp_dropout_train.py"
+    out = tmp_path / "out.py"
+    translate_backward(problem, "cpp", "cpu", out)
+    assert json.loads((tmp_path / "out_akg" / "step.json").read_text())["training_only"] is True
+    assert verify(problem, out, backward=True, train=True, seeds=(0, 1)).accepted
+    v = verify(problem, out, backward=True, seeds=(0,))
+    assert not v.accepted and "written for training mode" in v.reason, v.line()

@@ -392,14 +392,23 @@ def test_dropout_in_training_keeps_torchs_distribution_and_its_backward_reads_th
     """Training-mode dropout through akg: the mask is drawn by torch's generator (the verifier seeds the
     graph and the module alike, so it checks them with the same mask), a fraction p of values is zeroed
     (within four standard deviations over 8192 values), kept values are scaled by 1/(1-p) exactly as
-    eager's, and the input's gradient goes through the same mask the forward drew."""
+    eager's, and the input's gradient goes through the same mask the forward drew. On the CPU the mask is
+    eager's own under the same seed (drawn as eager's CPU dropout draws it)."""
     torch._dynamo.reset()
     model, ref = _twins(DropLinear)
     compiled = akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path))
     x = torch.randn(128, 16, requires_grad=True)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="akg:")
+        compiled(x)  # written and verified (the verifier's own draws move the generator)
+        torch.manual_seed(7)
         y = compiled(x)
+    torch.manual_seed(7)
+    want_y = ref(x.detach())
+    assert torch.equal(y != 0, want_y != 0), "eager's mask under the same seed"
+    torch.testing.assert_close(y, want_y, rtol=1e-5, atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="akg:")
         g = torch.randn_like(y)
         y.backward(g)
     assert not compiled.akg_report.fallbacks, compiled.akg_report.summary()
