@@ -310,7 +310,10 @@ class CompiledGraph:
         key = tuple(_meta(args[i]) for i in self.keyed)
         fn = self.variants.get(key)
         if fn is None:
-            with self.lock:
+            # writing and verifying a size draws random numbers here (the lift, the checks): the caller's
+            # generators are put back after, so the call draws what eager would (a dropout's mask)
+            cuda = sorted({a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda})
+            with self.lock, torch.random.fork_rng(devices=cuda):
                 fn = self.variants.get(key) or self._variant(key, args)
                 self.variants[key] = fn
         return fn(*args)
