@@ -83,26 +83,24 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None
     convolutions only: over fp32 NHWC operands cuDNN picks TF32 kernels (`cudnn.allow_tf32`, torch's default)
     where its NCHW call may run exact fp32 (measured on the H200: a 1x1 strided convolution 8e-4 off against
     6e-7 NCHW), and fp32 stays fp32-accurate."""
+    nodes = [n for grp in plan.groups for n in grp.nodes]
+    convs = [n for n in nodes
+             if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
     if target.kind == "cpu" and torch.backends.mkldnn.is_available():
         # oneDNN reorders a channels-first call's input and output every time (inductor runs CPU convolutions
         # channels-last always); for two convolutions or more, not in a training graph, whose saved
         # activations and weight gradients are channels-first values the transpositions would copy (measured
         # slower on this CPU)
-        nodes = [n for grp in plan.groups for n in grp.nodes]
-        convs = [n for n in nodes
-                 if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
         saved = {id(o) for o in g.outputs} if g is not None else set()
         if any(n.op == "conv_weight_grad" for n in nodes) or any(id(a) in saved for n in convs for a in n.args[:1]):
             return ""
         if len(convs) < 2:  # the transpositions cancel only between convolutions: a single one with its
             return ""  # epilogue measured faster on the library's own reorders (docs/measured.md, 2026-11-28)
         return f"{len(convs)} oneDNN convolution(s) over channels-last operands (a channels-first call reorders " \
-            "its input and output each time)" if convs else ""
+            "its input and output each time)"
     if target.kind != "gpu" or target.vendor != "nvidia":
         return ""
-    convs = [n for grp in plan.groups for n in grp.nodes
-             if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]
-             and n.type.dtype in ("f16", "bf16")]
+    convs = [n for n in convs if n.type.dtype in ("f16", "bf16")]
     return f"{len(convs)} cuDNN convolution(s) over channels-last operands (its tensor-core kernels read NHWC)" \
         if convs else ""
 

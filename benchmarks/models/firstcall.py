@@ -1,6 +1,6 @@
 """Where a model's first call under `torch.compile(backend=akg)` spends its time, phase by phase, beside
-inductor's first call in the same process (fresh caches given by the caller: AKG_CACHE_DIR, and inductor's
-own under a temporary folder).
+inductor's first call in the same process (both from empty caches unless the caller names its own:
+`run.fresh_caches`).
 
 Phases are timed by wrapping akg's own functions (nothing is changed in what they do): the lift and plan
 (`build`), the verifier's run (with the worker's `phase_s`: its `candidate` phase is the kernels compiling at
@@ -17,9 +17,7 @@ import argparse
 import contextlib
 import copy
 import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +30,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import zoo  # noqa: E402
+from run import fresh_caches  # noqa: E402
 
 import akg_agent  # noqa: E402
 from akg_agent import built, cuda_graphs, dynamo  # noqa: E402
@@ -112,7 +111,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-fc-"))
+    fresh_caches()
     p = Phases()
     instrument(p)
     runs: dict[str, Any] = {}

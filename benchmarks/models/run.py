@@ -117,12 +117,12 @@ def run_model(name: str, sizing: str, dtype: str, modes: list[str], device: torc
     return rec
 
 
-def fresh_caches() -> dict[str, str]:
+def fresh_caches() -> None:
     """Empty compile caches for inductor and akg unless the caller named its own, so each first call compiles
     (a warm machine keeps inductor's cache from an earlier run, which made its first call look 5x faster)."""
     for var, prefix in (("TORCHINDUCTOR_CACHE_DIR", "inductor-run-"), ("AKG_CACHE_DIR", "akg-run-")):
-        os.environ.setdefault(var, tempfile.mkdtemp(prefix=prefix))
-    return {var: os.environ[var] for var in ("TORCHINDUCTOR_CACHE_DIR", "AKG_CACHE_DIR")}
+        if var not in os.environ:
+            os.environ[var] = tempfile.mkdtemp(prefix=prefix)
 
 
 def _geomean(xs: list[float]) -> float | None:
