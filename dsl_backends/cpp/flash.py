@@ -19,10 +19,14 @@ from ir.kernel.ir import Kernel
 from ir.kernel.schedule import Schedule
 
 from ..cstyle import CPrinter, decode
+from . import few_queries
 from .style import STYLE, omp
 
 TR = 8  # rows of a register tile: TR x two vectors of accumulators
-EXP_FLOOR = "-87.0f"  # expf of this is about 1.6e-38: a normal float, next to nothing beside the row's 1
+# exponents at or below this give 0: e^-64 (1.6e-28) is 20 orders below fp32's resolution beside the row's
+# largest term (1), and a tinier p (expf(-87) is 1.6e-38) times a value is subnormal: an FMA on one took ~100
+# cycles (a masked score of finfo.min made GPT-2's decode attention 5.6x slower than with flush-to-zero)
+EXP_FLOOR = "-64.0f"
 KC = 32  # keys per run of P @ V: the run's P^T and V rows (8 KiB each at 64 queries) stay in L1
 SCRATCH_BYTES = 1 << 18  # a task's packed tiles, scores and accumulators: within a core's L2
 
@@ -84,6 +88,8 @@ def _tile(out: str, a_at: str, b_row: str, rows: str, cols: str, depth: str, tc:
 
 
 def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
+    if few_queries.few_queries(k):
+        return few_queries.render(k, s, EXP_FLOOR)
     a = split_attention(k)
     M, N, E, D, B = _dims(a)
     tc = 2 * _vector(s, target)
@@ -126,9 +132,11 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
     # causal: the keys past the block's last query's limit are -inf for all of its queries, skipped
     hi = f"std::min<int64_t>({N}, akg_i0 + akg_bm + {a.key_limit})" if a.key_limit is not None else str(N)
     pk = CPrinter(STYLE, dict(benv, **{a.j.name: "akg_j", a.e.name: "akg_e"}), prefix="k", indent=inner + "    ")
+    pk.vector_vars = frozenset({a.e.name})  # a key row's case (cache or new token) is the same along it
     kv = pk(a.k)
     pv = CPrinter(STYLE, dict(benv, **{a.j.name: "akg_j"}), prefix="v", indent=inner + "    ")
     decode(a.cols, "akg_d", pv, bounded=True)
+    pv.vector_vars = frozenset(name for name, _ in a.cols)
     vv = pv(a.v)
     out += [f"{ind}const int64_t akg_hi = {hi};",
             f"{ind}for (int64_t akg_j0 = 0; akg_j0 < akg_hi; akg_j0 += {bn}) {{",
@@ -158,8 +166,8 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
     def select(c: str, a: str, b: str) -> str:  # bitwise: a `?:` or std::max keeps gcc from vectorising expf
         return STYLE.select(c, a, b, "float")
 
-    def clamped(z: str) -> str:
-        return f"{exp}({select(f'{z} > {EXP_FLOOR}', z, EXP_FLOOR)})"
+    def clamped(z: str) -> str:  # the argument clamped too: libmvec's expf takes a slow path far below it
+        return select(f"{z} > {EXP_FLOOR}", f"{exp}({select(f'{z} > {EXP_FLOOR}', z, EXP_FLOOR)})", "0.0f")
 
     out += [f"{ind}    {vec} {{ akg_mx[akg_i] = {ninf}; akg_sum[akg_i] = 0.0f; }}",
             f"{ind}    for (int64_t akg_jj = 0; akg_jj < akg_bn; ++akg_jj) {{",
@@ -175,8 +183,7 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
             f"{inner}akg_m[akg_i] = akg_mn;", f"{ind}    }}",
             f"{ind}    for (int64_t akg_jj = 0; akg_jj < akg_bn; ++akg_jj) {{", f"{inner}#pragma omp simd",
             f"{inner}{vec} {{", f"{inner}    const float akg_y = akg_st[akg_jj * {bmp} + akg_i];",
-            # libmvec takes a slow path for vectors holding -inf (masked scores): those are 0 by a select,
-            # the others' exponents clamped where expf's result is still a normal float
+            # libmvec takes a slow path for vectors holding -inf (masked scores): those are 0 by a select
             f"{inner}    const float akg_z = akg_y - akg_ms[akg_i];",
             f"{inner}    const float akg_p = {select(f'akg_y == {ninf}', '0.0f', clamped('akg_z'))};",
             f"{inner}    akg_st[akg_jj * {bmp} + akg_i] = akg_p;", f"{inner}    akg_sum[akg_i] += akg_p;", f"{inner}}}",
@@ -226,6 +233,8 @@ def space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     M, N, _, _, _ = _dims(a)
     tc = 2 * int(target.chip("simd_width"))
     first = default_schedule(k, target)
+    if few_queries.few_queries(k):  # the few-query template has no tiles to choose
+        return [first]
     rest = [Schedule(BM=bm, BN=bn) for bm in (16, 32, 64, 128) for bn in (64, 128, 256, 512)  # scratch: up to L2
             if bm <= _up(M, tc) and bn <= _up(N, TR) and 4 * sum(_scratch(a, bm, bn, tc).values()) <= 4 * SCRATCH_BYTES]
     return [first] + [s for s in rest if s != first]

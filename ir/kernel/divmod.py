@@ -35,6 +35,12 @@ def _linear(e: Expr) -> Linear:
     return {e: 1}, 0
 
 
+def linear(e: Expr) -> Linear:
+    """`e` as a sum of atoms times integer coefficients plus a constant (an atom: anything not + or * by a
+    constant)."""
+    return _linear(e)
+
+
 def _build(terms: dict[Expr, int], const: int) -> Expr:
     out: Expr = ic(const)
     for a, c in terms.items():
