@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
 from dsl_backends import get_backend
+from dsl_backends.cpp.gemv import along_n
 from dsl_backends.cpp.tile import vector_width
 
 LINEAR = '''
@@ -255,7 +256,8 @@ def test_gemms_with_few_rows_stream_the_weights(rows, tmp_path):
 @pytest.mark.parametrize("nc,kc", [(1, 512), (2, 4096), (2, 512)])
 def test_few_rows_group_widths_and_chunks_of_the_space(nc, kc, tmp_path):
     """Schedules of the tuner's space for few rows, each forced and verified: a group of NC columns,
-    chunks of KC (512: eight full chunks and a short one)."""
+    chunks of KC (512: eight full chunks and a short one); the [K, N] operand's groups are whole vectors
+    (8 columns here: 40 has no wider multiple of 8 that leaves two groups a thread)."""
     path = tmp_path / "p.py"
     path.write_text(SMALL_BATCH.replace("ROWS", "3"))
     t = build(path, "cpp", "cpu")
@@ -264,9 +266,13 @@ def test_few_rows_group_widths_and_chunks_of_the_space(nc, kc, tmp_path):
     for k in t.program.kernels():
         space = backend.tuning_space(k, t.target)
         assert space[0] == backend.default_schedule(k, t.target)
-        [forced[k.name]] = [s for s in space if s.get("NC") == nc and s.get("KC") == kc and "threads" not in s]
+        want = 8 if along_n(k) else nc
+        [forced[k.name]] = [s for s in space if s.get("NC") == want and s.get("KC") == kc
+                            and "threads" not in s and "wide" not in s]
+    assert sorted(along_n(k) for k in t.program.kernels()) == [False, True]
     text = render(replace(t, schedules={**t.schedules, **forced}))
     assert f"akg_kb += {kc})" in text and (f"(akg_cg * {nc} + {nc - 1})" in text or nc == 1)
+    assert "akg_part[3][8]" in text
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))
