@@ -96,6 +96,26 @@ def test_a_pool_between_two_convolutions_runs_channels_last(op, attrs):
     torch.testing.assert_close(run(g, args)[0], want)
 
 
+@pytest.mark.parametrize(("op", "dims", "keepdim", "permutes"), [
+    ("mean", [2, 3], False, 1), ("amax", [-1, -2], True, 2), ("sum", [1, 2, 3], False, 1),
+    ("mean", [2], False, 2)], ids=["global-mean", "max-keepdim", "with-channels", "one-axis-stays"])
+def test_a_reduction_over_a_channels_last_value_reads_it_directly(op, dims, keepdim, permutes):
+    """conv -> relu -> max pool -> a reduction over its spatial axes (a classifier's global pooling): the
+    reduction takes the channels-last value itself, so the pool before it is not written channels-first;
+    one that would leave its axes in another order (over H alone, without keepdim) keeps the view."""
+    g = Graph("g")
+    x, w = g.input("x", TensorType((2, 6, 11, 9), "f32")), g.input("w", TensorType((6, 6, 3, 3), "f32"))
+    at = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1]}
+    pool = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1], "ceil_mode": False}
+    pooled = g.add("max_pool", [g.add("relu", [g.add("conv", [x, w], at)])], pool)
+    g.outputs = [g.add(op, [pooled], {"dims": dims, "keepdim": keepdim})]
+    args = [torch.randn(2, 6, 11, 9), torch.randn(6, 6, 3, 3)]
+    want = run(g, args)[0]
+    run_passes(g, "channelslast,simplify")
+    assert sum(n.op == "permute" for n in g.nodes) == permutes  # x in (and, with keepdim, the result out)
+    torch.testing.assert_close(run(g, args)[0], want)
+
+
 def test_a_1d_convolution_stays_channels_first():
     g = _conv_graph("conv", (2, 5, 30), (6, 5, 3), stride=[1], padding=[1], dilation=[1])
     run_passes(g, "channelslast")
