@@ -18,10 +18,20 @@ from ..cstyle import CPrinter, decode
 from .style import STYLE, omp
 
 FEW = 4  # at most this many query rows per batch entry take this template
+NINF = "-std::numeric_limits<float>::infinity()"
 
 
 def few_queries(k: Kernel) -> bool:
     return math.prod(e for _, e in split_attention(k).rows) <= FEW
+
+
+def epilogue(k: Kernel, a: AttnParts, pe: CPrinter, o: str, maximum: str) -> tuple[str, str]:
+    """The kernel's value with `o` (O / L) in place of P @ V (0 where a guarded query's `maximum` is -inf, every
+    key masked), and the flat index it is stored at, printed by `pe`."""
+    pe.fixed[id(a.out)] = f"({maximum} == {NINF} ? 0.0f : {o})" if a.guarded else f"({o})"
+    flat = " + ".join(f"{pe.env[v.name]} * {st}" if st != 1 else pe.env[v.name]
+                      for v, st in zip(k.coords, k.out.strides())) or "0"
+    return pe(k.expr), flat
 
 
 def render(k: Kernel, s: Schedule, floor: str) -> list[str]:
@@ -29,7 +39,7 @@ def render(k: Kernel, s: Schedule, floor: str) -> list[str]:
     a: AttnParts = split_attention(k)
     m_rows, n, e = math.prod(x for _, x in a.rows), a.j.extent, a.e.extent
     d, b = math.prod(x for _, x in a.cols), math.prod(x for _, x in a.batch)
-    ninf = "-std::numeric_limits<float>::infinity()"
+    ninf = NINF
     ind, inner = "        ", "            "
     out = [omp(s), f"    for (int64_t akg_bid = 0; akg_bid < {b}; ++akg_bid) {{",
            f"{ind}float* __restrict__ akg_q = akg_pack_scratch<float>({m_rows * (e + n + d + 2)});",
@@ -100,11 +110,7 @@ def render(k: Kernel, s: Schedule, floor: str) -> list[str]:
     for m in range(m_rows):
         pe = row(m, "e", inner, {})
         decode(a.cols, "akg_d", pe, bounded=True)
-        o = f"akg_o[{m * d} + akg_d] / akg_l[{m}]"
-        pe.fixed[id(a.out)] = f"(akg_m[{m}] == {ninf} ? 0.0f : {o})" if a.guarded else f"({o})"
-        val = pe(k.expr)
-        flat = " + ".join(f"{pe.env[v.name]} * {st}" if st != 1 else pe.env[v.name]
-                          for v, st in zip(k.coords, k.out.strides())) or "0"
+        val, flat = epilogue(k, a, pe, f"akg_o[{m * d} + akg_d] / akg_l[{m}]", f"akg_m[{m}]")
         out += [f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_d = 0; akg_d < {d}; ++akg_d) {{", *pe.lines,
                 f"{inner}out[{flat}] = {STYLE.store(k.out.dtype, val)};", f"{ind}}}"]
     return out + ["    }"]

@@ -201,11 +201,7 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
     qlines = pe.lines[:]
     pe.lines = []
     decode(a.cols, "akg_d", pe, bounded=True)
-    o = f"akg_ot[akg_d * {bmp} + akg_i] / akg_l[akg_i]"
-    pe.fixed[id(a.out)] = f"(akg_m[akg_i] == {ninf} ? 0.0f : {o})" if a.guarded else f"({o})"
-    val = pe(k.expr)
-    flat = " + ".join(f"{pe.env[v.name]} * {st}" if st != 1 else pe.env[v.name]
-                      for v, st in zip(k.coords, k.out.strides())) or "0"
+    val, flat = few_queries.epilogue(k, a, pe, f"akg_ot[akg_d * {bmp} + akg_i] / akg_l[akg_i]", "akg_m[akg_i]")
     out += [f"{ind}for (int64_t akg_i = 0; akg_i < akg_bm; ++akg_i) {{", *[ln[4:] for ln in qlines],
             f"{ind}    #pragma omp simd", f"{ind}    for (int64_t akg_d = 0; akg_d < {D}; ++akg_d) {{", *pe.lines,
             f"{inner}    out[{flat}] = {STYLE.store(k.out.dtype, val)};", f"{ind}    }}", f"{ind}}}", "    }"]
