@@ -44,7 +44,7 @@ from akg_agent.verifier.timing import AA_BASELINE, default_trials, time_interlea
 MODES = ("eager", "inductor", "inductor-max-autotune", "inductor-reduce-overhead", "akg", "akg-no-cuda-graphs")
 
 
-def contender(mode: str, model: torch.nn.Module) -> Any:
+def contender(mode: str, model: torch.nn.Module, dsl: str = "") -> Any:
     if mode == "eager":
         return model
     if mode == "inductor":
@@ -54,9 +54,9 @@ def contender(mode: str, model: torch.nn.Module) -> Any:
     if mode == "inductor-reduce-overhead":
         return torch.compile(copy.deepcopy(model), mode="reduce-overhead")
     if mode == "akg":
-        return akg_agent.compile(copy.deepcopy(model))
+        return akg_agent.compile(copy.deepcopy(model), dsl=dsl)
     if mode == "akg-no-cuda-graphs":
-        return akg_agent.compile(copy.deepcopy(model), cuda_graphs="off")
+        return akg_agent.compile(copy.deepcopy(model), dsl=dsl, cuda_graphs="off")
     raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
 
 
@@ -64,7 +64,8 @@ def _err(y: torch.Tensor, y64: torch.Tensor | None) -> float | None:
     return None if y64 is None else float((y.double() - y64).abs().max())
 
 
-def run_model(name: str, sizing: str, dtype: str, modes: list[str], device: torch.device, trials: int) -> dict:
+def run_model(name: str, sizing: str, dtype: str, modes: list[str], device: torch.device, trials: int,
+              dsl: str = "") -> dict:
     model, xs = zoo.build(name, sizing, dtype)
     model, xs = model.to(device), [x.to(device) for x in xs]
     rec: dict[str, Any] = {"model": name, "sizing": sizing, "dtype": dtype, "contenders": {}}
@@ -79,7 +80,7 @@ def run_model(name: str, sizing: str, dtype: str, modes: list[str], device: torc
             torch._dynamo.reset()
             c: dict[str, Any] = rec["contenders"].setdefault(mode, {})
             try:
-                fn = contender(mode, model)
+                fn = contender(mode, model, dsl)
                 t0 = time.perf_counter()
                 got = fn(*xs)
                 if device.type == "cuda":
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {', '.join(MODES)}")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--trials", type=int, default=None)
+    p.add_argument("--dsl", default="", help="akg's DSL (default: the target's own, Triton on a GPU)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     modes, device = args.modes.split(","), torch.device(args.device)
@@ -187,12 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models.split(","):
         if name not in zoo.SPECS:
             raise SystemExit(f"unknown model {name!r}: choose from {', '.join(zoo.SPECS)}")
-        records.append(run_model(name, args.sizing, args.dtype, modes, device, trials))
+        records.append(run_model(name, args.sizing, args.dtype, modes, device, trials, args.dsl))
         (args.out / "results.partial.json").write_text(json.dumps(records, indent=2, default=str))
         c = records[-1]["contenders"]
         print(name, "  ".join(f"{m}: {v.get('median_s', float('nan')) * 1e3:.2f} ms"
                               + ("" if v.get("correct", True) else " WRONG") for m, v in c.items()), flush=True)
-    doc = {"meta": {"set": "models", "sizing": args.sizing, "dtype": args.dtype, "modes": modes,
+    doc = {"meta": {"set": "models", "sizing": args.sizing, "dtype": args.dtype, "modes": modes, "dsl": args.dsl,
                     "device": str(device), "trials": trials, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                     **provenance(argv and ["benchmarks/models/run.py", *argv])},
            "summary": summarize(records, modes), "records": records}
