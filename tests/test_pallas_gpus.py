@@ -121,7 +121,7 @@ def test_where_jaxs_private_import_fails_a_launch_takes_the_public_from_dlpack_a
     stub = SimpleNamespace(enable_x64=None, dlpack=SimpleNamespace(from_dlpack=lambda a: got.append(a) or a))
     ns = _runtime_ns(stub)
     t = SimpleNamespace(device=SimpleNamespace(type="cuda", index=0))
-    t.reshape = lambda *_: t  # no CUDA backend in this JAX: the fast import raises, the public path runs
+    t.reshape = t.detach = lambda *_: t  # no CUDA backend in this JAX: the fast import raises, the public path runs
     assert ns["_akg_to_jax"]([t, t]) == [t, t] and got == [t, t]
     assert ns["_AKG_IMPORT"] == [None]
     assert ns["_akg_to_jax"]([t]) == [t] and len(got) == 3  # not tried again
@@ -134,6 +134,15 @@ def test_cpu_tensors_go_through_the_public_from_dlpack():
     x = torch.arange(6.0).reshape(2, 3)
     (v,) = ns["_akg_to_jax"]([x])
     assert v.shape == (6,) and got == [v] and ns["_AKG_IMPORT"] == []
+
+
+def test_a_tensor_that_requires_grad_is_imported_as_its_values():
+    import jax  # a model's weights require grad: DLPack refuses to export such a tensor
+
+    ns = _runtime_ns(jax)
+    w = torch.nn.Parameter(torch.arange(6.0).reshape(2, 3))
+    (v,) = ns["_akg_to_jax"]([w])
+    assert v.shape == (6,) and v.tolist() == list(range(6))
 
 
 ORDER = """
@@ -180,6 +189,9 @@ class _FakeCuda:
         self.device, self.dtype = SimpleNamespace(type="cuda", index=0), torch.float32
 
     def reshape(self, *_: object) -> _FakeCuda:
+        return self
+
+    def detach(self) -> _FakeCuda:
         return self
 
     def numel(self) -> int:

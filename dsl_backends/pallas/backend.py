@@ -34,7 +34,7 @@ def _akg_to_jax(args):
     """Flat JAX views of `args`. On CUDA, one stream handshake per launch: JAX's public from_dlpack asks
     torch for one per tensor and re-checks each array (most of a launch's host time); the first views are
     checked against their tensors, and JAX's public path is kept where that check or the import fails."""
-    flat = [a.reshape(-1) for a in args]
+    flat = [a.detach().reshape(-1) for a in args]  # dlpack refuses a tensor that requires grad (weights)
     if not flat or flat[0].device.type != "cuda" or _AKG_IMPORT == [None]:
         return [jax.dlpack.from_dlpack(a) for a in flat]
     try:
