@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="gpt2,llama")
     p.add_argument("--modes", default="eager,inductor,akg")
     p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--dsl", default="", help="akg's DSL (default: the target's own)")
     p.add_argument("--train", action="store_true", help="a training step (forward and backward), not a forward")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("kernel_profile.py reads GPU kernels: run it where torch.cuda.is_available()")
     torch._dynamo.config.allow_rnn = True
     args.out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"meta": {"sizing": args.sizing, "dtype": args.dtype, "train": args.train,
+    report: dict[str, Any] = {"meta": {"sizing": args.sizing, "dtype": args.dtype, "train": args.train, "dsl": args.dsl,
                                        **provenance(["benchmarks/models/kernel_profile.py", *(argv or sys.argv[1:])])},
                               "models": {}}
     lines = []
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         with torch.enable_grad() if args.train else torch.no_grad():
             for mode in args.modes.split(","):
                 torch._dynamo.reset()
-                compiled = contender(mode, model)
+                compiled = contender(mode, model, args.dsl)
                 fn = step_of(compiled, model if mode == "eager" else compiled, args.dtype) if args.train else compiled
                 t0 = time.perf_counter()
                 fn(*xs)
