@@ -513,6 +513,10 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
     return body
 
 
+# a line in a C-family source between its prelude and kernels, and between kernels: `_akg_compile` builds
+# the parts as translation units in parallel (a comment: the whole source still compiles as one)
+UNIT = "// akg: unit\n"
+
 # Python for a written module: build C-family source into a shared library once, cached on disk.
 COMPILE_CACHED = '''
 import ctypes as _ctypes
@@ -523,9 +527,30 @@ import threading as _threading
 from pathlib import Path as _Path
 
 
+_AKG_UNIT = "// akg: unit\\n"  # splits a source: the first part (its prelude) heads every unit
+
+
+def _akg_units(src):
+    """`src` as translation units to compile at once: the prelude with a share of its kernels each, as
+    many as the CPUs this process may use (balanced by length), or `src` itself where it has no marks."""
+    head, *parts = src.split(_AKG_UNIT)
+    try:
+        cpus = len(_os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = _os.cpu_count() or 1
+    n = min(len(parts), cpus)
+    if n < 2:
+        return [src]
+    bins = [[] for _ in range(n)]
+    for part in sorted(parts, key=len, reverse=True):
+        min(bins, key=lambda b: sum(map(len, b))).append(part)
+    return [head + "".join(b) for b in bins]
+
+
 def _akg_compile(src, cmd, suffix, subdir, salt=""):
     """`src` built by `cmd` (compiler and flags) into a shared library, cached by a hash of source, command
-    and `salt`; a concurrent build never sees half a library."""
+    and `salt`; a concurrent build never sees half a library. A source marked in units compiles them in
+    parallel (one large -O3 unit is most of a model's first call on the CPU) and links them."""
     key = _hashlib.sha256((src + " ".join(cmd) + salt).encode()).hexdigest()[:20]
     root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / subdir / key
     lib = root / "kernels.so"
@@ -534,9 +559,25 @@ def _akg_compile(src, cmd, suffix, subdir, salt=""):
         tag = f"{_os.getpid()}.{_threading.get_ident()}"  # concurrent builds never share a file
         code, tmp = root / f"kernels.{tag}{suffix}", root / f"kernels.{tag}.so"
         code.write_text(src)
-        r = _subprocess.run([*cmd, str(code), "-o", str(tmp)], capture_output=True, text=True)
-        if r.returncode:
-            raise RuntimeError(f"{cmd[0]} failed: " + r.stderr[-2000:])
+        units = _akg_units(src)
+        steps, made = [[[*cmd, str(code), "-o", str(tmp)]]], []
+        if len(units) > 1:
+            for i, text in enumerate(units):
+                made += [root / f"kernels.{tag}.{i}{suffix}", root / f"kernels.{tag}.{i}.o"]
+                made[-2].write_text(text)
+            steps = [[[*(c for c in cmd if c != "-shared"), "-c", str(u), "-o", str(o)]
+                      for u, o in zip(made[::2], made[1::2])], [[*cmd, *map(str, made[1::2]), "-o", str(tmp)]]]
+        try:
+            for step in steps:
+                procs = [_subprocess.Popen(c, stdout=_subprocess.PIPE, stderr=_subprocess.PIPE, text=True)
+                         for c in step]
+                errs = [p.communicate()[1] for p in procs]  # all waited for, none left running
+                bad = [e for p, e in zip(procs, errs) if p.returncode]
+                if bad:
+                    raise RuntimeError(f"{cmd[0]} failed: " + bad[0][-2000:])
+        finally:
+            for f in made:
+                f.unlink(missing_ok=True)
         _os.replace(tmp, lib)
         _os.replace(code, root / f"kernels{suffix}")
     return _ctypes.CDLL(str(lib))

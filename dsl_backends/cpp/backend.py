@@ -17,7 +17,7 @@ from ir.kernel.schedule import Schedule, Schedules
 from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
 from ..cstyle import CPrinter, decode
 from ..exprs import FLOATS, reads_along, row_coords, rows_lead, strided_reduction
-from ..module import COMPILE_CACHED
+from ..module import COMPILE_CACHED, UNIT
 from ..prefetch import next_row_prefetches
 from ..sweep import Sweep, row_sweep, segmented_columns
 from . import flash, pack
@@ -487,7 +487,7 @@ class CppBackend(BackendBase):
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
-        src = PRELUDE_CPP + "\n\n".join(sources.values()) + "\n"
+        src = PRELUDE_CPP + "".join(UNIT + text + "\n\n" for text in sources.values())
         argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + len(k.outs())}"
                              + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
                              + (" + [_ctypes.c_void_p, _ctypes.c_int64]" if pack_params(k) else "")
