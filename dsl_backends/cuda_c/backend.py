@@ -62,8 +62,8 @@ def dims(k: Kernel, s: Schedule) -> tuple[tuple[int, int, int], int]:
     if wmma.eligible(k):
         return wmma.dims(k, s)
     (gx, gy, gz), threads = launch_dims(k, s)
-    if vector.eligible(k):  # four elements per thread
-        gx = max(1, -(-gx // vector.VEC))
+    if vector.eligible(k):  # 16 bytes of its narrowest operand per thread
+        gx = max(1, -(-gx // vector.width(k)))
     return (gx, gy, gz), threads
 
 
@@ -75,7 +75,7 @@ def render_kernel(k: Kernel, s: Schedule, target: HardwareModel | None = None) -
 def _render_kernel(k: Kernel, s: Schedule) -> str:
     # tensor cores for 16-bit operands (fp32 accumulation, as cuBLAS); the SIMT layouts otherwise
     body = wmma_lines(k, STYLE, s) if wmma.eligible(k) else body_lines(k, s, STYLE, CUDA)
-    if vector.eligible(k):  # float4 loads and stores; the scalar loop stays for unaligned pointers
+    if vector.eligible(k):  # 128-bit loads and stores; the scalar loop stays for unaligned pointers
         body = vector_lines(k, STYLE, body)
     (gx, gy, gz), threads = dims(k, s)
     # launch bounds cap registers per thread so that a block always fits one SM
