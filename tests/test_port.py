@@ -260,3 +260,19 @@ def test_pallas_module_ported(name: str, dsl: str, target: str, tmp_path: Path) 
         assert "compiled with nvcc" in t.compiled
     else:
         assert t.verdict is not None and t.verdict.accepted, t.verdict
+
+
+@pytest.mark.gpu
+def test_a_cuda_c_module_ported_to_triton_by_a_recorded_model_is_verified_on_the_gpu(tmp_path: Path) -> None:
+    """The LLM path end to end on the device: a CUDA-C module (load_inline) that akg cannot lift is written
+    in Triton by the model of a recorded transcript, and the port is verified against the original run as
+    written on the GPU."""
+    from akg_agent.cli import main
+
+    cuda = KERNELS / "cuda"
+    out = tmp_path / "row_softmax_triton.py"
+    assert main(["port", str(cuda / "row_softmax_cuda.py"), "--dsl", "triton", "--target", "h200", "-o", str(out),
+                 "--no-time", "--llm", f"replay:{cuda / 'row_softmax_triton.json'}"]) == 0
+    text = out.read_text()
+    assert text.startswith("# Written by scripted:port for akg port from row_softmax_cuda.py; verified against "
+                           "it: accepted") and "@triton.jit" in text, text[:500]
