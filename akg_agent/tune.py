@@ -28,6 +28,7 @@ from .cluster import Cluster, Done, LocalPool, Work, build_dir, shared_build_dir
 from .ranking import ranked_space
 from .strategy import Strategy, untuned_strategy
 from .translate import Translation, build, module_body, render
+from .tune_filter import LearnedFilter
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import TRANSIENT, Verdict, device_for, model_of, verify
 from .verifier.timing import host_lock
@@ -162,7 +163,8 @@ class TuneOptions:
     `ray`: None tunes in this process; "" on a local Ray started for the run; else the cluster's address.
     `jobs` > 1 (without Ray): candidates compile and verify that many at a time here, and are timed one at a
     time. `strategies`: search the strategies (`strategies_for`), or only the default. `dynamic`: a module of
-    run-time sizes (`--dynamic`), its candidates timed at the bound."""
+    run-time sizes (`--dynamic`), its candidates timed at the bound. `learned`: a model of the measurements
+    so far picks a quarter of each kernel's candidates to measure (`tune_filter`)."""
 
     budget: int = 8
     time_limit_s: float | None = None
@@ -171,6 +173,7 @@ class TuneOptions:
     strategies: bool = True
     jobs: int = 1
     dynamic: str | None = None
+    learned: bool = False
 
 
 def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptions | None = None,
@@ -198,10 +201,13 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
     start = time.perf_counter()
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
                               "from_db": 0, "candidates": [], "lost": [], "ray": ray, "strategies": []}
+    hw, _, sig, ver = _problem_key(base)
+    filt = LearnedFilter(rows=db.filter_rows(hw, dsl, ver)) if o.learned else None
+    if filt is not None:
+        report["learned"] = {"rows_at_start": len(filt.rows), "not_measured": 0, "kernels_by_model": 0}
     cluster: Cluster | LocalPool | None = (Cluster(ray or None, target, ray_cpus) if ray is not None else
                                            LocalPool(target, jobs) if jobs > 1 else None)
     best: tuple[float, Translation] | None = None
-    hw, _, sig, ver = _problem_key(base)
     # this run's candidates share compiled code (`Work.shared_build`); another run compiles afresh
     shared = f"{socket.gethostname()} {os.getpid()} {time.time()}"
     # a rerun replays its own search unchanged: only other problems' wins order it
@@ -227,7 +233,7 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue
             before = report["measured"]
-            kernels = _tune_schedules(t, o, start, db, report, cluster, on_progress, shared)
+            kernels = _tune_schedules(t, o, start, db, report, cluster, on_progress, shared, filt)
             key = (*_problem_key(t), _measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
@@ -367,7 +373,7 @@ def _verify_module(t: Translation, target: HardwareModel) -> None:
 def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, report: dict[str, Any],
                     cluster: Cluster | LocalPool | None,
                     on_progress: Callable[[str, int, int, float | None, Done | None], None] | None,
-                    shared: str) -> list[dict[str, Any]]:
+                    shared: str, filt: LearnedFilter | None = None) -> list[dict[str, Any]]:
     """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
     in order, each against the best schedules of those before it; `t.schedules` ends with the best.
     Kernels of one structure (`kernel_signature`: an unrolled recurrence's steps) are searched as one:
@@ -396,11 +402,15 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
             continue
         times: dict[int, float] = {}
         works: list[Work] = []
+        picked = set(filt.pick(k, cands)) if filt is not None else set(range(len(cands)))
         for i, sched in enumerate(cands):
             if _past(start, time_limit_s):
                 report["time_limit_hit"] = True
                 break
             known = db.get(hw, dsl, sig, ver, sched)
+            if known is None and i not in picked:  # the learned filter's: never compiled
+                report["learned"]["not_measured"] += 1
+                continue
             if known is None:
                 works.append(Work((k.name, i), t.problem.name, src, render(_with(t, alike[sig], sched)),
                                   shared_build=shared))
@@ -433,6 +443,9 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
                                              lambda i, sec, line: db.put(hw, dsl, sig, ver, cands[i], sec, line))
             if together is not None:
                 report.setdefault("together", []).append(together)
+        if filt is not None:
+            db.put_filter_rows(hw, dsl, sig, ver, filt.learn(k, cands, times))
+            report["learned"]["kernels_by_model"] = filt.by_model
         best = _fastest(times)
         chosen = (cands[best], times[best]) if best is not None and math.isfinite(times[best]) else None
         t.schedules = _with(t, alike[sig], chosen[0] if chosen else default).schedules

@@ -38,7 +38,10 @@ CREATE TABLE IF NOT EXISTS kernel_choices (
     PRIMARY KEY (hardware, dsl, kernel, versions));
 CREATE TABLE IF NOT EXISTS verified_modules (
     hardware TEXT, dsl TEXT, problem TEXT, ops TEXT, source TEXT, time_ms REAL, by TEXT, at REAL,
-    PRIMARY KEY (hardware, dsl, problem, by))"""
+    PRIMARY KEY (hardware, dsl, problem, by));
+CREATE TABLE IF NOT EXISTS filter_rows (
+    hardware TEXT, dsl TEXT, kernel TEXT, versions TEXT, schedule TEXT, features TEXT, rel REAL, at REAL,
+    PRIMARY KEY (hardware, dsl, kernel, versions, schedule))"""
 
 
 def versions(manifest: Manifest) -> str:
@@ -137,6 +140,21 @@ class TuningDB:
         """(problem, ops, source) of every verified module for this hardware and DSL."""
         return self.db.execute("SELECT problem, ops, source FROM verified_modules WHERE hardware=? AND dsl=? "
                                "ORDER BY problem, by", (hw, dsl)).fetchall()
+
+    def put_filter_rows(self, hw: str, dsl: str, kernel: str, ver: str,
+                        rows: list[tuple[Schedule, dict[str, float], float]]) -> None:
+        """A kernel's rows for `akg tune --learned` (`tune_filter`): each schedule's features and log time
+        against the kernel's default."""
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO filter_rows VALUES (?,?,?,?,?,?,?,?)",
+                                [(hw, dsl, kernel, ver, _key(s), json.dumps(f, sort_keys=True), rel, time.time())
+                                 for s, f, rel in rows])
+
+    def filter_rows(self, hw: str, dsl: str, ver: str, last: int = 400) -> list[tuple[dict[str, float], float]]:
+        """The `last` rows measured on this hardware with this DSL and versions, oldest first."""
+        got = self.db.execute("SELECT features, rel FROM filter_rows WHERE hardware=? AND dsl=? AND versions=? "
+                              "ORDER BY at DESC LIMIT ?", (hw, dsl, ver, last)).fetchall()
+        return [(json.loads(f), rel) for f, rel in reversed(got)]
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]

@@ -36,7 +36,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
                             description=f"{kernel}: best {best_txt}" + (f" [{devices}]" if devices else ""))
 
         opts = TuneOptions(budget=args.budget, time_limit_s=args.time, ray=args.ray,
-                           strategies=not args.no_strategies, jobs=args.jobs, dynamic=args.dynamic)
+                           strategies=not args.no_strategies, jobs=args.jobs, dynamic=args.dynamic,
+                           learned=args.learned)
         for dsl in dsls:
             out = args.o if len(dsls) == 1 else None
             out = out or str(Path("runs") / f"{Path(args.file).stem}_{dsl}_tuned.py")
@@ -44,6 +45,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for r in reports:
         print(f"{r['dsl']}: {r['measured']} measured, {r['from_db']} from the tuning database, "
               f"{r['elapsed_s']:.1f} s -> {r['out']}")
+        if "learned" in r:
+            ln = r["learned"]
+            print(f"  learned filter: {ln['not_measured']} schedules not measured; {ln['kernels_by_model']} "
+                  f"kernels picked by the model ({ln['rows_at_start']} rows at the start)")
         for st in r["strategies"]:
             ms = f"{st['time_s'] * 1e3:.4g} ms" if st["time_s"] else st["verdict"]
             if st["time_s"] and st.get("eager_s"):  # the choice is by score: the time at the first run's eager pace
@@ -89,6 +94,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "alone); on Ray the cluster's CPUs decide")
     p.add_argument("--no-strategies", action="store_true", help="search schedules of the default plan only "
                    "(not row fusion vs split, library vs generated convolutions, op families left to the library)")
+    p.add_argument("--learned", action="store_true", help="measure a quarter of each kernel's schedules: those a "
+                   "model of the measurements so far (kept in the tuning database) predicts fastest")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="measure on Ray: a local instance started for the run, or a cluster's address "
                         "(auto, ray://host:10001)")
