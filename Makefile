@@ -25,12 +25,13 @@ demo: setup
 # PYTEST_ARGS narrows a run (e.g. -m gpu); pytest's "no tests collected" (exit 5) is not a failure.
 # The slowest tests are listed: the suite must stay within CI's 25 minutes on 2 cores. Three workers on two
 # cores: a worker waits on its subprocesses (compilers, the verifier's sandbox) a quarter of the time, and a
-# third one fills it (test_tune + test_agents: 220 s with two, 172 s with three, 195 s with four). The Ray tests and
+# third one fills it (test_tune + test_agents: 220 s with two, 172 s with three, 195 s with four); worksteal lets
+# an idle worker take another's queued tests (the last minutes of a run ran few tests). The Ray tests and
 # the host measurements run after the rest, alone (the host measurement first: Ray leaves workers
 # behind): another test running beside them would upset them.
 ALONE := tests/test_alone_timing.py tests/test_ray.py
 test: setup
-	$(PY) -m pytest -q -n 3 --durations=25 $(PYTEST_ARGS) $(addprefix --ignore=,$(ALONE)) tests || [ $$? -eq 5 ]
+	$(PY) -m pytest -q -n 3 --dist worksteal --durations=25 $(PYTEST_ARGS) $(addprefix --ignore=,$(ALONE)) tests || [ $$? -eq 5 ]
 	$(PY) -m pytest -q --durations=5 $(PYTEST_ARGS) $(ALONE) || [ $$? -eq 5 ]
 
 lint: setup
