@@ -26,6 +26,11 @@ PROGRAMS = ["layernorm", "softmax_wide", "rmsnorm", "log_softmax_wide", "sum_las
             "argmax_last", "adaptive_avgpool", "gemm_sigmoid_sum"]
 
 
+def _path(args: argparse.Namespace, name: str) -> Path:
+    """A program of the real-size set at `--sizing`, or of `--folder`."""
+    return (args.folder or ROOT / "benchmarks" / "realsize" / args.sizing) / f"{name}.py"
+
+
 def _phase(args: argparse.Namespace, learned: bool) -> None:
     """One tune of every program (in a child process: its own cache and database)."""
     from akg_agent.tune import tune
@@ -38,7 +43,7 @@ def _phase(args: argparse.Namespace, learned: bool) -> None:
     for name in args.programs.split(","):
         t0 = time.perf_counter()
         try:
-            rep = tune(str(ROOT / "benchmarks" / "realsize" / args.sizing / f"{name}.py"), args.target, args.dsl,
+            rep = tune(str(_path(args, name)), args.target, args.dsl,
                        budget=args.budget, db=db, learned=learned, out=args.out / label / f"{name}.py")
             rows[name] = {"tune_s": time.perf_counter() - t0, "measured": rep["measured"],
                           "strategy": rep["strategy"], "learned": rep.get("learned")}
@@ -71,7 +76,7 @@ def _time(args: argparse.Namespace) -> dict[str, Any]:
         if "error" in full[name] or "error" in learned[name]:
             row["error"] = full[name].get("error") or learned[name].get("error")
             continue
-        problem = load_problem(ROOT / "benchmarks" / "realsize" / args.sizing / f"{name}.py")
+        problem = load_problem(_path(args, name))
         ref = problem.build_model(0)
         fns: dict[str, Any] = {"eager": ref}
         for label in ("full", "learned"):
@@ -104,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", default="cpu")
     p.add_argument("--dsl", default="cpp")
     p.add_argument("--programs", default=",".join(PROGRAMS))
+    p.add_argument("--folder", type=Path, default=None, help="the programs' folder (default: the real-size set's)")
     p.add_argument("--budget", type=int, default=8)
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--phase", choices=["full", "learned"], default=None, help=argparse.SUPPRESS)
@@ -121,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     from akg_agent.bench.provenance import provenance
 
     doc = _time(args)
-    doc["meta"] = {"set": "learned-vs-full", "sizing": args.sizing, "target": args.target, "dsl": args.dsl,
+    doc["meta"] = {"set": "learned-vs-full", "sizing": args.sizing, "folder": str(args.folder or ""),
+                   "target": args.target, "dsl": args.dsl,
                    "budget": args.budget, **provenance(["benchmarks/realsize/learned_vs_full.py",
                                                         *(argv if argv is not None else sys.argv[1:])])}
     (args.out / "results.json").write_text(json.dumps(doc, indent=1, default=str))
