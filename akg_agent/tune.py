@@ -202,9 +202,9 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
     report: dict[str, Any] = {"problem": str(problem), "target": target, "dsl": dsl, "kernels": [], "measured": 0,
                               "from_db": 0, "candidates": [], "lost": [], "ray": ray, "strategies": []}
     hw, _, sig, ver = _problem_key(base)
-    filt = LearnedFilter(rows=db.filter_rows(hw, dsl, ver)) if o.learned else None
-    if filt is not None:
-        report["learned"] = {"rows_at_start": len(filt.rows), "not_measured": 0, "kernels_by_model": 0}
+    if o.learned:
+        report["learned"] = {"rows_at_start": len(db.filter_rows(hw, dsl, ver)), "not_measured": 0,
+                             "kernels_by_model": 0}
     cluster: Cluster | LocalPool | None = (Cluster(ray or None, target, ray_cpus) if ray is not None else
                                            LocalPool(target, jobs) if jobs > 1 else None)
     best: tuple[float, Translation] | None = None
@@ -233,7 +233,7 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
                 report["strategies"].append({"strategy": strategy.describe(), "time_s": None, "verdict": str(e)})
                 continue
             before = report["measured"]
-            kernels = _tune_schedules(t, o, start, db, report, cluster, on_progress, shared, filt)
+            kernels = _tune_schedules(t, o, start, db, report, cluster, on_progress, shared)
             key = (*_problem_key(t), _measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
@@ -373,7 +373,7 @@ def _verify_module(t: Translation, target: HardwareModel) -> None:
 def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, report: dict[str, Any],
                     cluster: Cluster | LocalPool | None,
                     on_progress: Callable[[str, int, int, float | None, Done | None], None] | None,
-                    shared: str, filt: LearnedFilter | None = None) -> list[dict[str, Any]]:
+                    shared: str) -> list[dict[str, Any]]:
     """Each kernel's schedules measured (candidates of one kernel together: in parallel on Ray), kernels
     in order, each against the best schedules of those before it; `t.schedules` ends with the best.
     Kernels of one structure (`kernel_signature`: an unrolled recurrence's steps) are searched as one:
@@ -390,6 +390,8 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
     for name, sig in sigs.items():
         alike.setdefault(sig, []).append(name)
     rows: dict[str, dict[str, Any]] = {}
+    # the learned filter's rows so far (each kernel's are committed as it ends: a later strategy reads them)
+    filt = LearnedFilter(rows=db.filter_rows(hw, dsl, ver)) if o.learned else None
     for k in t.program.kernels():
         sig = sigs[k.name]
         if alike[sig][0] != k.name:  # searched with the first of its structure
@@ -445,7 +447,8 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
                 report.setdefault("together", []).append(together)
         if filt is not None:
             db.put_filter_rows(hw, dsl, sig, ver, filt.learn(k, cands, times))
-            report["learned"]["kernels_by_model"] = filt.by_model
+            report["learned"]["kernels_by_model"] += filt.by_model
+            filt.by_model = 0
         best = _fastest(times)
         chosen = (cands[best], times[best]) if best is not None and math.isfinite(times[best]) else None
         t.schedules = _with(t, alike[sig], chosen[0] if chosen else default).schedules
