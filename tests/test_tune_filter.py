@@ -64,6 +64,21 @@ def test_the_cost_models_order_picks_until_the_forest_has_rows_then_the_forest_d
     assert filt.by_model == 10 and max(found[:6]) > 1.2 and found[-7:] == [1.0] * 7, found
 
 
+def test_once_trained_only_what_the_forest_predicts_faster_than_the_default_is_measured():
+    """Where the default is the fastest (BLOCK 2048 here), a trained forest predicts no other faster: the
+    kernel measures its default alone."""
+    rng = random.Random(2)
+    filt = LearnedFilter(share=0.25, min_rows=8)
+    picks = []
+    for _ in range(10):
+        cands = _space(rng)
+        cands[0] = Schedule({"BLOCK": 2048, "threads": 4})
+        picked = filt.pick(_kernel(), cands)
+        picks.append(len(picked))
+        filt.learn(_kernel(), cands, {i: _time(cands[i]) for i in picked})
+    assert picks[:4] == [3] * 4 and picks[-3:] == [1] * 3, picks
+
+
 def test_a_failed_candidate_teaches_that_it_failed_and_a_failed_default_teaches_nothing():
     filt = LearnedFilter()
     cands = [Schedule({"BLOCK": 256}), Schedule({"BLOCK": 512}), Schedule({"BLOCK": 64})]
