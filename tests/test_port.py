@@ -58,12 +58,21 @@ def _lifted(files: list[Path]) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-@pytest.fixture(scope="module")
-def every_kernel_lifted() -> dict[str, dict]:
-    """Each suite kernel lifted once (one interpreter process for all), for the tests that read the lifts."""
+@pytest.fixture(scope="session")
+def every_kernel_lifted(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, dict]:
+    """Each suite kernel lifted once (one interpreter process for all), for the tests that read the lifts;
+    under xdist once for all workers (the tests reading it may run on two: two minutes each)."""
     files = sorted(KERNELS.glob("*.py"))
     assert len(files) >= 16
-    return {r["file"]: r for r in _lifted(files)}
+    if worker_id == "master":
+        return {r["file"]: r for r in _lifted(files)}
+    from filelock import FileLock
+
+    path = tmp_path_factory.getbasetemp().parent / "every_kernel_lifted.json"  # this run's, shared by workers
+    with FileLock(f"{path}.lock"):
+        if not path.is_file():
+            path.write_text(json.dumps({r["file"]: r for r in _lifted(files)}))
+    return json.loads(path.read_text())
 
 
 @pytest.mark.slow
