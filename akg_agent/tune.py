@@ -164,7 +164,7 @@ class TuneOptions:
     `jobs` > 1 (without Ray): candidates compile and verify that many at a time here, and are timed one at a
     time. `strategies`: search the strategies (`strategies_for`), or only the default. `dynamic`: a module of
     run-time sizes (`--dynamic`), its candidates timed at the bound. `learned`: a model of the measurements
-    so far picks a quarter of each kernel's candidates to measure (`tune_filter`)."""
+    so far picks which of a kernel's candidates to measure, at most a quarter (`tune_filter`)."""
 
     budget: int = 8
     time_limit_s: float | None = None

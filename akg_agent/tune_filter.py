@@ -3,9 +3,9 @@ compiling and timing. Each measured schedule is a row: its features (the kernel'
 schedule's parameters and their change from the default, its place in the cost model's order) and its time
 relative to the kernel's default schedule. A small random forest (bootstrapped regression trees over a
 third of the features each split, as Helion's autotuner filters its candidates) predicts that ratio for
-the candidates not measured yet; a kernel's default and the best predicted share are measured, the rest
-never compiled. Before the forest has rows enough, the cost model's order picks. Rows are kept in the
-tuning database, so one problem's tune teaches the next."""
+the candidates not measured yet; a kernel's default and those of the best predicted quarter predicted
+faster than it are measured, the rest never compiled. Before the forest has rows enough, the cost model's
+order picks. Rows are kept in the tuning database, so one problem's tune teaches the next."""
 
 from __future__ import annotations
 
@@ -111,8 +111,8 @@ class Forest:
 
 @dataclass
 class LearnedFilter:
-    """Which candidates of a kernel to measure: `share` of them (at least two: the default and one more),
-    by the forest once it has `min_rows` rows, by the cost model's order before."""
+    """Which candidates of a kernel to measure: the default and, by the forest once it has `min_rows` rows,
+    at most `share` of the others; before, `share` of them in the cost model's order (at least two)."""
 
     share: float = 0.25
     min_rows: int = 8

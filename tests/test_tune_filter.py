@@ -1,7 +1,7 @@
 """`akg tune --learned`: a random forest over the measurements so far picks which schedules of a kernel are
 measured. The forest learns what a schedule's parameters say of its time; before it has rows enough, the
 cost model's order picks; the rows outlive the run in the tuning database, and a learned tune measures a
-quarter of what a full one does."""
+quarter of what a full one does at most."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_a_learned_tune_measures_a_quarter_and_leaves_its_rows_for_the_next(tmp_
     ln = rep["learned"]
     assert rep["verdict"].startswith("accepted") and ln["rows_at_start"] == 0
     tried = sum(k["tried"] for k in rep["kernels"])
-    assert ln["not_measured"] >= tried and rep["measured"] == tried  # at most a quarter (rounded up) measured
+    assert ln["not_measured"] >= tried and rep["measured"] == tried  # at most about half measured
     hw, ver = hardware_key(load_target("cpu")), versions(get_backend("cpp").manifest)
     rows = db.filter_rows(hw, "cpp", ver)  # every measured one but the defaults
     assert rows and len(rows) == tried - sum(1 for k in rep["kernels"] if k["tried"])

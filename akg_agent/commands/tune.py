@@ -94,8 +94,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "alone); on Ray the cluster's CPUs decide")
     p.add_argument("--no-strategies", action="store_true", help="search schedules of the default plan only "
                    "(not row fusion vs split, library vs generated convolutions, op families left to the library)")
-    p.add_argument("--learned", action="store_true", help="measure a quarter of each kernel's schedules: those a "
-                   "model of the measurements so far (kept in the tuning database) predicts fastest")
+    p.add_argument("--learned", action="store_true", help="measure each kernel's default and at most a quarter of "
+                   "its other schedules: those a model of the measurements so far (kept in the tuning database) "
+                   "predicts fastest")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="measure on Ray: a local instance started for the run, or a cluster's address "
                         "(auto, ray://host:10001)")
