@@ -2,7 +2,9 @@
 run per model and dtype, all contenders timed in the same turns with an A/A control (akg's timing protocol:
 warm-up, cache flush, CUDA events or perf_counter, median, balanced turn orders).
 
-Per model: each contender's first call (compile included) and steady median, its speedup over eager and
+Per model: each contender's first call (compile included; contenders run one after another in this process,
+so a later one may profit from what an earlier one left: `firstcall_fresh.py` times first calls from cold
+processes) and steady median, its speedup over eager and
 over inductor, its largest error against a float64 evaluation of the model beside eager's own, whether it
 is correct by the verifier's rule (against float64, with eager's own error as the floor), and what akg left
 to torch (dynamo graphs, fallbacks, ops kept). JSON and an HTML table, with the run's provenance.
