@@ -447,8 +447,6 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
                 report.setdefault("together", []).append(together)
         if filt is not None:
             db.put_filter_rows(hw, dsl, sig, ver, filt.learn(k, cands, times))
-            report["learned"]["kernels_by_model"] += filt.by_model
-            filt.by_model = 0
         best = _fastest(times)
         chosen = (cands[best], times[best]) if best is not None and math.isfinite(times[best]) else None
         t.schedules = _with(t, alike[sig], chosen[0] if chosen else default).schedules
@@ -456,6 +454,8 @@ def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, 
             db.put_kernel_choice(hw, dsl, sig, ver, *chosen)
         rows[k.name] = {"kernel": k.name, "kind": k.kind, "best": dict(t.schedules[k.name]),
                         "best_s": times[best] if best is not None else None, "tried": tried}
+    if filt is not None:
+        report["learned"]["kernels_by_model"] += filt.by_model
     firsts = {name: alike[sig][0] for name, sig in sigs.items()}
     return [rows[name] if first == name else {**rows[first], "kernel": name, "tried": 0, "same_as": first}
             for name, first in firsts.items()]

@@ -541,9 +541,11 @@ def _akg_units(src):
     n = min(len(parts), cpus)
     if n < 2:
         return [src]
-    bins = [[] for _ in range(n)]
+    bins, sizes = [[] for _ in range(n)], [0] * n
     for part in sorted(parts, key=len, reverse=True):
-        min(bins, key=lambda b: sum(map(len, b))).append(part)
+        i = sizes.index(min(sizes))
+        bins[i].append(part)
+        sizes[i] += len(part)
     return [head + "".join(b) for b in bins]
 
 

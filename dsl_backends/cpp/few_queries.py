@@ -39,7 +39,6 @@ def render(k: Kernel, s: Schedule, floor: str) -> list[str]:
     a: AttnParts = split_attention(k)
     m_rows, n, e = math.prod(x for _, x in a.rows), a.j.extent, a.e.extent
     d, b = math.prod(x for _, x in a.cols), math.prod(x for _, x in a.batch)
-    ninf = NINF
     ind, inner = "        ", "            "
     out = [omp(s), f"    for (int64_t akg_bid = 0; akg_bid < {b}; ++akg_bid) {{",
            f"{ind}float* __restrict__ akg_q = akg_pack_scratch<float>({m_rows * (e + n + d + 2)});",
@@ -86,13 +85,13 @@ def render(k: Kernel, s: Schedule, floor: str) -> list[str]:
         z = f"({at} - akg_ms)"
         p = STYLE.select(f"{z} > {floor}", f"{exp}({STYLE.select(f'{z} > {floor}', z, floor, 'float')})", "0.0f",
                          "float")
-        out += [f"{ind}{{", f"{inner}float akg_mx = {ninf}, akg_sum = 0.0f;",
+        out += [f"{ind}{{", f"{inner}float akg_mx = {NINF}, akg_sum = 0.0f;",
                 f"{inner}#pragma omp simd reduction(max: akg_mx)",
                 f"{inner}for (int64_t akg_j = 0; akg_j < {n}; ++akg_j) akg_mx = {at} > akg_mx ? {at} : akg_mx;",
-                f"{inner}const float akg_ms = akg_mx == {ninf} ? 0.0f : akg_mx;",
+                f"{inner}const float akg_ms = akg_mx == {NINF} ? 0.0f : akg_mx;",
                 f"{inner}#pragma omp simd reduction(+: akg_sum)",
                 f"{inner}for (int64_t akg_j = 0; akg_j < {n}; ++akg_j) {{",
-                f"{inner}    const float akg_p = {STYLE.select(f'{at} == {ninf}', '0.0f', p, 'float')};",
+                f"{inner}    const float akg_p = {STYLE.select(f'{at} == {NINF}', '0.0f', p, 'float')};",
                 f"{inner}    {at} = akg_p;", f"{inner}    akg_sum += akg_p;", f"{inner}}}",
                 f"{inner}akg_m[{m}] = akg_mx;", f"{inner}akg_l[{m}] = akg_sum;", f"{ind}}}"]
     # pass 2: the output rows, each value's row read once for every query

@@ -120,7 +120,7 @@ def render_attention(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]
         decode(a.rows, "akg_row", p, bounded=True)
         return p
 
-    ninf = "-std::numeric_limits<float>::infinity()"
+    ninf = few_queries.NINF
     pq = per_query(inner, "q")
     pq.env[a.e.name] = "akg_e"
     qv = pq(a.q)
