@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,9 @@ def is_jax_problem(path: Path) -> bool:
 
 def load_jax_problem(path: str | Path) -> JaxProblem:
     path = Path(path).resolve()
+    # JAX would take 75% of the GPU when its client starts (read then, not at import): akg's process and the
+    # verifier's each hold a client beside torch, and a second client's start fails on what the first took
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     spec = importlib.util.spec_from_file_location(f"akg_jax_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise AkgError(f"cannot import {path}: not a Python file")

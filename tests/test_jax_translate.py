@@ -79,3 +79,16 @@ def test_akg_translate_writes_a_jax_module(tmp_path, capsys):
 def test_tuning_a_jax_program_says_what_takes_it():
     with pytest.raises(AkgError, match="is a JAX program: akg translate writes and verifies its module"):
         tune(str(HERE / "mlp.py"), "cpu", "cpp")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", [HERE / "softmax.py", HERE / "mlp.py",
+                                  HERE.parent / "port_kernels" / "pallas" / "scaled_add_pid.py"],
+                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("dsl", ["triton", "cuda-c"])
+def test_a_jax_program_runs_as_gpu_kernels_verified_against_jax_on_the_device(path, dsl):
+    """On the GPU the lift, the reference and the candidate each start a JAX client beside torch (the
+    process's and the verifier's): none may take the device's memory, and a module's constants go to
+    the inputs' device (scaled_add_pid's program-id table)."""
+    t = translate(path, dsl, "h200", timing=False, seeds=(0,))
+    assert t.executor == "native" and t.verdict.accepted, t.verdict.reason

@@ -34,6 +34,7 @@ REJECTIONS = [
     ("cheat_torch_compute", SCALE, "torch_compute", "aten.mul.Tensor"),
     ("cheat_hang", SCALE, "timeout", "timed out"),
     ("cheat_crash", SCALE, "crash", "SIGSEGV"),
+    ("cheat_abort_message", SCALE, "crash", "(SIGABRT): F1130 fatal: the runtime was started before fork"),
     ("cheat_memory_hog", SCALE, "memory", "memory limit"),
     ("cheat_network", SCALE, "network", "not allowed in the verifier sandbox"),
     ("cheat_bad_state_dict", SCALE, "state_dict", "not state_dict-compatible"),
@@ -527,3 +528,15 @@ def test_the_one_sweep_comparison_counts_what_the_rule_says(seed):
         assert res.ok == (want == 0), (res.reason, want)
         if want:
             assert res.reason.startswith(f"{want} of {n}"), res.reason
+
+
+def test_a_crash_is_named_by_the_runtimes_message_not_by_the_stack_dump_after_it():
+    from akg_agent.verifier.sandbox import _crash_line
+
+    log = ("RuntimeWarning: os.fork() was called. os.fork() is incompatible with multithreaded code\n"
+           "E1130 21:51:40 cuda_dnn.cc:456] Invalid handle. Cannot load symbol cudnnGetVersion\n"
+           "*** Check failure stack trace: ***\n"
+           "    @     0x7f3e2a1b2c3d  absl::log_internal::LogMessageFatal::~LogMessageFatal()\n"
+           "    @           0x5d710f  _PyEval_EvalFrameDefault\n")
+    assert _crash_line(log).endswith("Invalid handle. Cannot load symbol cudnnGetVersion")
+    assert _crash_line("just this\n\n") == "just this" and _crash_line("") == ""

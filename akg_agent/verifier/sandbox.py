@@ -13,6 +13,7 @@ import atexit
 import ctypes
 import json
 import os
+import re
 import resource
 import secrets
 import shutil
@@ -224,6 +225,17 @@ class _Stamps:
                 if b.startswith("begin") and "end" + b[5:] in self.marks}
 
 
+_ERRORISH = re.compile(r"error|fatal|invalid|abort|check failed|cannot|failed", re.IGNORECASE)
+
+
+def _crash_line(log: str) -> str:
+    """The line of a crashed job's log that most likely says why: the last one that reads like an error
+    (a runtime's fatal message; not a frame of the stack dump printed after it), else the last line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    said = [ln for ln in lines if _ERRORISH.search(ln) and not ln.startswith(("@", "File ", "Fatal Python"))]
+    return (said or lines or [""])[-1]
+
+
 def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="akg-verify-"))
     stamps = None
@@ -258,8 +270,11 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
         result_file = run_dir / "result.json"
         if proc.returncode and proc.returncode < 0:
             name = signal.Signals(-proc.returncode).name
-            return {"status": "rejected", "code": "crash", "reason": f"candidate crashed the process ({name})",
-                    "details": {"output": output.decode(errors="replace")[-2000:]}}
+            text = output.decode(errors="replace")
+            why = _crash_line(text)
+            return {"status": "rejected", "code": "crash",
+                    "reason": f"candidate crashed the process ({name})" + (f": {why[:300]}" if why else ""),
+                    "details": {"output": text[-2000:]}}
         if not result_file.is_file():
             tail = output.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
             code = "memory" if "MemoryError" in output.decode(errors="replace") else "crash"
