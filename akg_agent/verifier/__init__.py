@@ -167,17 +167,19 @@ def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", options: C
     if not cand.is_file():
         raise AkgError(f"no such candidate file: {cand}")
     hw = model_of(target)  # loaded once (or handed in by the command, which loaded it once)
-    if is_jax_problem(ref):  # checked against its JAX model on the host; not timed yet
+    if is_jax_problem(ref):  # checked against its JAX model, on the target's device where present; not timed yet
         if backward:
             raise AkgError(f"{ref.name} is a JAX problem: gradient checks (--backward) take a PyTorch Model")
         load_jax_problem(ref)  # fails fast, in one line, on a bad reference
-        job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": "cpu", "seeds": list(seeds),
+        device = device_for(hw)
+        job = {"ref": str(ref.resolve()), "cand": str(cand.resolve()), "device": device, "seeds": list(seeds),
                "frontend": "jax", "tolerances": tolerances or {}, "lock": timing_lock, "timing": None,
                "build_cache": str(build_cache) if build_cache else None}
         res = run_job(job, limits or Limits())
         if res["status"] == "error":
             raise AkgError(f"the verifier failed on {ref.name}: {res['reason']}")
-        res.setdefault("details", {}).update(device="cpu", target=hw.name, on_target=hw.kind == "cpu", sol_s=None)
+        res.setdefault("details", {}).update(device=device, target=hw.name, sol_s=None,
+                                             on_target=(device == "cuda") == (hw.kind == "gpu"))
         return Verdict(res["status"] == "accepted", res["code"], res["reason"], res["details"])
     problem = load_problem(ref)  # fails fast, in one line, on a bad reference
     device = device_for(hw)

@@ -63,6 +63,8 @@ def _env(run_dir: Path, device: str, build_cache: str | None = None) -> dict[str
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else []))
     env.update(HOME=str(run_dir), TMPDIR=str(run_dir), TORCHINDUCTOR_CACHE_DIR=str(run_dir / ".inductor"),
                PYTHONDONTWRITEBYTECODE="1")
+    if device == "cpu":  # JAX's arrays stay on the host (a GPU client under the job's memory cap cannot start)
+        env["JAX_PLATFORMS"] = "cpu"
     # what each backend's manifest asks for
     env.update(sandbox_env(run_dir, on_cpu=device == "cpu", build_dir=Path(build_cache) if build_cache else None))
     if build_cache:  # compiled code kept for this candidate's next run (else it lives and dies with run_dir)
