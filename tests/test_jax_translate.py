@@ -92,3 +92,26 @@ def test_a_jax_program_runs_as_gpu_kernels_verified_against_jax_on_the_device(pa
     the inputs' device (scaled_add_pid's program-id table)."""
     t = translate(path, dsl, "h200", timing=False, seeds=(0,))
     assert t.executor == "native" and t.verdict.accepted, t.verdict.reason
+
+
+def test_the_jax_reference_is_evaluated_at_fp32_precision(tmp_path):
+    """On GPUs JAX's default precision for fp32 dots is TF32-like: a reference evaluated so is off by 1e-3
+    and would reject an exact module (a ported Pallas matmul did on the H200). The check runs it at
+    "highest"."""
+    from types import SimpleNamespace
+
+    from akg_agent.verifier.jax_check import check_jax
+
+    seen = tmp_path / "seen.txt"
+    prob = tmp_path / "prec.py"
+    prob.write_text(
+        "import jax\n"
+        "def model(params, x):\n"
+        f"    open({str(seen)!r}, 'a').write(str(jax.config.jax_default_matmul_precision) + '\\n')\n"
+        "    return x * 2.0\n"
+        "def get_params(key):\n    return {}\n"
+        "def get_inputs(key):\n    return [jax.random.normal(key, (4,))]\n")
+    cand = SimpleNamespace(model=lambda params, x: x * 2.0)
+    res = check_jax({"ref": str(prob), "cand": "c.py", "seeds": [0]}, lambda path, modelnew: cand)
+    assert res["status"] == "accepted"
+    assert seen.read_text().splitlines()[0] == "highest"

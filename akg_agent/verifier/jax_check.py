@@ -54,6 +54,8 @@ def _signed(inputs: list[Any], seed: int) -> list[Any]:
 
 
 def check_jax(job: dict[str, Any], load_candidate: Any) -> dict[str, Any]:
+    import jax
+
     problem = load_jax_problem(job["ref"])
     mod = load_candidate(Path(job["cand"]), modelnew=False)
     fn = getattr(mod, "model", None)
@@ -70,7 +72,8 @@ def check_jax(job: dict[str, Any], load_candidate: Any) -> dict[str, Any]:
     details: dict[str, Any] = {"trials": [], "library_calls": declared, "frontend": "jax"}
     ops: set[str] = set()
     for label, params, inputs in trials:
-        ref = [_torch(o) for o in _leaves(problem.model(params, *inputs))]
+        with jax.default_matmul_precision("highest"):  # fp32's meaning (on GPUs JAX's default is TF32-like)
+            ref = [_torch(o) for o in _leaves(problem.model(params, *inputs))]
         r64 = _float64(problem, params, inputs)
         guard = AtenGuard()
         try:
