@@ -46,6 +46,9 @@ class Capabilities:
     # once first where the target has TF32 tensor cores (ir.passes.layout)
     gemm_b_k_major: bool = False
     dynamic: bool = False  # its kernels take run-time sizes (`ir.sym`) as arguments: --dynamic
+    # its printer's names bind expressions, not values (TIR trees): a node read twice is built twice, so a
+    # compare-and-select chain (a max pool's positions, unrolled) grows exponentially: those stay torch's
+    inlined_values: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def _programs(name):
     p = load_problem(problem_path(name))
     g = lift(p)
     run_passes(g, ["simplify", "decompose", "simplify", "fuse"])
-    before = expand_program(lower(g, generated=frozenset({"window", "scan"})))
+    before = expand_program(lower(g, generated=frozenset({"window", "window_positions", "scan"})))
     return p, g, before, unroll_program(before)
 
 
@@ -49,3 +49,21 @@ def test_a_wide_reduction_keeps_its_reduce_template():
     kinds = {k.name: k.kind for k in after.kernels()}
     assert sorted(size.values()) == [16, 128, 2048, 2048]
     assert all(kinds[n] == ("pointwise" if s <= WINDOW_MAX else "reduce") for n, s in size.items())
+
+
+def test_pool_indices_are_torchs_positions_ties_nan_and_all_minus_inf_windows_included():
+    """A max pool's indices unrolled into a compare-and-select chain (with the values, one pointwise kernel
+    per pool): the first maximum in window order, NaN winning, a window of -inf pointing at its first
+    position inside the input, as torch's do."""
+    p, g, before, after = _programs("pool_max_indices")
+    assert [k.kind for k in after.kernels()].count("reduce") == 0
+    assert sum(1 for k in after.kernels() if k.out.dtype == "i64" or any(b.dtype == "i64" for b, _ in k.also)) == 3
+    inputs = p.make_inputs(0)
+    nan = [x.clone() for x in inputs]
+    for x in nan:
+        x.view(-1)[7] = float("nan")
+    ninf = [torch.full_like(x, -math.inf) for x in inputs]
+    for xs in (inputs, nan, ninf, [x.clamp(max=0.0) for x in inputs]):  # the last: ReLU of it is all ties
+        want = run(g, xs)
+        for a, b in zip(run_program(after, xs, g.weights), want, strict=True):
+            torch.testing.assert_close(a, b, atol=0, rtol=0, equal_nan=True)

@@ -79,24 +79,27 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
     p = CPrinter(STYLE, {}, indent="        ")
     p.fixed.update(fixed)
     decode([(v.name, v.extent) for v in outer], "akg_o", p)
-    row_values(p, [k.expr] + ([inside.expr] if inside else []), last.name)
+    row_values(p, [k.expr, *(e for _, e in k.also)] + ([inside.expr, *inside.also] if inside else []), last.name)
 
-    def sweep(expr: Expr, lo: str, hi: str, indent: str, to: str = "") -> list[str]:
+    def sweep(expr: Expr, lo: str, hi: str, indent: str, to: str = "", also: tuple[Expr, ...] = ()) -> list[str]:
         pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent=indent + "    ")
         pi.counter, pi.names = p.counter, dict(p.names)
         pi.fixed.update(fixed)
         pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
         val = pi(expr)
+        stores = [f"{indent}    {b.name}[akg_o * {n_in} + akg_c] = {STYLE.store(b.dtype, pi(e))};"
+                  for (b, _), e in zip(k.also, also)]
         return [f"{indent}#pragma omp simd", f"{indent}for (int64_t akg_c = {lo}; akg_c < {hi}; ++akg_c) {{",
                 *pi.lines, f"{indent}    {to or f'out[akg_o * {n_in} + akg_c]'} = {STYLE.store(k.out.dtype, val)};",
-                f"{indent}}}"]
+                *stores, f"{indent}}}"]
 
-    if inside is None and streamed(k, s):
+    everywhere = tuple(e for _, e in k.also)
+    if inside is None and streamed(k, s) and not k.also:
         row = blocks(n_in, f"out + akg_o * {n_in}",
                      lambda ind: sweep(k.expr, "akg_cb", "akg_ce", ind, to="akg_buf[akg_c - akg_cb]"), "        ")
         return [*pre, *parallel(s, [f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *row,
                                     "    }"])]
-    body = sweep(k.expr, "0", str(n_in), "        ")
+    body = sweep(k.expr, "0", str(n_in), "        ", also=everywhere)
     if inside is not None:  # edges (a whole row where its conditions fail) masked, the interior not
         ok = " && ".join(p(c) for c in inside.row_conditions) or "true"
         body = ["        const int64_t akg_lo = " + f"({ok}) ? {inside.lo} : {n_in};",
@@ -104,16 +107,16 @@ def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
                 "        for (int akg_part = 0; akg_part < 2; ++akg_part) {",
                 "            const int64_t akg_b = akg_part ? akg_hi : 0, akg_e = akg_part ? "
                 f"{n_in} : akg_lo;",
-                *sweep(k.expr, "akg_b", "akg_e", "            "), "        }",
-                *sweep(inside.expr, "akg_lo", "akg_hi", "        ")]
+                *sweep(k.expr, "akg_b", "akg_e", "            ", also=everywhere), "        }",
+                *sweep(inside.expr, "akg_lo", "akg_hi", "        ", also=inside.also)]
     return [*pre, omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
 
 
 def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     """Pointwise and reduce kernels: a parallel loop over the outputs, reductions as serial loops."""
     if k.kind == "pointwise" and len(k.coords) >= 2 and k.coords[-1].extent >= ROW_LOOP_MIN and \
-            math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k) and not k.also:
-        t = transposed_coord(k) if interior(k) is None else None
+            math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k):
+        t = transposed_coord(k) if interior(k) is None and not k.also else None
         return transposed_tiles(k, s, t) if t is not None else _rows_then_columns(k, s)
     p = CPrinter(STYLE, {}, indent="        ")
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")

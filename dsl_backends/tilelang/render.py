@@ -143,7 +143,8 @@ def reduction(k: Kernel, sched: Schedule) -> str:
                     "min": "T.min({a}[r], {p}[r])"}[r.op]
             loop += ["for r in PAR(BM):", f"    {a}[r] = " + comb.format(a=a, p=f"part{i}")]
             lines += [f"for c in T.serial({-(-red // br)}):"] + _nest(loop)
-        accs[id(r)] = f"{a}[r]"
+        # an arg reduction's index is held in fp32: integer again where the kernel computes with it
+        accs[id(r)] = f'T.Cast("int64", {a}[r])' if r.op in ("argmax", "argmin") else f"{a}[r]"
     body = list(rowb)
     p = Printer(Scope(env, accs).render, prefix="v")
     val = p(k.expr)

@@ -25,6 +25,7 @@ class Interior:
     hi: int
     row_conditions: tuple[Expr, ...]  # conditions on the row's coordinates alone: all true for `expr`
     expr: Expr  # the kernel's value with every mask condition true (no masked load left)
+    also: tuple[Expr, ...] = ()  # the kernel's other stored values (`Kernel.also`'s), likewise
 
 
 def _atoms(mask: Expr, out: list[Expr]) -> None:
@@ -79,6 +80,9 @@ class _Unmask(Rewrite):
             if isinstance(b, Const) and b.value is True:
                 return a
             return e if a is e.a and b is e.b else replace(e, a=a, b=b)
+        if isinstance(e, IOp):  # index arithmetic over values (a pool's position from its argmax chain)
+            a, b = self(e.a), self(e.b)
+            return e if a is e.a and b is e.b else replace(e, a=a, b=b)
         if isinstance(e, Load) and e.mask is not None:
             mask = self(e.mask)
             if isinstance(mask, Const) and mask.value is True:
@@ -100,9 +104,10 @@ def interior(k: Kernel) -> Interior | None:
     if not isinstance(n, int):
         return None
     atoms: list[Expr] = []
-    for e in walk(k.expr):
-        if isinstance(e, Load) and e.mask is not None:
-            _atoms(e.mask, atoms)
+    for root in (k.expr, *(e for _, e in k.also)):  # a pool's values and positions: masks apart, alike
+        for e in walk(root):
+            if isinstance(e, Load) and e.mask is not None:
+                _atoms(e.mask, atoms)
     if not atoms:
         return None
     memo: dict[int, frozenset[str]] = {}
@@ -129,8 +134,8 @@ def interior(k: Kernel) -> Interior | None:
             start = None
     if best[1] - best[0] <= 0:
         return None
-    expr = _Unmask({id(a) for a in atoms})(k.expr)
-    return Interior(best[0], best[1], tuple(rows.values()), expr)
+    unmask = _Unmask({id(a) for a in atoms})  # one rewrite: what the values share stays shared
+    return Interior(best[0], best[1], tuple(rows.values()), unmask(k.expr), tuple(unmask(e) for _, e in k.also))
 
 
 @dataclass(frozen=True)

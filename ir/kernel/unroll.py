@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from .build import iop
@@ -19,12 +20,14 @@ from .ir import Const, Expr, IOp, Kernel, KernelProgram, Load, Op, Reduce, Rewri
 WINDOW_MAX = 27  # positions (a 3x3x3 window); wider reductions keep a reduce template
 BODY_MAX = 400  # sub-expressions in body x positions: larger unrolls would bloat the kernel
 COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "mul"}
+PICK = {"argmax": "gt", "argmin": "lt"}  # an arg reduction's test of a position against the best so far
+FLOATS = ("f16", "bf16", "f32", "f64")
 
 
 def _small(r: Reduce) -> bool:
     n = math.prod(v.extent for v in r.axes)
     inner = [x for x in walk(r.body) if isinstance(x, (Reduce, Scan))]
-    return r.op in COMBINE and 1 <= n <= WINDOW_MAX and not inner and \
+    return (r.op in COMBINE or r.op in PICK) and 1 <= n <= WINDOW_MAX and not inner and \
         n * sum(1 for _ in walk(r.body)) <= BODY_MAX
 
 
@@ -54,7 +57,31 @@ def _cast(e: Expr, dtype: str) -> Expr:
     return e if e.dtype == dtype else Op("cast", (e,), (("dtype", dtype),), dtype)
 
 
+def _picked(r: Reduce) -> Expr:
+    """An arg reduction as a chain over the positions in order: a position replaces the best so far where it
+    is strictly better, or NaN where the best is not (torch: NaN is the extreme, the first among equals
+    wins). Each step's best and index are nodes the next step shares (printed once)."""
+    best: Expr | None = None
+    index: Expr = Const(0, r.dtype)
+    for k, pos in enumerate(itertools.product(*(range(v.extent) for v in r.axes))):
+        v = _Subst({a.name: p for a, p in zip(r.axes, pos)})(r.body)
+        if best is None:
+            best = v
+            continue
+        take: Expr = Op(PICK[r.op], (v, best), (), "bool")
+        if v.dtype in FLOATS:
+            # x != x: NaN's test in every DSL's rules (no isnan rule in C)
+            fresh_nan = Op("logical_and", (Op("ne", (v, v), (), "bool"), Op("eq", (best, best), (), "bool")), (),
+                           "bool")
+            take = Op("logical_or", (take, fresh_nan), (), "bool")
+        best = Op("where", (take, v, best), (), v.dtype)
+        index = Op("where", (take, Const(k, r.dtype), index), (), r.dtype)
+    return index
+
+
 def _unrolled(r: Reduce) -> Expr:
+    if r.op in PICK:
+        return _picked(r)
     terms = []
     for pos in itertools.product(*(range(v.extent) for v in r.axes)):
         terms.append(_cast(_Subst({v.name: p for v, p in zip(r.axes, pos)})(r.body), r.dtype))
@@ -71,17 +98,39 @@ class _Unroller(Rewrite):
         if isinstance(e, Op):
             args = tuple(self(a) for a in e.args)
             return e if all(a is b for a, b in zip(args, e.args)) else replace(e, args=args)
+        if isinstance(e, IOp):  # index arithmetic on a reduction's result (a pool's argmax as a position)
+            a, b = self(e.a), self(e.b)
+            if e.op in ("//", "%") and isinstance(b, Const):  # no vector division: each choice divided here
+                mapped = _on_choices(a, lambda x: iop(e.op, x, b))
+                if mapped is not None:
+                    return mapped
+            return e if a is e.a and b is e.b else iop(e.op, a, b)
         return e
+
+
+def _on_choices(e: Expr, f: Callable[[Expr], Expr]) -> Expr | None:
+    """`f` applied to each constant an unrolled arg reduction's chain of `where`s can yield (the chain with
+    `f`'s results in their places); None where `e` is not such a chain."""
+    if isinstance(e, Const):
+        return f(e)
+    if isinstance(e, Op) and e.op == "where" and isinstance(e.args[1], Const):
+        rest = _on_choices(e.args[2], f)
+        if rest is None:
+            return None
+        return Op("where", (e.args[0], f(e.args[1]), rest), (), rest.dtype)
+    return None
 
 
 def unroll_windows(k: Kernel) -> Kernel:
     """A reduce kernel whose every reduction is a small window, as a pointwise kernel; others as they are."""
     if k.kind != "reduce" or not all(_small(r) for r in k.reductions()):
         return k
-    expr = _Unroller()(k.expr)
-    if any(isinstance(x, (Reduce, Scan)) for x in walk(expr)):  # a reduction under a load's index
-        return k
-    return replace(k, kind="pointwise", expr=expr)
+    unroll = _Unroller()
+    expr = unroll(k.expr)
+    also = tuple((b, unroll(e)) for b, e in k.also)  # a pool's values beside its positions
+    if any(isinstance(x, (Reduce, Scan)) for root in (expr, *(e for _, e in also)) for x in walk(root)):
+        return k  # a reduction under a load's index
+    return replace(k, kind="pointwise", expr=expr, also=also)
 
 
 def unroll_program(prog: KernelProgram) -> KernelProgram:

@@ -21,7 +21,7 @@ LIBRARY_FAMILIES: dict[str, tuple[str, ...]] = {
     "norm": ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm"),
     "softmax": ("softmax", "log_softmax", "logsumexp"),
     "reduce": ("sum", "mean", "amax", "amin", "prod", "var", "std", "norm", "argmax", "argmin"),
-    "window": ("max_pool", "avg_pool"),
+    "window": ("max_pool", "max_pool_indices", "avg_pool"),
     "scan": ("cumsum", "cumprod"),
 }
 LIBRARY_MARK = "library"  # node meta key: this node is a library call
