@@ -241,7 +241,8 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strateg
         raise AkgError(f"--pure: the {backend.manifest.name} backend generates no kernel for {what} in "
                        f"{problem.path.name}; drop --pure to keep them as declared library calls")
     prog = expand_program(prog, backend.overrides)  # composites in primitives, once, for every renderer
-    prog = flatten_program(unroll_program(prog))  # small windows (pooling) as pointwise kernels; (H, W) as one axis
+    # small windows (pooling) as pointwise kernels; (H, W) as one axis
+    prog = flatten_program(unroll_program(prog, chains=not backend.manifest.capabilities.inlined_values))
     if backend.stores_siblings(target):  # a value another kernel computes on the way is stored by it (one read)
         prog = replace(prog, steps=merge_siblings(prog.steps))
     groups = {grp.id: grp for grp in plan.groups}

@@ -24,10 +24,10 @@ PICK = {"argmax": "gt", "argmin": "lt"}  # an arg reduction's test of a position
 FLOATS = ("f16", "bf16", "f32", "f64")
 
 
-def _small(r: Reduce) -> bool:
+def _small(r: Reduce, chains: bool = True) -> bool:
     n = math.prod(v.extent for v in r.axes)
     inner = [x for x in walk(r.body) if isinstance(x, (Reduce, Scan))]
-    return (r.op in COMBINE or r.op in PICK) and 1 <= n <= WINDOW_MAX and not inner and \
+    return (r.op in COMBINE or chains and r.op in PICK) and 1 <= n <= WINDOW_MAX and not inner and \
         n * sum(1 for _ in walk(r.body)) <= BODY_MAX
 
 
@@ -92,9 +92,13 @@ def _unrolled(r: Reduce) -> Expr:
 
 
 class _Unroller(Rewrite):
+    def __init__(self, chains: bool) -> None:
+        super().__init__()
+        self.chains = chains
+
     def _go(self, e: Expr) -> Expr:
         if isinstance(e, Reduce):
-            return _unrolled(e) if _small(e) else e
+            return _unrolled(e) if _small(e, self.chains) else e
         if isinstance(e, Op):
             args = tuple(self(a) for a in e.args)
             return e if all(a is b for a, b in zip(args, e.args)) else replace(e, args=args)
@@ -121,11 +125,13 @@ def _on_choices(e: Expr, f: Callable[[Expr], Expr]) -> Expr | None:
     return None
 
 
-def unroll_windows(k: Kernel) -> Kernel:
-    """A reduce kernel whose every reduction is a small window, as a pointwise kernel; others as they are."""
-    if k.kind != "reduce" or not all(_small(r) for r in k.reductions()):
+def unroll_windows(k: Kernel, chains: bool = True) -> Kernel:
+    """A reduce kernel whose every reduction is a small window, as a pointwise kernel; others as they are.
+    Without `chains` an arg reduction keeps its template (a backend whose names bind expressions would
+    build a chain's shared steps again at each use: `Capabilities.inlined_values`)."""
+    if k.kind != "reduce" or not all(_small(r, chains) for r in k.reductions()):
         return k
-    unroll = _Unroller()
+    unroll = _Unroller(chains)
     expr = unroll(k.expr)
     also = tuple((b, unroll(e)) for b, e in k.also)  # a pool's values beside its positions
     if any(isinstance(x, (Reduce, Scan)) for root in (expr, *(e for _, e in also)) for x in walk(root)):
@@ -133,5 +139,5 @@ def unroll_windows(k: Kernel) -> Kernel:
     return replace(k, kind="pointwise", expr=expr, also=also)
 
 
-def unroll_program(prog: KernelProgram) -> KernelProgram:
-    return replace(prog, steps=[unroll_windows(s) if isinstance(s, Kernel) else s for s in prog.steps])
+def unroll_program(prog: KernelProgram, chains: bool = True) -> KernelProgram:
+    return replace(prog, steps=[unroll_windows(s, chains) if isinstance(s, Kernel) else s for s in prog.steps])
