@@ -229,8 +229,6 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strateg
         convs = conv_kinds(kinds) if how.conv == "generated" or pure else \
             conv_kinds(kinds) & {"dwconv"} if how.conv == "depthwise" else set()
         generated = convs | ({"window", "scan"} & kinds)
-        if "window" in kinds and not backend.manifest.capabilities.inlined_values:
-            generated.add("window_positions")  # a max pool's argmax, an unrolled chain
         prog = lower(g, plan, frozenset(generated))
     except LoweringError as e:
         raise AkgError(f"cannot lower {problem.path.name}: {e}") from None

@@ -47,7 +47,7 @@ class Capabilities:
     gemm_b_k_major: bool = False
     dynamic: bool = False  # its kernels take run-time sizes (`ir.sym`) as arguments: --dynamic
     # its printer's names bind expressions, not values (TIR trees): a node read twice is built twice, so a
-    # compare-and-select chain (a max pool's positions, unrolled) grows exponentially: those stay torch's
+    # compare-and-select chain (a small arg reduction, unrolled) would grow exponentially: it keeps its template
     inlined_values: bool = False
 
 

@@ -24,7 +24,7 @@ def _programs(name):
     p = load_problem(problem_path(name))
     g = lift(p)
     run_passes(g, ["simplify", "decompose", "simplify", "fuse"])
-    before = expand_program(lower(g, generated=frozenset({"window", "window_positions", "scan"})))
+    before = expand_program(lower(g, generated=frozenset({"window", "scan"})))
     return p, g, before, unroll_program(before)
 
 

@@ -71,8 +71,8 @@ def generated_conv(groups: int, x_shape: tuple[int, ...], w_shape: tuple[int, ..
 def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
     """Whether `n` stays a torch call. `generated` names library ops the backend generates instead:
     "conv" (an ungrouped convolution or transposed convolution as an implicit GEMM), "dwconv" (a depthwise
-    one with a small window), "window" (max and average pooling), "window_positions" (a max pool's
-    argmax positions), "scan" (cumulative sums and products).
+    one with a small window), "window" (max and average pooling, a max pool's positions), "scan"
+    (cumulative sums and products).
     A node the `library` pass marked stays a torch call regardless."""
     if n.meta.get(LIBRARY_MARK) or n.attrs.get("channels_last"):  # channels last: oneDNN's layout
         return True
@@ -81,9 +81,7 @@ def needs_library(n: Node, generated: frozenset[str] = frozenset()) -> bool:
         return False
     if n.op == "conv_transpose" and "conv" in generated and n.attrs["groups"] == 1:  # a gathering implicit GEMM
         return False
-    if n.op in ("max_pool", "avg_pool") and "window" in generated:
-        return False
-    if n.op == "max_pool_indices" and "window_positions" in generated:
+    if n.op in ("max_pool", "max_pool_indices", "avg_pool") and "window" in generated:
         return False
     if n.op in SCAN_OPS and "scan" in generated:
         return False
