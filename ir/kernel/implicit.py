@@ -115,7 +115,7 @@ def pool(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
         valid = land(valid, land(iop(">=", p, ic(0)), iop("<", p, ic(x.shape[lead + i]))))
     body = lw.expr(x, list(c[:lead]) + pos, land(mask, valid), inline)
     if n.op == "max_pool_indices":
-        return _argmax_position(n, x.shape[lead:], c[lead:], offs, body, valid)
+        return _argmax_position(n, x.shape[lead:], c[lead:], offs, body, valid, stride, dil)
     if n.op == "max_pool":
         return Reduce("max", body if valid is None else where(valid, body, Const(-math.inf, n.dtype), n.dtype),
                       offs, n.dtype)
@@ -135,7 +135,7 @@ def pool(lw: Any, n: Node, c: Sequence[Expr], mask: Expr | None, inline: set[int
 
 
 def _argmax_position(n: Node, sizes: Sequence[int], c: Sequence[Expr], offs: Sequence[Var], body: Expr,
-                     valid: Expr | None) -> Expr:
+                     valid: Expr | None, stride: Sequence[int], dil: Sequence[int]) -> Expr:
     """Where a max pool's window has its maximum, as torch returns it: the flat position in the input's
     spatial plane (h * W + w). The first maximum in the window's order wins, as torch's scan keeps it (a tie
     elsewhere is as valid a subgradient: the verifier judges indices by the values they point at). A window
@@ -143,8 +143,6 @@ def _argmax_position(n: Node, sizes: Sequence[int], c: Sequence[Expr], offs: Seq
     axis to the window's first position inside the input, where torch starts its scan."""
     at = n.attrs
     ks = list(at["kernel"])
-    stride = list(at["stride"]) or ks
-    dil = list(at.get("dilation") or [1] * len(ks))
     masked = body if valid is None else where(valid, body, Const(-math.inf, body.dtype), body.dtype)
     k: Expr = Reduce("argmax", masked, tuple(offs), "i64")
     flat: Expr = ic(0)
