@@ -1,0 +1,29 @@
+"""RMSNorm written out (x * rsqrt(mean(x^2) + eps) * weight) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DTYPE = torch.bfloat16
+
+
+class Float32Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(8192))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class Model(Float32Model):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.to(DTYPE)
+
+
+def get_inputs():
+    return [t.to(DTYPE) if t.is_floating_point() else t for t in [torch.randn(16384, 8192)]]
+
+
+def get_init_inputs():
+    return []

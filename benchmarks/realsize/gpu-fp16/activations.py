@@ -1,0 +1,28 @@
+"""A chain of transcendental activations (GELU, SiLU, sigmoid, tanh) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DTYPE = torch.float16
+
+
+class Float32Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.tanh(torch.sigmoid(F.silu(F.gelu(x))) * 3.0)
+
+
+class Model(Float32Model):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.to(DTYPE)
+
+
+def get_inputs():
+    return [t.to(DTYPE) if t.is_floating_point() else t for t in [torch.randn(16384, 16384)]]
+
+
+def get_init_inputs():
+    return []

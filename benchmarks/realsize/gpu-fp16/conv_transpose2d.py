@@ -1,0 +1,29 @@
+"""Transposed 2-D convolution, stride 2 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DTYPE = torch.float16
+
+
+class Float32Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(128, 64, 4, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Model(Float32Model):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.to(DTYPE)
+
+
+def get_inputs():
+    return [t.to(DTYPE) if t.is_floating_point() else t for t in [torch.randn(96, 128, 64, 64)]]
+
+
+def get_init_inputs():
+    return []
