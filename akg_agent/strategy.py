@@ -101,8 +101,28 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None
     if target.kind != "gpu" or target.vendor != "nvidia":
         return ""
     convs = [n for n in convs if n.type.dtype in ("f16", "bf16")]
+    # one convolution between channels-first input and output pays both transpositions itself: the
+    # real-size set's single 16-bit convolutions ran 0.59-0.80x eager channels-last on the H200 (docs/
+    # measured.md, 2026-12-01); unless its output is read channels-last anyway (ViT's patches, transposed
+    # to tokens)
+    if len(convs) == 1 and g is not None and not _read_channels_last(g, convs[0]):
+        return ""
     return f"{len(convs)} cuDNN convolution(s) over channels-last operands (its tensor-core kernels read NHWC)" \
         if convs else ""
+
+
+def _read_channels_last(g: Graph, conv: Node) -> bool:
+    """Whether `conv`'s output reaches a permutation moving its channel axis last, through reshapes that
+    keep the leading batch and channel axes (a ViT's patch embedding: flatten, then transpose to tokens)."""
+    users, seen = g.users(), [conv]
+    while seen:
+        n = seen.pop()
+        for u in users.get(n, []):
+            if u.op == "reshape" and list(u.type.shape[:2]) == list(conv.type.shape[:2]):
+                seen.append(u)
+            elif u.op == "permute" and u.attrs["dims"][-1] == 1:
+                return True
+    return False
 
 
 def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, g: Graph | None = None

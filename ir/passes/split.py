@@ -6,10 +6,10 @@ tiny.
 
 Exact in real arithmetic: sums, means (equal chunks), maxima, minima, products and p-norms (p != 0)
 compose over chunks; a variance is the chunks' mean population variance plus the population
-variance of their means (Chan's parallel formula for equal chunks), then the correction. Only
-fp32/fp64 values are split (a partial stored in bf16 would lose what the accumulator kept), except a
-reduction over leading axes into few columns (`_split_leading`: a bias's gradient), whose 16-bit sums
-take fp32 partials. The
+variance of their means (Chan's parallel formula for equal chunks), then the correction. A 16-bit
+value is cast to fp32 first and the result rounded once (a partial stored in bf16 would lose what the
+accumulator kept; torch accumulates in fp32 and rounds once); so is a reduction over leading axes into
+few columns (`_split_leading`: a bias's gradient). The
 reductions it writes carry `meta["split"]`, so row fusion does not merge them back into one kernel
 per row.
 
@@ -70,17 +70,20 @@ def _split(units: int, min_length: int, chunk_bytes: int):
         red, x = r.root, b["x"]
         if red.meta.get("split") or red.meta.get(LIBRARY_MARK) or red.attrs.get("ord") == 0:
             return None
-        if x.type.dtype not in ("f32", "f64"):
-            return _split_leading(r, red, x, units, min_length)
+        wide = x.type.dtype in ("f16", "bf16")
         k = _trailing(red)
-        if k is None:
+        if k is None or x.type.dtype not in ("f32", "f64") and not wide:
             return _split_leading(r, red, x, units, min_length)
         lead = list(x.type.shape[:x.type.rank - k])
         length = math.prod(x.type.shape[x.type.rank - k:])
-        itemsize = 8 if x.type.dtype == "f64" else 4
+        itemsize = {"f64": 8, "f32": 4}.get(x.type.dtype, 2)
         s = chunks(math.prod(lead), length, units, min_length, chunk_bytes // itemsize)
         if s == 1:
             return None
+        if wide:  # torch accumulates 16-bit reductions in fp32 and rounds once: the partials stay fp32
+            if ("cast", id(x)) not in memo:
+                memo[("cast", id(x))] = r.op("cast", [x], dtype=torch.float32)
+            x = memo[("cast", id(x))]
 
         def stage(op: str, v: Node, **attrs: object) -> Node:
             key = (op, id(v), s, tuple(sorted(attrs.items())))
@@ -104,6 +107,8 @@ def _split(units: int, min_length: int, chunk_bytes: int):
         else:
             extra = {"ord": red.attrs["ord"]} if red.op == "norm" else {}
             out = stage(red.op, stage(red.op, x, **extra), **extra)
+        if wide:
+            out = r.op("cast", [out], dtype=red.type.torch_dtype)
         return out if list(out.type.shape) == list(red.type.shape) else \
             r.op("reshape", [out], shape=list(red.type.shape))
     return rewrite
