@@ -54,25 +54,44 @@ def has_long_recurrence(g: Graph) -> bool:
     return any(n.op == "recurrence" and step_kernels(n) > RECURRENCE_STEPS for n in g.nodes)
 
 
-def generated_gemm_efficiency(backend: Backend, target: HardwareModel) -> float | None:
+def generated_gemm_efficiency(backend: Backend, target: HardwareModel, dtype: str = "") -> float | None:
     """The backend's GEMM as a fraction of the target's compute peak: measured on this host by `akg hw
-    calibrate` (library.generated_gemm_<dsl>) where it was, else the manifest's figure."""
+    calibrate` (library.generated_gemm_<dsl>) where it was, else the manifest's figure for the operands'
+    dtype (`gpu_bf16`), else for the target's kind (`gpu`)."""
     measured = target.fig("library", f"generated_gemm_{backend.manifest.name}")
-    return measured.value if measured is not None else backend.manifest.gemm_efficiency.get(target.kind)
+    if measured is not None:
+        return measured.value
+    figures = backend.manifest.gemm_efficiency
+    return figures.get(f"{target.kind}_{dtype}", figures.get(target.kind))
 
 
 def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
     """Where the target and the backend both state their GEMMs' efficiency: the cost model's reason to
     leave the program's GEMMs to the library ("" where generating them is estimated no slower)."""
-    eff = generated_gemm_efficiency(backend, target)
     # an attention's GEMMs are one generated kernel with its softmax (the scores never stored), not GEMMs
-    choices = [c for grp in plan.groups if eff and not grp.flash and (c := gemm_library_choice(grp, target, eff))
-               is not None]
+    choices = [c for grp in plan.groups if grp.anchor is not None and not grp.flash and
+               (eff := generated_gemm_efficiency(backend, target, grp.anchor.type.dtype)) and
+               (c := gemm_library_choice(grp, target, eff)) is not None]
     gen, lib = sum(c.generated_s for c in choices), sum(c.library_s for c in choices)
     if not choices or lib >= gen:
         return ""
     return (f"the cost model's: {len(choices)} GEMM group{'s' if len(choices) > 1 else ''} estimated "
             f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
+
+
+def model_attention_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
+    """Why a 16-bit attention the plan runs as one generated kernel should be the library's call ("" where
+    not): where the backend states its 16-bit GEMMs below the library's, its attention template (the same
+    tensor-core products) stands no better against torch's flash kernels (bf16 attentions of the real-size
+    set: 0.54-0.67x eager generated on the H200, docs/measured.md 2026-12-01)."""
+    for grp in plan.groups:
+        dtype = grp.outputs[0].type.dtype if grp.flash and grp.outputs else ""
+        lib = target.fig("library", f"gemm_{dtype}") if dtype in ("f16", "bf16") else None
+        eff = generated_gemm_efficiency(backend, target, dtype) if lib is not None else None
+        if lib is not None and eff is not None and eff < lib.value:
+            return f"a {dtype} attention left to torch's flash kernels (the backend's {dtype} products at " \
+                f"{eff:.2f} of the tensor-core peak, the library's {lib.value:.2f})"
+    return ""
 
 
 def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None = None) -> str:
@@ -133,11 +152,15 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
     an attention the default plan runs as one kernel stays one library call (marking its GEMMs alone would
     split it into two library GEMMs around a stored score tensor); so does one where the backend has no
     attention template. `g`: the graph, whose outputs tell a training graph's saved activations and whose
-    meta the op families the program had."""
+    meta the op families the program had. A 16-bit attention alone goes to the library where the backend's
+    16-bit products stand below it (`model_attention_library`)."""
     last = model_channels_last(plan, target, g)
     conv = "channels-last" if last else "library"
     why = model_gemm_library(plan, backend, target)
     if not why:
+        attn = model_attention_library(plan, backend, target)
+        if attn:
+            return Strategy(conv=conv, library=("attention",)), attn + (f"; {last}" if last else "")
         return Strategy(conv=conv), last
     why += f"; {last}" if last else ""
     if any(grp.flash for grp in plan.groups):

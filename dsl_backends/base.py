@@ -349,7 +349,8 @@ def get_backend(name: str) -> Backend:
 
 
 def gpu_tiling(s: Schedule, warps: int) -> Tiling:
-    """A GPU GEMM schedule's tile (BM, BN, BK) over `warps` warps, its stages and split precision."""
+    """A GPU GEMM schedule's tile (BM, BN, BK) over `warps` warps, its stages, split precision and grouped
+    launch order (GROUP_M)."""
     prec = s.get("input_precision", "")
     return Tiling(block=(s["BM"], s["BN"], s["BK"]), num_warps=max(1, int(warps)), num_stages=s.get("num_stages", 1),
-                  precision=prec if prec in SPLIT_PRODUCTS else "")
+                  precision=prec if prec in SPLIT_PRODUCTS else "", group_m=int(s.get("GROUP_M", 1)))

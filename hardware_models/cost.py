@@ -34,6 +34,7 @@ class Tiling:
     num_stages: int = 3
     vector_width: int = 4
     precision: str = ""  # a split-precision contraction ("tf32x3"); "" is the numerics policy's
+    group_m: int = 1  # rows of tiles the launch order runs together (Triton's GROUP_M): their panels shared in L2
 
     def describe(self) -> str:
         extra = f" {self.precision}" if self.precision else ""
@@ -174,15 +175,20 @@ def estimate_group(group: Group, target: HardwareModel, schedule: Tiling | None 
         # each tile streams an A panel and a B panel through L2 (for a convolution A is the input
         # itself, never an im2col copy). Tiles run along N first, so an A panel is reused while it
         # is hot; B is re-read by every row of tiles and comes from DRAM again where it misses L2.
+        # A launch order that runs `group_m` rows of tiles together (Triton's GROUP_M) shares each B
+        # panel between them: B is re-read once per group, while the group's A panels stay in L2
+        # (the model without it put an 8192^3 bf16 GEMM at DRAM bound, and its tie-breaks then chose
+        # a tile measured at half the speed of the best: docs/measured.md, 2026-12-01).
         a_bytes = m * k * item if anchor.op in ("matmul", "linear") else x.type.nbytes
         b_bytes = w.type.nbytes if anchor.op != "matmul" else k * n * item
         row_tiles, col_tiles = math.ceil(m / bm), math.ceil(n / bn)
         l2 = max(l2, float(a_bytes * col_tiles + b_bytes * row_tiles))
         half_l2 = target.chip("l2_bytes") / 2
-        a_panel = a_bytes / row_tiles
+        group = max(1, min(sched.group_m, row_tiles))
+        a_panel = a_bytes / row_tiles * group
         miss_a = max(0.0, 1 - half_l2 / a_panel) if a_panel else 0.0
         miss_b = max(0.0, 1 - half_l2 / b_bytes) if b_bytes else 0.0
-        dram += a_bytes * (col_tiles - 1) * miss_a + b_bytes * (row_tiles - 1) * miss_b
+        dram += a_bytes * (col_tiles - 1) * miss_a + b_bytes * (math.ceil(row_tiles / group) - 1) * miss_b
         local_bytes = sched.num_stages * (bm + bn) * bk * item
         regs = min(255, 32 + (bm * bn) // max(threads, 1))
         # shared-memory roofline inside a unit: small tiles cannot feed the tensor cores

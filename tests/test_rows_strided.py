@@ -55,3 +55,38 @@ def test_a_norm_over_channels_is_split_on_the_cpu_and_verifies(tmp_path):
     # the same norm over the last axis stays one row kernel; Triton fuses the strided one
     assert [k.kind for k in build(_problem(tmp_path, -1), "cpp", "cpu", tuned=False).program.kernels()] == ["rownorm"]
     assert [k.kind for k in build(p, "triton", "h100", tuned=False).program.kernels()] == ["rownorm"]
+
+
+COLUMNS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(1), x.amax(1), x.amin(1)
+
+
+def get_inputs():
+    return [torch.randn(160, 200, 24).to(torch.{dtype})]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_strided_reduction_keeps_a_tile_accumulator_in_triton(tmp_path):
+    """A column sum folded across its tile every step put a cross-warp reduction in each iteration (a bf16
+    sum over dim 0 of [1024]^3 on the H200: 744 us against 542 with a tile accumulator folded once, torch's
+    515): the sweep accumulates [BM, BR] and folds after it, and keeps each reduction's value (200 strided
+    rows in chunks, a masked tail)."""
+    from .helpers import assert_source_verifies
+
+    for dtype in ("float32", "bfloat16"):
+        p = tmp_path / f"columns_{dtype}.py"
+        p.write_text(COLUMNS.replace("{dtype}", dtype))
+        src = render(build(p, "triton", "h100", tuned=False))
+        assert src.count("tl.full([BM, BR]") == 3 and "tl.sum(acc0, axis=1, keep_dims=True)" in src
+        assert "tl.max(acc0, axis=1, keep_dims=True)" in src and "tl.min(acc0, axis=1, keep_dims=True)" in src
+        assert_source_verifies(p, src, tmp_path)

@@ -34,7 +34,8 @@ def get_init_inputs():
 
 # A 16-bit variant: the fp32 program's class under another name, cast once built; its inputs cast
 # where floating (indices stay integers). Programs already in bf16 follow the variant's dtype.
-CAST_TEMPLATE = '''"""{doc} ({sizing}-sized, cast to {dtype}; written by benchmarks/realsize/make.py from programs.py)."""
+CAST_TEMPLATE = '''"""{doc} ({sizing}-sized, cast to {dtype}; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

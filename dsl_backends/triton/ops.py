@@ -165,6 +165,14 @@ class Ctx:
             return "(" + self.mask_for(free_vars(e.body, self.fv) | {v.name for v in e.axes}) + ")"
         return "(" + " & ".join(m for _, m in self.masks) + ")"
 
+    def lanes(self, e: Reduce, p: Printer) -> str:
+        """A sum's, maximum's or minimum's operand tile with the lanes it does not fold set to its identity:
+        what a tile accumulator takes each step (`reduction`'s strided sweep), folded across once at the end."""
+        body = p(e.body)
+        if comp(e.body.dtype) in FLOATS and e.body.dtype != comp(e.body.dtype):
+            body = f"{body}.to(tl.float32)"
+        return f"tl.where({self.reduce_mask(e)}, {body}, {FOLD_IDENTITY[e.op]})"
+
     def reduce(self, e: Reduce, p: Printer) -> str:
         m = self.reduce_mask(e)
         body = p(e.body)
@@ -178,6 +186,10 @@ class Ctx:
         f = {"max": "tl.max", "min": "tl.min", "argmax": "tl.argmax", "argmin": "tl.argmin"}[e.op]
         out = f"{f}(tl.where({m}, {body}, {fill[e.op]}), axis=1, keep_dims=True)"
         return f"({out}).to(tl.int64)" if e.op.startswith("arg") else out
+
+
+FOLD_IDENTITY = {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}
+FOLD = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
 
 
 def store_value(val: str, dtype: str, shape: str) -> str:

@@ -10,9 +10,9 @@ from ir.kernel.analysis import online_pairs, split_gemm
 from ir.kernel.ir import Kernel, Reduce
 from ir.kernel.schedule import Schedule
 
-from ..exprs import Printer, bind_row_axes, fold_grid, pow2, py_decode, row_coords, row_reduction
+from ..exprs import Printer, bind_row_axes, fold_grid, pow2, py_decode, row_coords, row_reduction, strided_reduction
 from . import tma
-from .ops import MAX_SINGLE_PASS, TL, Ctx, signature, store_value
+from .ops import FOLD, MAX_SINGLE_PASS, TL, Ctx, signature, store_value
 
 
 def pointwise(k: Kernel, sched: Schedule) -> str:
@@ -62,10 +62,14 @@ def reduction(k: Kernel, sched: Schedule) -> str:
         # independent reductions share one sweep (the row read once); nested ones (a variance around
         # its mean) sweep once per level, inner first, so an outer one reads the inner's total
         sweeps = [reds] if not rr.nested else [[r] for r in reds]
+        # a reduction along a strided axis (a column sum) keeps a [BM, BR] accumulator and folds it across
+        # once after the sweep: folding every step put a cross-warp reduction in each iteration (a bf16
+        # sum over dim 0 of [1024]^3 on the H200: 744 us against 542, torch's 515)
+        tiled = not rr.nested and strided_reduction(k) and all(r.op in FOLD for r in reds)
         for n_sweep, sweep in enumerate(sweeps):
             for r in sweep:
                 i = reds.index(r)
-                body.append(f"acc{i} = tl.full([BM, 1], {init[r.op]}, tl.float32)")
+                body.append(f"acc{i} = tl.full([BM, {'BR' if tiled else 1}], {init[r.op]}, tl.float32)")
             body.append(f"for start in range(0, {red}, BR):")
             inner: list[str] = []
             bind_red(inner, "start + tl.arange(0, BR)[None, :]")
@@ -73,9 +77,13 @@ def reduction(k: Kernel, sched: Schedule) -> str:
             p = Printer(ctx.render, prefix=f"u{n_sweep}_" if rr.nested else "u")
             for r in sweep:
                 i = reds.index(r)
-                p.lines.append(f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=p(r)))
+                part = ctx.lanes(r, p) if tiled else p(r)
+                p.lines.append(f"acc{i} = " + comb[r.op].format(a=f"acc{i}", p=part))
             inner += p.lines
             body += ["    " + ln for ln in inner]
+            if tiled:
+                body += [f"acc{i} = {FOLD[r.op]}(acc{i}, axis=1, keep_dims=True)" for r in sweep
+                         for i in [reds.index(r)]]
             accs.update({id(r): f"acc{reds.index(r)}" for r in sweep})
         ctx2 = Ctx(env, [(row_vars, "rmask")], accs)
         p2 = Printer(ctx2.render, prefix="v")

@@ -1,4 +1,5 @@
-"""1-D convolution (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""1-D convolution (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

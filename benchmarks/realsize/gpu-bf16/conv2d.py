@@ -1,4 +1,5 @@
-"""2-D convolution, 3x3 (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""2-D convolution, 3x3 (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
-"""Depthwise 3x3 conv, BatchNorm, ReLU, pointwise 1x1 conv, BatchNorm, ReLU (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Depthwise 3x3 conv, BatchNorm, ReLU, pointwise 1x1 conv, BatchNorm, ReLU (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

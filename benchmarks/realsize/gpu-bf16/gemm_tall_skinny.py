@@ -1,4 +1,5 @@
-"""Tall-skinny fp32 GEMM (many rows, short K) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Tall-skinny fp32 GEMM (many rows, short K) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

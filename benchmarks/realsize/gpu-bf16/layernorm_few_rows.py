@@ -1,4 +1,5 @@
-"""Layer norm over each sample's (C, H, W): few rows, each millions long (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Layer norm over each sample's (C, H, W): few rows, each millions long (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

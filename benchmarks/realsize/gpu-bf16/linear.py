@@ -1,4 +1,5 @@
-"""nn.Linear with bias (inference) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""nn.Linear with bias (inference) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

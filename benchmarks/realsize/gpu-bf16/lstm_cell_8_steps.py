@@ -1,4 +1,5 @@
-"""An LSTM cell unrolled over 8 steps (one GEMM per step plus gates) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from programs.py)."""
+"""An LSTM cell unrolled over 8 steps (one GEMM per step plus gates) (gpu-sized, cast to bfloat16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

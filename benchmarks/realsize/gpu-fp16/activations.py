@@ -1,4 +1,5 @@
-"""A chain of transcendental activations (GELU, SiLU, sigmoid, tanh) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""A chain of transcendental activations (GELU, SiLU, sigmoid, tanh) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

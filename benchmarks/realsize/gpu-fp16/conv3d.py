@@ -1,4 +1,5 @@
-"""3-D convolution, 3x3x3 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""3-D convolution, 3x3x3 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

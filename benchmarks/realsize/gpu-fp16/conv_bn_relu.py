@@ -1,4 +1,5 @@
-"""Conv2d, BatchNorm (eval), ReLU (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Conv2d, BatchNorm (eval), ReLU (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
-"""Transposed 2-D convolution, stride 2 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Transposed 2-D convolution, stride 2 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

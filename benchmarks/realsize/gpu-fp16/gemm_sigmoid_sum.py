@@ -1,4 +1,5 @@
-"""Linear, sigmoid, scale, sum over features (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Linear, sigmoid, scale, sum over features (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
-"""Square fp32 GEMM (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Square fp32 GEMM (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

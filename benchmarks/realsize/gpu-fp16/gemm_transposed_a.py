@@ -1,4 +1,5 @@
-"""fp32 GEMM with the first operand transposed (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""fp32 GEMM with the first operand transposed (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

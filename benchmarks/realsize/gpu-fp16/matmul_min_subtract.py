@@ -1,4 +1,5 @@
-"""Linear, min with a constant, subtract a constant, ReLU (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Linear, min with a constant, subtract a constant, ReLU (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

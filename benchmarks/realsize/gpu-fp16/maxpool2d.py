@@ -1,4 +1,5 @@
-"""Max pooling 3x3, stride 2 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Max pooling 3x3, stride 2 (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

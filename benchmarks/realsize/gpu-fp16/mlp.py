@@ -1,4 +1,5 @@
-"""A 3-layer MLP (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""A 3-layer MLP (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

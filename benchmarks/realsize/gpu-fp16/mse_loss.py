@@ -1,4 +1,5 @@
-"""Mean squared error of two tensors: a reduction to one value (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Mean squared error of two tensors: a reduction to one value (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

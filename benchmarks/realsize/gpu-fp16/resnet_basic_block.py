@@ -1,4 +1,5 @@
-"""A ResNet basic block (conv-bn-relu, conv-bn, identity, relu) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""A ResNet basic block (conv-bn-relu, conv-bn, identity, relu) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

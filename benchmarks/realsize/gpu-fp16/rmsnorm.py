@@ -1,4 +1,5 @@
-"""RMSNorm written out (x * rsqrt(mean(x^2) + eps) * weight) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""RMSNorm written out (x * rsqrt(mean(x^2) + eps) * weight) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

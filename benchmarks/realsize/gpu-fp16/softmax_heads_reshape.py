@@ -1,4 +1,5 @@
-"""Softmax over each head's slice of a row, scaled per column, returned in the input's shape (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Softmax over each head's slice of a row, scaled per column, returned in the input's shape (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
-"""A pre-norm transformer encoder block (attention, LayerNorm, MLP, residuals) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""A pre-norm transformer encoder block (attention, LayerNorm, MLP, residuals) (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

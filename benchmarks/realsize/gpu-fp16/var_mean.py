@@ -1,4 +1,5 @@
-"""Variance and mean over the last dimension (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from programs.py)."""
+"""Variance and mean over the last dimension (gpu-sized, cast to float16; written by benchmarks/realsize/make.py from
+programs.py)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
