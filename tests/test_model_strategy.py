@@ -154,18 +154,22 @@ def test_triton_16_bit_gemms_and_attentions_go_to_the_library_where_it_is_estima
     """Triton's 16-bit GEMM template at 0.51-0.68 of the tensor-core peak on the H200 (cold L2), cuBLAS's at
     0.75 (the real-size set cast to bf16: plain GEMMs 0.77-0.95x eager, attentions 0.54-0.67x, generated):
     its manifest states the 16-bit figure (`gpu_bf16`, `gpu_f16`), so an untuned compute-bound 16-bit GEMM
-    is cuBLAS's, a launch-bound one stays generated, and a 16-bit attention alone is torch's flash call."""
+    is cuBLAS's, a launch-bound one stays generated, and so is a 16-bit attention by the same estimate."""
     big = build(_problem(tmp_path, 4096, 4096, 4096, dtype), "triton", "h200")
     assert big.strategy == Strategy(library=("gemm",)) and "the cost model's" in big.strategy_why
     assert build(_problem(tmp_path, 2, 64, 64, dtype), "triton", "h200").strategy == Strategy()
     attention = tmp_path / f"attention_{dtype}.py"
     attention.write_text(ATTENTION_BLOCK.format(tail="a").replace(
-        "torch.randn(2, 4, 128, 64)", f"torch.randn(2, 4, 128, 64, dtype=torch.{dtype})"))
+        "torch.randn(2, 4, 128, 64)", f"torch.randn(16, 16, 1024, 64, dtype=torch.{dtype})"))
     t = build(attention, "triton", "h200")
     assert t.strategy == Strategy(library=("attention",)) and "flash kernels" in t.strategy_why
     assert not t.program.kernels() and len(t.program.library_calls()) == 1
+    # a 2-layer model's attention (512 tokens) is launch-bound: the library's dispatch costs more
+    small = attention.with_name("small.py")
+    small.write_text(attention.read_text().replace("16, 16, 1024, 64", "8, 12, 512, 64"))
+    assert build(small, "triton", "h200").strategy == Strategy()
     fp32 = attention.with_name("attention_fp32.py")
-    fp32.write_text(ATTENTION_BLOCK.format(tail="a"))
+    fp32.write_text(ATTENTION_BLOCK.format(tail="a").replace("2, 4, 128, 64", "16, 16, 1024, 64"))
     assert build(fp32, "triton", "h200").strategy == Strategy()  # its fp32 template beats torch's
 
 
