@@ -98,6 +98,18 @@ def _akg_const(data, dtype, shape):
 def _akg_guard(args):
     """Each input against the envelope this module was built and verified for: never an out-of-bounds
     read or a reinterpreted dtype, a one-line error instead. Returns the run-time sizes (--dynamic)."""
+    # fixed sizes, tensors only: few attribute reads first (the full check below names what differs); on a
+    # CPU host after a cache flush the full check cost ~70 us a call, this ~30
+    if _AKG_FAST is not None:
+        try:  # a non-tensor takes the full check too
+            for a, (shape, dtype) in zip(args, _AKG_FAST):
+                if a.shape != shape or a.dtype is not dtype or not (
+                        _AKG_ON_CUDA and a.is_cuda or _AKG_ON_CPU and a.is_cpu):
+                    break
+            else:
+                return {}
+        except AttributeError:
+            pass
     sizes = {}
     for i, (a, (name, shape, dtype, value)) in enumerate(zip(args, _AKG_ENVELOPE)):
         if shape is None:  # a Python number, baked into the kernels when the module was translated
@@ -262,6 +274,12 @@ def _library_math(step: LibraryCall, a: list[str]) -> str | None:
     """torch's call for an op a library strategy leaves to it: the table, reductions over resolved dims,
     attention; the same meaning as the interpreter's (a test checks each)."""
     at, op = step.attrs, step.op
+    if op == "matmul":  # torch.matmul's own dispatch (expands, reshapes, then bmm) costs a call of this size
+        ranks = [len(x.shape) for x in step.args[:2]]  # type: ignore[union-attr]
+        if ranks == [2, 2]:
+            return f"torch.mm({a[0]}, {a[1]})"
+        if ranks == [3, 3] and step.args[0].shape[0] == step.args[1].shape[0]:  # type: ignore[union-attr]
+            return f"torch.bmm({a[0]}, {a[1]})"
     if op in TORCH_CALLS:
         return TORCH_CALLS[op](a, at)
     if op in (*REDUCTIONS, "prod", "var", "std", "norm"):
@@ -434,6 +452,9 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
               f"    ({name!r}, None, None, {value!r})," for name, b, value in env]
     lines += ["]", f"_AKG_DEVICES = {tuple(devices)!r}",
               f"_AKG_DYNAMIC = {({k: v['traced'] for k, v in dynamic.items()})!r}",
+              "_AKG_FAST = None if _AKG_DYNAMIC or any(s is None for _, s, _, _ in _AKG_ENVELOPE) else \\",
+              "    [(s, d) for _, s, d, _ in _AKG_ENVELOPE]",
+              "_AKG_ON_CUDA, _AKG_ON_CPU = 'cuda' in _AKG_DEVICES, 'cpu' in _AKG_DEVICES",
               "# run-time sizes (--dynamic): per size, its largest (traced) value and where it appears among",
               "# forward's inputs as (argument, dimension); the verifier checks the module at sizes inside",
               f"AKG_DYNAMIC = {dynamic!r}"]

@@ -153,7 +153,7 @@ mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 m = mod.ModelNew()
 x = torch.randn(16, 32)
-bad = {"rank": x[None], "size": torch.randn(8, 32), "dtype": x.double(), "device": x.to("meta")}
+bad = {"rank": x[None], "size": torch.randn(8, 32), "dtype": x.double(), "device": x.to("meta"), "number": 3.0}
 for what, a in bad.items():
     try:
         m(a)
@@ -165,8 +165,9 @@ for what, a in bad.items():
 
 @pytest.mark.parametrize("dsl", sorted(RENDERED))
 def test_written_modules_reject_inputs_outside_their_envelope(dsl, tmp_path):
-    """A wrong rank, size, dtype or device is a one-line error naming the input, what the module was
-    built for and what came (checked before any kernel runs, so the compile-only CUDA-C module too)."""
+    """A wrong rank, size, dtype or device, or a number for a tensor, is a one-line error naming the input,
+    what the module was built for and what came (checked before any kernel runs, so the compile-only
+    CUDA-C module too)."""
     import subprocess
     import sys
 
@@ -182,7 +183,9 @@ def test_written_modules_reject_inputs_outside_their_envelope(dsl, tmp_path):
     r = subprocess.run([sys.executable, str(drv), str(out)], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, TRITON_INTERPRET="1"))
     lines = dict(ln.split(" ", 1) for ln in r.stdout.splitlines())
-    assert set(lines) == {"rank", "size", "dtype", "device"}, r.stdout + r.stderr
+    assert set(lines) == {"rank", "size", "dtype", "device", "number"}, r.stdout + r.stderr
+    # the guard's quick path reads tensor attributes: a number falls through to the full check's message
+    assert lines.pop("number") == "ModelNew input 'x' (argument 1): expected a tensor, got float"
     for what, msg in lines.items():
         assert msg.startswith("ModelNew input 'x' (argument 1): expected float32 [16, 32]"), (what, msg)
         assert "translate again" in msg
