@@ -72,8 +72,10 @@ def _reduce_default(k: Kernel, target: HardwareModel) -> Schedule:
     red = _red_extent(k)
     if _strided(k):
         # the reduced axis is not the contiguous one (a sum over a middle axis): tall tiles of
-        # neighbouring outputs, read along their contiguous axis, sweeping the reduction in chunks
-        return Schedule(BM=min(64, pow2(k.out.numel)), BR=min(64, pow2(red)), num_warps=4)
+        # neighbouring outputs, read along their contiguous axis, sweeping the reduction in chunks.
+        # 128 x 64 over 8 warps read a bf16 [1024]^3 column sum at torch's pace on the H200 with the
+        # loads' masks (516 us, torch 504); 64 x 64 over 4 lost 16% to them (docs/measured.md, 2026-12-01)
+        return Schedule(BM=min(128, pow2(k.out.numel)), BR=min(64, pow2(red)), num_warps=8)
     # at least 16 lanes along the reduction on the GPU: first added when a 2-wide stacked sum was
     # wrong on the H100; the cause was negative // and % operands (fixed in ops.Ctx, triton#7749),
     # and the floor stays until a GPU run shows dropping it changes nothing
