@@ -233,6 +233,8 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
                 "[False, True, False])[1]")
     if step.op == "concat":  # many pieces (a recurrence's outputs): one copy each, by torch
         return f"torch.cat([{', '.join(a)}], {at['dim']})"
+    if step.op == "opaque" and embedding_grad(step):  # its fresh gradient on 2 MiB pages (`EMBEDDING_GRAD`)
+        return f"_akg_embedding_grad({a[0]}, {a[1]}, {at['args'][2]})"
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it
         args = ", ".join(_opaque_arg(v, a) for v in at["args"])
         kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])
@@ -330,7 +332,8 @@ def declared_calls(prog: KernelProgram) -> list[str]:
     for s in prog.library_calls():
         if s.op == "opaque":  # the op and the ATen ops it was recorded to run as
             op = ".".join(s.attrs["target"].split(".")[:2])
-            out += [d for d in (op, *s.attrs.get("dispatch", ())) if d not in out]
+            extra = ("aten.zero_", "aten.index_put_") if embedding_grad(s) else ()  # `_akg_embedding_grad`'s
+            out += [d for d in (op, *s.attrs.get("dispatch", ()), *extra) if d not in out]
         for d in LIBRARY_DECLARATIONS.get(s.op, []):
             if d not in out:
                 out.append(d)
@@ -374,6 +377,31 @@ def _akg_empty(shape, dtype, device, nbytes):
     _AKG_MADVISE(raw.data_ptr() + off, (nbytes + _AKG_HUGE - off) // _AKG_HUGE * _AKG_HUGE, 14)  # inside raw
     return raw[off:off + nbytes].view(dtype).view(shape)
 '''
+
+
+EMBEDDING_GRAD = '''
+
+def _akg_embedding_grad(grad, indices, rows):
+    """torch's embedding_dense_backward (no padding index, no frequency scaling) with its fresh [rows, width]
+    gradient on 2 MiB pages on the host: that buffer's first-touch page faults were most of the call."""
+    if grad.device.type != "cpu" or grad.dtype not in (torch.float32, torch.float64):
+        return torch.ops.aten.embedding_dense_backward(grad, indices, rows, -1, False)
+    width = grad.shape[-1]
+    out = _akg_empty((rows, width), grad.dtype, grad.device, rows * width * grad.element_size())
+    out.zero_()
+    return out.index_put_((indices.reshape(-1),), grad.reshape(-1, width), accumulate=True)
+'''
+
+
+def embedding_grad(step: LibraryCall) -> bool:
+    """An embedding's gradient (an opaque `embedding_dense_backward`) large enough for huge pages, without
+    a padding index or frequency scaling: `_akg_embedding_grad` writes it."""
+    at = step.attrs
+    if at.get("target") != "aten.embedding_dense_backward.default" or at.get("kwargs"):
+        return False
+    args = list(at["args"])
+    return len(args) == 5 and args[3] == -1 and args[4] is False and isinstance(args[2], int) and \
+        step.out.numel * DTYPES[step.out.dtype].itemsize >= HUGE_PAGE_MIN_BYTES
 
 
 def huge_allocation(b: Buf) -> int:
@@ -427,8 +455,12 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
     lines += ["import base64", "", "import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
     lines += imports
     lines += ["", f"AKG_LIBRARY_CALLS = {declared_calls(prog)!r}", REGISTER]
-    if any(huge_allocation(b) for p in [prog, *(bp for _, bp, _ in buckets)] for k in p.kernels() for b in k.outs()):
+    programs = [prog, *(bp for _, bp, _ in buckets)]
+    embeddings = any(s.op == "opaque" and embedding_grad(s) for p in programs for s in p.library_calls())
+    if embeddings or any(huge_allocation(b) for p in programs for k in p.kernels() for b in k.outs()):
         lines.append(HUGE_EMPTY)
+    if embeddings:
+        lines.append(EMBEDDING_GRAD)
     if prelude:
         lines.append(prelude)
     for src in sources.values():
