@@ -3,7 +3,9 @@
 Each program is a KernelBench-format problem whose sizes are placeholders; `make.py` writes one file
 per program and sizing: `gpu/` (1-15 ms eager on an H100, as KernelBench v0.1 sizes its problems)
 and `cpu/` (5-100 ms eager on a 2-core x86 machine; GEMM, MLP and transformer programs also at batch
-1, 2 and 8). `size_check.py` measures eager time and reports programs outside their band.
+1, 2 and 8), and the GPU sizing cast to 16-bit floats, `gpu-bf16/` and `gpu-fp16/` (the 16-bit
+single programs of the GPU measurement issue). `size_check.py` measures eager time and reports
+programs outside their band.
 """
 
 from __future__ import annotations
