@@ -45,7 +45,14 @@ static inline uint16_t akg_f32_to_bf16(float f) {
     uint32_t u; std::memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
     u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
-""" + VECTOR_DECLS + r"""static inline float akg_f16_to_f32(uint16_t h) { return (float)(*(const _Float16*)&h); }
+""" + VECTOR_DECLS + r"""// in arithmetic the compiler vectorises (GCC 12 converts _Float16 one at a time):
+// exponent and mantissa moved to float's place, rebiased by 2^112 (subnormals included), inf/NaN kept
+static inline float akg_f16_to_f32(uint16_t h) {
+    const uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
+    float f; std::memcpy(&f, &em, 4); f *= 0x1p112f;
+    uint32_t u; std::memcpy(&u, &f, 4);
+    u |= ((h & 0x7c00u) == 0x7c00u ? 0x7f800000u : 0u) | ((uint32_t)(h & 0x8000u) << 16);
+    std::memcpy(&f, &u, 4); return f; }
 static inline uint16_t akg_f32_to_f16(float f) {
     _Float16 h = (_Float16)f; uint16_t u; std::memcpy(&u, &h, 2); return u; }
 #if defined(__AVX__)
