@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from dsl_backends import Backend
-from hardware_models.cost import estimate_group, gemm_library_choice
+from hardware_models.cost import gemm_library_choice, library_choice
 from hardware_models.spec import HardwareModel
 from ir.graph import Graph, Node
 from ir.passes.fusion import FusionPlan
@@ -84,21 +84,19 @@ def model_attention_library(plan: FusionPlan, backend: Backend, target: Hardware
     not): where the backend states its 16-bit GEMMs below the library's, its attention template (the same
     tensor-core products) stands no better against torch's flash kernels (bf16 attentions of the real-size
     set: 0.54-0.67x eager generated on the H200, docs/measured.md 2026-12-01)."""
-    call = target.fig("library", "call_s")
     for grp in plan.groups:
         dtype = grp.outputs[0].type.dtype if grp.flash and grp.outputs else ""
         lib = target.fig("library", f"gemm_{dtype}") if dtype in ("f16", "bf16") else None
         eff = generated_gemm_efficiency(backend, target, dtype) if lib is not None else None
         if lib is None or eff is None or eff >= lib.value:
             continue
-        e = estimate_group(grp, target)
-        comp = max((v for k, v in e.components.items() if k not in ("dram", "l2")), default=0.0)
-        # a small attention (a 2-layer model's, 512 tokens) is launch-bound: one call's dispatch decides
-        library_s = comp / lib.value + (call.value if call is not None else e.launch_s)
-        if library_s < comp / eff + e.launch_s:
+        # priced as the GEMMs are: a small attention (a 2-layer model's, 512 tokens) is launch-bound, and one
+        # call's dispatch decides
+        c = library_choice(grp, target, eff, lib.value)
+        if c is not None and c.library_s < c.generated_s:
             return f"a {dtype} attention left to torch's flash kernels (the backend's {dtype} products at " \
-                f"{eff:.2f} of the tensor-core peak, the library's {lib.value:.2f}: {library_s * 1e6:.3g} us " \
-                f"against {(comp / eff + e.launch_s) * 1e6:.3g})"
+                f"{eff:.2f} of the tensor-core peak, the library's {lib.value:.2f}: {c.library_s * 1e6:.3g} us " \
+                f"against {c.generated_s * 1e6:.3g})"
     return ""
 
 

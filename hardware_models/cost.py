@@ -306,6 +306,17 @@ def gemm_library_choice(group: Group, target: HardwareModel, generated_efficienc
     eff = target.fig("library", f"gemm_{anchor.type.dtype}") if anchor is not None else None
     if anchor is None or anchor.op not in ("matmul", "linear") or eff is None or generated_efficiency <= 0:
         return None
+    epilogue = any(n is not anchor and n.op not in SOURCES and opdef(n.op).group != "movement" for n in group.nodes)
+    # the library's output goes through memory once more to reach the generated epilogue's own kernel
+    return library_choice(group, target, generated_efficiency, eff.value,
+                          2 * anchor.type.nbytes / target.dram_bw if epilogue else None)
+
+
+def library_choice(group: Group, target: HardwareModel, generated_efficiency: float, library_efficiency: float,
+                   epilogue_s: float | None = None) -> LibraryChoice | None:
+    """A group's compute priced at each side's efficiency, memory as the roofline has it, plus a launch for the
+    generated kernel and torch's dispatch for the library's call (and, with `epilogue_s`, a kernel of that
+    time after it). None where the estimate is not finite."""
     e = estimate_group(group, target)
     if not math.isfinite(e.time_s):
         return None
@@ -313,9 +324,9 @@ def gemm_library_choice(group: Group, target: HardwareModel, generated_efficienc
     mem = max(e.components.get("dram", 0.0), e.components.get("l2", 0.0))
     call = target.fig("library", "call_s")
     generated = max(comp / generated_efficiency, mem) + e.launch_s
-    library = max(comp / eff.value, mem) + (call.value if call is not None else e.launch_s)
-    if any(n is not anchor and n.op not in SOURCES and opdef(n.op).group != "movement" for n in group.nodes):
-        library += 2 * anchor.type.nbytes / target.dram_bw + e.launch_s  # the epilogue's own kernel
+    library = max(comp / library_efficiency, mem) + (call.value if call is not None else e.launch_s)
+    if epilogue_s is not None:
+        library += epilogue_s + e.launch_s
     return LibraryChoice(generated, library)
 
 
@@ -326,4 +337,4 @@ def estimate_program(g: Graph, target: HardwareModel, numerics: str = "reference
 
 
 __all__ = ["Tiling", "Estimate", "SolReport", "LibraryChoice", "estimate_group", "gemm_library_choice",
-           "speed_of_light", "estimate_program", "resolve_unit", "Key"]
+           "library_choice", "speed_of_light", "estimate_program", "resolve_unit", "Key"]
