@@ -110,7 +110,8 @@ def test_tune_measures_row_fusion_against_split_kernels_and_translate_takes_the_
     rep = tune(str(path), "cpu", "cpp", budget=1, out=tmp_path / "tuned.py")
     assert [s["strategy"] for s in rep["strategies"]] == ["rows=fused, conv=library", "rows=split, conv=library",
                                                           "rows=fused, conv=library, library=softmax"]
-    assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 and s["eager_s"] > 0 for s in rep["strategies"])
+    assert all(s["verdict"].startswith("accepted") and s["time_s"] > 0 and s["eager_s"] > 0
+               for s in rep["strategies"]), [(s["strategy"], s["verdict"]) for s in rep["strategies"]]
     # the choice: the strategies timed head to head in one run
     fastest = min(rep["strategies"], key=lambda s: s.get("head_to_head_score_s", s["score_s"]))["strategy"]
     assert rep["strategy"] == fastest and rep["head_to_head"]["contenders"] == 3
@@ -481,3 +482,21 @@ def test_a_tune_measures_first_the_strategy_an_untuned_translate_takes():
     block = build(root / "transformer_block.py", "cpp", "cpu", tuned=False)
     order = tune_module._untuned_first(block)
     assert order[0] == Strategy(library=("gemm", "attention")) and order[1:] == tune_module.strategies_for(block)
+
+
+@pytest.mark.parametrize("first,calls,accepted", [("timeout", 2, True), ("implausible", 2, True),
+                                                  ("clock", 2, True), ("mismatch", 1, False)])
+def test_a_module_rejected_as_a_loaded_host_rejects_is_verified_once_more(monkeypatch, first, calls, accepted):
+    from akg_agent.verifier import Verdict
+    verdicts = [Verdict(False, first, "rejected once"), Verdict(True, "ok", "timed")]
+    seen: list[str] = []
+
+    def fake_verify(problem, final, **kw):
+        seen.append(Path(final).read_text())
+        return verdicts[len(seen) - 1]
+
+    monkeypatch.setattr(tune_module, "verify", fake_verify)
+    t = build(problem_path("softmax_logsoftmax"), "cpp", "cpu")
+    tune_module._verify_module(t, t.target)
+    assert len(seen) == calls and t.verdict.accepted == accepted and seen[0] == seen[-1]
+    assert t.verdict.code == ("ok" if accepted else first)
