@@ -3,6 +3,8 @@ time in its own process with a time limit; records verdicts, times and one-line 
 
 python benchmarks/kernelbench_cpu.py KERNELBENCH_DIR OUT.json [--dsl cpp --target cpu] [--every N]
     [--only level3/35_LSTM.py,...]
+python benchmarks/kernelbench_cpu.py KERNELBENCH_DIR DIR --write-only [--every N]
+    (the shrunk problems alone, for `akg bench --dsl cpp --target cpu --baselines eager,compile DIR/level1 ...`)
 
 How a problem is shrunk (its module-level test configuration, nothing else): every integer constant
 assigned at module level (alone or inside a tuple or list) named like a batch size becomes 2, unless
@@ -71,6 +73,29 @@ print("ROW " + json.dumps(row))
 """
 
 
+BUILDS = """
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("p", sys.argv[1]); m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+with torch.no_grad():
+    m.Model(*m.get_init_inputs())(*m.get_inputs())
+"""
+
+
+def write_shrunk(path: Path, dst: Path) -> str:
+    """The shrunk program written to `dst`: its sizes shrunk where it still builds and runs, else its batch."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    for mode in ("sizes", "batch"):
+        dst.write_text(shrink_source(path.read_text(), mode))
+        try:
+            if subprocess.run([sys.executable, "-c", BUILDS, str(dst)], capture_output=True,
+                              timeout=LIMIT_S).returncode == 0:
+                return mode
+        except subprocess.TimeoutExpired:
+            pass
+    return "batch (does not run)"
+
+
 def run_one(path: Path, dsl: str, target: str) -> dict:
     t0 = time.perf_counter()
     try:
@@ -93,7 +118,14 @@ def main() -> None:
     ap.add_argument("--target", default="cpu")
     ap.add_argument("--every", type=int, default=1, help="every Nth problem of each level")
     ap.add_argument("--only", default="", help="comma-separated level/name.py")
+    ap.add_argument("--write-only", action="store_true", help="OUT is a folder: the shrunk problems, not run")
     a = ap.parse_args()
+    if a.write_only:
+        for level in ("level1", "level2", "level3"):
+            for i, path in enumerate(sorted((Path(a.root) / level).glob("*.py"))):
+                if i % a.every == 0 and (not a.only or f"{level}/{path.name}" in a.only.split(",")):
+                    print(level, path.name, write_shrunk(path, Path(a.out) / level / path.name), flush=True)
+        return
     out = Path(a.out)
     shrunk = out.with_suffix("")  # the shrunk problems, beside the results
     only = {s for s in a.only.split(",") if s}

@@ -24,7 +24,18 @@ KERNELBENCH = ROOT / "tests" / "kernelbench"
 FULL_CONFORMANCE = bool(os.environ.get("AKG_FULL_CONFORMANCE"))
 
 
+def _slowest() -> dict[str, float]:
+    path = ROOT / "tests" / "slowest.txt"
+    rows = [ln.split(" ", 1) for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    return {test: float(s) for s, test in rows}
+
+
 def pytest_collection_modifyitems(config, items):
+    # the slowest tests first, slowest of all first: xdist hands each worker a block of the list and an idle
+    # worker steals from the end of another's queue, so a long test left near the end keeps one worker busy
+    # while the others wait (`tests/slowest.txt`, from a measured run)
+    slow = _slowest()
+    items.sort(key=lambda item: -slow.get(item.nodeid, 0.0))  # stable: the rest keep their order
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run on the device machine)")
