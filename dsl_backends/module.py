@@ -602,10 +602,12 @@ def _akg_units(src):
     return [head + "".join(b) for b in bins]
 
 
-def _akg_compile(src, cmd, suffix, subdir, salt=""):
+def _akg_compile(src, cmd, suffix, subdir, salt="", unkeyed=None):
     """`src` built by `cmd` (compiler and flags) into a shared library, cached by a hash of source, command
     and `salt`; a concurrent build never sees half a library. A source marked in units compiles them in
-    parallel (one large -O3 unit is most of a model's first call on the CPU) and links them."""
+    parallel (one large -O3 unit is most of a model's first call on the CPU) and links them. `unkeyed`
+    gives flags that change how fast a compile runs, not what it builds (a precompiled header): called
+    only when a build is needed, and not part of the key."""
     key = _hashlib.sha256((src + " ".join(cmd) + salt).encode()).hexdigest()[:20]
     root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / subdir / key
     lib = root / "kernels.so"
@@ -614,13 +616,13 @@ def _akg_compile(src, cmd, suffix, subdir, salt=""):
         tag = f"{_os.getpid()}.{_threading.get_ident()}"  # concurrent builds never share a file
         code, tmp = root / f"kernels.{tag}{suffix}", root / f"kernels.{tag}.so"
         code.write_text(src)
-        units = _akg_units(src)
-        steps, made = [[[*cmd, str(code), "-o", str(tmp)]]], []
+        units, more = _akg_units(src), (unkeyed() if unkeyed else [])
+        steps, made = [[[*cmd, *more, str(code), "-o", str(tmp)]]], []
         if len(units) > 1:
             for i, text in enumerate(units):
                 made += [root / f"kernels.{tag}.{i}{suffix}", root / f"kernels.{tag}.{i}.o"]
                 made[-2].write_text(text)
-            steps = [[[*(c for c in cmd if c != "-shared"), "-c", str(u), "-o", str(o)]
+            steps = [[[*(c for c in cmd if c != "-shared"), *more, "-c", str(u), "-o", str(o)]
                       for u, o in zip(made[::2], made[1::2])], [[*cmd, *map(str, made[1::2]), "-o", str(tmp)]]]
         try:
             for step in steps:

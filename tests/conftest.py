@@ -14,6 +14,8 @@ import torch
 # process ends (each run's compiled modules: about 12 MB)
 os.environ["AKG_CACHE_DIR"] = tempfile.mkdtemp(prefix="akg-test-cache-")
 atexit.register(shutil.rmtree, os.environ["AKG_CACHE_DIR"], True)
+# what depends on the compilers alone (precompiled headers) is built once per test process, not per test
+os.environ["AKG_TOOLCHAIN_CACHE"] = os.path.join(os.environ["AKG_CACHE_DIR"], "toolchain")
 
 ROOT = Path(__file__).resolve().parent.parent
 # the example backend of docs/adding-a-backend.md (NumPy) is found like any out-of-tree backend

@@ -82,10 +82,10 @@ def test_rendered_kernels_match_golden_text(dsl, name, golden_host):
 # `make test` keeps within CI's time budget by running the slowest executors on part of the suite: the
 # NumPy example (docs/adding-a-backend.md) on every third problem, Pallas through its GPU-style
 # interpreter on the even ones (test_pallas_tpu.py's TPU interpreter takes every fourth), Triton's
-# interpreter on the odd ones, Metal's emulator and TileLang's C target on a third each (problems 1, 4, 7...
-# and 2, 5, 8...: with Pallas's and Triton's, every problem runs in a GPU DSL), CUDA-C's compile on the even ones (C++, the
-# CPU's default DSL, runs every problem; the GPU run, `-m gpu`, runs every problem natively in the four GPU
-# DSLs); AKG_FULL_CONFORMANCE=1 runs every backend on every problem
+# interpreter on the odd ones, Metal's emulator and TileLang's C target on a third each (problems 1, 4,
+# 7... and 2, 5, 8...: with Pallas's and Triton's, every problem runs in a GPU DSL), CUDA-C's compile on the
+# even ones (C++, the CPU's default DSL, runs every problem; the GPU run, `-m gpu`, runs every problem
+# natively in the four GPU DSLs); AKG_FULL_CONFORMANCE=1 runs every backend on every problem
 SHARE = {} if FULL_CONFORMANCE else {"numpy": (3, 0), "pallas": (2, 0), "metal": (3, 1), "tilelang": (3, 2),
                                      "cuda-c": (2, 0), "triton": (2, 1)}  # dsl -> (every, offset)
 

@@ -59,7 +59,45 @@ def _akg_mvec():  # libmvec's vector float math, where it has every x86 width (S
             if all(hasattr(lib, f"_ZGV{isa}N{w}{'v' * arity}_{n}f") for isa, w in widths)]
 
 
-_AKG_LIB = _akg_compile(_AKG_SOURCE, ["g++", *_AKG_FLAGS, *_akg_mvec()], ".cpp", "cpp", _akg_cpu())
+_AKG_PCH_HEADER = """#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+#include <algorithm>
+#include <type_traits>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+"""
+
+
+def _akg_pch(cmd, salt):
+    """Flags that include the prelude's system headers precompiled: parsing them (immintrin.h the most) is
+    most of a small module's compile. Built once per compiler, flags and CPU into akg's toolchain cache;
+    gcc uses it only where it fits the command (else it reads the header); any failure compiles without it."""
+    try:
+        version = _subprocess.run([cmd[0], "--version"], capture_output=True, text=True, timeout=30).stdout
+        key = _hashlib.sha256((_AKG_PCH_HEADER + version + " ".join(cmd) + salt).encode()).hexdigest()[:20]
+        base = _os.environ.get("AKG_TOOLCHAIN_CACHE") or _os.path.join(
+            _os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg"), "toolchain")
+        root = _Path(base) / "cpp-pch" / key
+        hdr, pch = root / "akg_cpp.h", root / "akg_cpp.h.gch"
+        if not pch.exists():
+            root.mkdir(parents=True, exist_ok=True)
+            tag = f"{_os.getpid()}.{_threading.get_ident()}"  # concurrent builds never share a file
+            (root / f"akg_cpp.h.{tag}").write_text(_AKG_PCH_HEADER)
+            _os.replace(root / f"akg_cpp.h.{tag}", hdr)
+            _subprocess.run([cmd[0], *(c for c in cmd[1:] if c != "-shared"), "-x", "c++-header", str(hdr), "-o",
+                             str(root / f"akg_cpp.h.gch.{tag}")], check=True, capture_output=True, timeout=300)
+            _os.replace(root / f"akg_cpp.h.gch.{tag}", pch)
+        return ["-include", str(hdr)]
+    except Exception:  # noqa: BLE001 - the precompiled header only saves time
+        return []
+
+
+_AKG_CMD = ["g++", *_AKG_FLAGS, *_akg_mvec()]
+_AKG_LIB = _akg_compile(_AKG_SOURCE, _AKG_CMD, ".cpp", "cpp", _akg_cpu(), lambda: _akg_pch(_AKG_CMD, _akg_cpu()))
 '''
 
 
