@@ -95,6 +95,20 @@ def _normalize(e: Emitter, x: Any, dims: list[int], eps: float) -> Any:
     return e.emit("mul", [e.emit("sub", [x, mean]), inv])
 
 
+def _in_f32(e: Emitter, x: Any, norm: Callable[[Any, Callable[[Any], Any]], Any]) -> Any:
+    """A normalisation of a 16-bit `x` as torch's kernels compute it: statistics, normalised value and
+    affine in fp32, rounded once at the end. `norm(x, up)` is given `x` in fp32 and `up` to bring its
+    other operands (weights, running statistics) to fp32."""
+    dt = e.dtype(x)
+    if dt not in ("f16", "bf16"):
+        return norm(x, lambda v: v)
+
+    def up(v: Any) -> Any:
+        return v if v is None or e.dtype(v) == "f32" else e.emit("cast", [v], dtype="f32")
+
+    return e.emit("cast", [norm(up(x), up)], dtype=dt)
+
+
 def _affine(e: Emitter, y: Any, w: Any, b: Any, shape: list[int] | None) -> Any:
     if w is not None:
         y = e.emit("mul", [y, w if shape is None else e.emit("reshape", [w], shape=shape)])
@@ -153,20 +167,24 @@ def _batch_norm(e, a, at):
     x, w, b, rm, rv = a
     shape = e.shape(x)
     bs = _bshape(len(shape), shape[1])
-    if at["training"] or rm is None:
-        y = _normalize(e, x, [0] + list(range(2, len(shape))), at["eps"])
-    else:
-        inv = e.emit("rsqrt", [e.emit("add", [e.emit("reshape", [rv], shape=bs), _c(e, at["eps"], x)])])
-        y = e.emit("mul", [e.emit("sub", [x, e.emit("reshape", [rm], shape=bs)]), inv])
-    return _affine(e, y, w, b, bs)
+
+    def norm(x: Any, up: Callable[[Any], Any]) -> Any:
+        if at["training"] or rm is None:
+            y = _normalize(e, x, [0] + list(range(2, len(shape))), at["eps"])
+        else:
+            inv = e.emit("rsqrt", [e.emit("add", [e.emit("reshape", [up(rv)], shape=bs), _c(e, at["eps"], x)])])
+            y = e.emit("mul", [e.emit("sub", [x, e.emit("reshape", [up(rm)], shape=bs)]), inv])
+        return _affine(e, y, up(w), up(b), bs)
+
+    return _in_f32(e, x, norm)
 
 
 @decomposition("instance_norm")
 def _instance_norm(e, a, at):
     x, w, b = a
     shape = e.shape(x)
-    y = _normalize(e, x, list(range(2, len(shape))), at["eps"])
-    return _affine(e, y, w, b, _bshape(len(shape), shape[1]))
+    return _in_f32(e, x, lambda x, up: _affine(e, _normalize(e, x, list(range(2, len(shape))), at["eps"]), up(w),
+                                               up(b), _bshape(len(shape), shape[1])))
 
 
 @decomposition("group_norm")
@@ -177,16 +195,20 @@ def _group_norm(e, a, at):
     # grouped as [N, G, C/G, spatial]: the per-channel affine stays a strided read in the group's coordinates
     per = c // g if g else 0
     rest = math.prod(shape[2:])
-    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, per, rest]), [2, 3], at["eps"])
-    y = e.emit("reshape", [y], shape=list(shape))
-    return _affine(e, y, w, b, _bshape(len(shape), c))
+
+    def norm(x: Any, up: Callable[[Any], Any]) -> Any:
+        y = _normalize(e, e.emit("reshape", [x], shape=[n, g, per, rest]), [2, 3], at["eps"])
+        return _affine(e, e.emit("reshape", [y], shape=list(shape)), up(w), up(b), _bshape(len(shape), c))
+
+    return _in_f32(e, x, norm)
 
 
 @decomposition("layer_norm")
 def _layer_norm(e, a, at):
     x, w, b = a
     rank, k = len(e.shape(x)), len(at["normalized_shape"])
-    return _affine(e, _normalize(e, x, list(range(rank - k, rank)), at["eps"]), w, b, None)
+    return _in_f32(e, x, lambda x, up: _affine(e, _normalize(e, x, list(range(rank - k, rank)), at["eps"]), up(w),
+                                               up(b), None))
 
 
 @decomposition("rms_norm")
@@ -194,9 +216,12 @@ def _rms_norm(e, a, at):
     x, w = a
     rank, k = len(e.shape(x)), len(at["normalized_shape"])
     eps = at["eps"] if at["eps"] is not None else torch.finfo(DTYPES[e.dtype(x)]).eps
-    ms = e.emit("mean", [e.emit("mul", [x, x])], dims=list(range(rank - k, rank)), keepdim=True)
-    y = e.emit("mul", [x, e.emit("rsqrt", [e.emit("add", [ms, _c(e, eps, x)])])])
-    return _affine(e, y, w, None, None)
+
+    def norm(x: Any, up: Callable[[Any], Any]) -> Any:
+        ms = e.emit("mean", [e.emit("mul", [x, x])], dims=list(range(rank - k, rank)), keepdim=True)
+        return _affine(e, e.emit("mul", [x, e.emit("rsqrt", [e.emit("add", [ms, _c(e, eps, x)])])]), up(w), None, None)
+
+    return _in_f32(e, x, norm)
 
 
 # --- attention

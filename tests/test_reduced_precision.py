@@ -110,3 +110,41 @@ def test_fp32_outputs_of_a_program_that_computes_in_bf16_are_judged_by_bf16_rule
     assert not compare((exact + 5 * noise.flip(0)).float(), ref, policy, exact).ok  # 5x torch's error everywhere
     explicit = TolerancePolicy(overrides={"float32": (1e-4, 1e-4)}, computes_in=torch.bfloat16)
     assert not compare(cand, ref, explicit, exact).ok  # an explicit fp32 tolerance wins
+
+
+NORMS = {  # op: (its IR attrs, torch's call, the operands after x), on [2, 8, 16, 64]
+    "layer_norm": ({"normalized_shape": [16, 64], "eps": 1e-5},
+                   lambda x, w, b: torch.nn.functional.layer_norm(x, [16, 64], w, b), ("w2", "b2")),
+    "rms_norm": ({"normalized_shape": [16, 64], "eps": 1e-6},
+                 lambda x, w: torch.nn.functional.rms_norm(x, [16, 64], w, eps=1e-6), ("w2",)),
+    "group_norm": ({"groups": 4, "eps": 1e-5}, lambda x, w, b: torch.nn.functional.group_norm(x, 4, w, b),
+                   ("w1", "b1")),
+    "batch_norm": ({"training": False, "eps": 1e-5},
+                   lambda x, w, b, m, v: torch.nn.functional.batch_norm(x, m, v, w, b, False),
+                   ("w1", "b1", "m1", "v1")),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op", sorted(NORMS))
+def test_a_16_bit_normalisation_keeps_fp32_statistics_and_rounds_once_as_torch(op, dtype):
+    """torch's norm kernels compute statistics, the normalised value and the affine in fp32 and round once:
+    the IR's meaning of a 16-bit norm is the same (rounding the mean, the variance and each step in bf16
+    was 3.5x torch's own error on a layer norm)."""
+    from ir.decompose import DECOMPOSITIONS  # noqa: F401 - registers the composites' meanings
+    from ir.interp import EvalCtx, eval_op
+    from ir.ops import normalize_attrs
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 8, 16, 64, generator=g) * 3 + 1
+    operands = {"w2": torch.randn(16, 64, generator=g), "b2": torch.randn(16, 64, generator=g),
+                "w1": torch.randn(8, generator=g), "b1": torch.randn(8, generator=g),
+                "m1": torch.randn(8, generator=g), "v1": torch.rand(8, generator=g) + 0.5}
+    attrs, call, names = NORMS[op]
+    args = [x.to(dtype), *(operands[n].to(dtype) for n in names)]
+    exact = call(*(a.double() for a in args))
+    theirs = call(*args)
+    ours = eval_op(op, args, normalize_attrs(op, attrs), EvalCtx())
+    assert ours.dtype == dtype
+    err, torch_err = ((v.double() - exact).abs().max().item() for v in (ours, theirs))
+    assert err <= 1.25 * torch_err, (err, torch_err)

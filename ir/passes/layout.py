@@ -192,6 +192,14 @@ def _copy_chain(g: Graph, chain: list[Node], users: dict[Node, list[Node]]) -> N
     return below
 
 
+def _widened(n: Node) -> bool:
+    """A 16-bit input or parameter cast to fp32 (a normalisation's statistics in fp32): recomputed in each
+    load as cheaply as a view, where a stored copy would write and read back twice its bytes."""
+    src = n.args[0] if n.op == "cast" and n.args else None
+    return (src is not None and src.op in ("input", "param") and n.type.dtype == "f32"
+            and src.type.dtype in ("f16", "bf16"))
+
+
 @register
 @dataclass(frozen=True)
 class ViewsPerUse:
@@ -199,8 +207,9 @@ class ViewsPerUse:
     views over it), read by several kernels: a copy of the view for each pointwise or reduction consumer,
     so each kernel reads the source through its own index and nothing is stored (fusion materialises a
     value used twice: a group norm's reshaped input was copied whole, then read three times; a recurrence's
-    input projection was copied one time step at a time). Other consumers (a GEMM, which reads a view in
-    place or copies it once; a library call) share the original."""
+    input projection was copied one time step at a time). A 16-bit input cast to fp32 is such a view too
+    (`_widened`). Other consumers (a GEMM, which reads a view in place or copies it once; a library call)
+    share the original."""
 
     name: ClassVar[str] = "views"
 
@@ -211,8 +220,8 @@ class ViewsPerUse:
         for v in reversed(list(g.nodes)):  # the last view of a chain first: its copies make the next several
             chain = _slice_chain(v, users, outputs)
             src = v.args[0] if v.args else None
-            if chain is None and (v.op not in VIEW_OPS or src is None or src.op not in ("input", "param")
-                                  or id(v) in outputs):
+            viewed = v.op in VIEW_OPS and src is not None and (src.op in ("input", "param") or _widened(src))
+            if chain is None and (not (viewed or _widened(v)) or id(v) in outputs):
                 continue
             readers = list({id(u): u for u in users[v]}.values())
             own = [u for u in readers if fusion_kind(u) in PER_USE]

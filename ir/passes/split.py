@@ -80,10 +80,6 @@ def _split(units: int, min_length: int, chunk_bytes: int):
         s = chunks(math.prod(lead), length, units, min_length, chunk_bytes // itemsize)
         if s == 1:
             return None
-        if wide:  # torch accumulates 16-bit reductions in fp32 and rounds once: the partials stay fp32
-            if ("cast", id(x)) not in memo:
-                memo[("cast", id(x))] = r.op("cast", [x], dtype=torch.float32)
-            x = memo[("cast", id(x))]
 
         def stage(op: str, v: Node, **attrs: object) -> Node:
             key = (op, id(v), s, tuple(sorted(attrs.items())))
@@ -91,6 +87,11 @@ def _split(units: int, min_length: int, chunk_bytes: int):
                 if v is x and (id(x), s) not in memo:
                     memo[(id(x), s)] = r.op("reshape", [x], shape=[*lead, s, length // s])
                 src = memo[(id(x), s)] if v is x else v
+                if wide and v is x:
+                    # torch accumulates 16-bit reductions in fp32 and rounds once: the partials stay fp32. A
+                    # cast of its own for each partial, fused into its load: a shared one would be a kernel
+                    # storing the whole input in fp32 for the partials to read back
+                    src = r.op("cast", [src], dtype=torch.float32)
                 memo[key] = out = r.op(op, [src], dims=[-1], keepdim=False, **attrs)
                 out.meta["split"] = True
             return memo[key]
