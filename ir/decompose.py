@@ -131,23 +131,31 @@ def _squeeze_dims(shape: tuple[int, ...], dims: list[int]) -> list[int]:
 
 # --- normalisations and softmax family
 @decomposition("softmax")
-def _softmax(e, a, at):
-    x, d = a[0], at["dim"]
-    z = e.emit("sub", [x, e.emit("amax", [x], dims=[d], keepdim=True)])
-    ex = e.emit("exp", [z])
-    return e.emit("div", [ex, e.emit("sum", [ex], dims=[d], keepdim=True)])
+def _softmax(e, a, at):  # in fp32 for a 16-bit x, rounded once, as torch's kernels
+    d = at["dim"]
+
+    def norm(x: Any, up: Callable[[Any], Any]) -> Any:
+        z = e.emit("sub", [x, e.emit("amax", [x], dims=[d], keepdim=True)])
+        ex = e.emit("exp", [z])
+        return e.emit("div", [ex, e.emit("sum", [ex], dims=[d], keepdim=True)])
+
+    return _in_f32(e, a[0], norm)
 
 
 @decomposition("log_softmax")
 def _log_softmax(e, a, at):
-    x, d = a[0], at["dim"]
-    z = e.emit("sub", [x, e.emit("amax", [x], dims=[d], keepdim=True)])
-    lse = e.emit("log", [e.emit("sum", [e.emit("exp", [z])], dims=[d], keepdim=True)])
-    return e.emit("sub", [z, lse])
+    d = at["dim"]
+
+    def norm(x: Any, up: Callable[[Any], Any]) -> Any:
+        z = e.emit("sub", [x, e.emit("amax", [x], dims=[d], keepdim=True)])
+        lse = e.emit("log", [e.emit("sum", [e.emit("exp", [z])], dims=[d], keepdim=True)])
+        return e.emit("sub", [z, lse])
+
+    return _in_f32(e, a[0], norm)
 
 
 @decomposition("logsumexp")
-def _logsumexp(e, a, at):
+def _logsumexp(e, a, at):  # torch's is composite too: a 16-bit x rounds at each step, as here
     x = a[0]
     rank = len(e.shape(x))
     dims = sorted(d % max(rank, 1) for d in at["dims"])

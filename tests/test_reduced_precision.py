@@ -122,15 +122,17 @@ NORMS = {  # op: (its IR attrs, torch's call, the operands after x), on [2, 8, 1
     "batch_norm": ({"training": False, "eps": 1e-5},
                    lambda x, w, b, m, v: torch.nn.functional.batch_norm(x, m, v, w, b, False),
                    ("w1", "b1", "m1", "v1")),
+    "softmax": ({"dim": -1}, lambda x: torch.softmax(x, -1), ()),
+    "log_softmax": ({"dim": -1}, lambda x: torch.log_softmax(x, -1), ()),
 }
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("op", sorted(NORMS))
 def test_a_16_bit_normalisation_keeps_fp32_statistics_and_rounds_once_as_torch(op, dtype):
-    """torch's norm kernels compute statistics, the normalised value and the affine in fp32 and round once:
-    the IR's meaning of a 16-bit norm is the same (rounding the mean, the variance and each step in bf16
-    was 3.5x torch's own error on a layer norm)."""
+    """torch's norm and softmax kernels compute statistics, the normalised value and the affine in fp32 and
+    round once: the IR's meaning of a 16-bit norm is the same (rounding the mean, the variance and each step
+    in bf16 was 3.5x torch's own error on a layer norm, 1.6-1.9x on a softmax and a log-softmax)."""
     from ir.decompose import DECOMPOSITIONS  # noqa: F401 - registers the composites' meanings
     from ir.interp import EvalCtx, eval_op
     from ir.ops import normalize_attrs

@@ -14,6 +14,36 @@ TL = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "t
       "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64", "u8": "tl.uint8", "bool": "tl.int1"}
 # helpers every module defines once (no libdevice: it is missing under the interpreter)
 PRELUDE = '''
+def _akg_interpreted_bf16_dot():
+    # Triton's interpreter (3.6) multiplies bf16 dot operands as their uint16 bits: under it, they are
+    # widened to fp32 first, exactly as a tensor core forms their products (the kernels are unchanged)
+    import os
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return
+    try:
+        import numpy as np
+        from triton.runtime import interpreter as ti
+        dot = ti.InterpreterBuilder.create_dot
+    except (ImportError, AttributeError):
+        return
+    if getattr(dot, "_akg", False):
+        return
+
+    def wide(h):
+        if h.dtype.scalar != tl.bfloat16:
+            return h
+        return ti.TensorHandle(ti._convert_float(h.data, tl.bfloat16, tl.float32, None).view(np.float32),
+                               tl.float32)
+
+    def create_dot(self, a, b, d, *rest):
+        return dot(self, wide(a), wide(b), d, *rest)
+
+    create_dot._akg = True
+    ti.InterpreterBuilder.create_dot = create_dot
+
+
+_akg_interpreted_bf16_dot()
+
 @triton.jit
 def _akg_tanh(x):
     e = tl.exp(-2.0 * tl.abs(x))
