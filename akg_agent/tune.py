@@ -361,21 +361,13 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
     return best if math.isfinite(best[0]) else None
 
 
-# rejections a loaded host gives a module an idle one accepts (a timeout; a re-timing or the parent's clock
-# read late): the module is verified once more before the verdict stands, and a cheat is caught again
-RETRIED = frozenset({"timeout", "implausible", "clock"})
-
-
 def _verify_module(t: Translation, target: HardwareModel) -> None:
     """The whole module verified and timed (its verdict set on `t`)."""
     with tempfile.TemporaryDirectory(prefix="akg-tune-") as d:
         final = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
         final.write_text(render(t))
-        for _ in range(2):
-            t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",),
-                               timing_lock=host_lock(target))
-            if t.verdict.accepted or t.verdict.code not in RETRIED:
-                return
+        t.verdict = verify(t.problem, final, target=target, timing=True, baselines=("eager",),
+                           timing_lock=host_lock(target))
 
 
 def _tune_schedules(t: Translation, o: TuneOptions, start: float, db: TuningDB, report: dict[str, Any],

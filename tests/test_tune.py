@@ -483,20 +483,3 @@ def test_a_tune_measures_first_the_strategy_an_untuned_translate_takes():
     order = tune_module._untuned_first(block)
     assert order[0] == Strategy(library=("gemm", "attention")) and order[1:] == tune_module.strategies_for(block)
 
-
-@pytest.mark.parametrize("first,calls,accepted", [("timeout", 2, True), ("implausible", 2, True),
-                                                  ("clock", 2, True), ("mismatch", 1, False)])
-def test_a_module_rejected_as_a_loaded_host_rejects_is_verified_once_more(monkeypatch, first, calls, accepted):
-    from akg_agent.verifier import Verdict
-    verdicts = [Verdict(False, first, "rejected once"), Verdict(True, "ok", "timed")]
-    seen: list[str] = []
-
-    def fake_verify(problem, final, **kw):
-        seen.append(Path(final).read_text())
-        return verdicts[len(seen) - 1]
-
-    monkeypatch.setattr(tune_module, "verify", fake_verify)
-    t = build(problem_path("softmax_logsoftmax"), "cpp", "cpu")
-    tune_module._verify_module(t, t.target)
-    assert len(seen) == calls and t.verdict.accepted == accepted and seen[0] == seen[-1]
-    assert t.verdict.code == ("ok" if accepted else first)
