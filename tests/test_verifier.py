@@ -542,17 +542,21 @@ def test_a_crash_is_named_by_the_runtimes_message_not_by_the_stack_dump_after_it
     assert _crash_line("just this\n\n") == "just this" and _crash_line("") == ""
 
 
-@pytest.mark.parametrize("first,runs,accepted,timing", [
-    ("timeout", 2, True, True), ("implausible", 2, True, True), ("clock", 2, True, True),
-    ("mismatch", 1, False, True), ("timeout", 1, False, False)])
-def test_a_timed_run_rejected_as_a_loaded_host_rejects_runs_once_more(monkeypatch, first, runs, accepted, timing):
+@pytest.mark.parametrize("first,runs,accepted,timing,held", [
+    ("timeout", 2, True, True, False), ("clock", 2, True, True, False), ("implausible", 2, True, True, True),
+    ("implausible", 2, False, True, False), ("mismatch", 1, False, True, False), ("timeout", 1, False, False, False)])
+def test_a_timed_run_rejected_as_a_loaded_host_rejects_runs_once_more(monkeypatch, first, runs, accepted, timing,
+                                                                       held):
     """A timeout, a re-timing outside noise or the parent's clock read late: what a loaded 2-core host gives
     an honest module (CI once lost a tune's strategy so). A timed run so rejected runs once more and the second
-    verdict stands; a wrong answer, or an untimed run's timeout (a hung kernel), is not run again."""
+    verdict stands, but an implausible speedup only where the second run is past the bound too and held when
+    timed again (`held`): a module fast only in the first process it runs in is slow, and would pass, in a
+    second run (test_redteam.py). A wrong answer or an untimed run's timeout (a hung kernel) is not rerun."""
     import akg_agent.verifier as verifier
 
+    again = {"plausibility": {"why": "past the bound", "retimed": {}}} if held else {}
     results = [{"status": "rejected", "code": first, "reason": "rejected once", "details": {}},
-               {"status": "accepted", "code": "ok", "reason": "matched", "details": {}}]
+               {"status": "accepted", "code": "ok", "reason": "matched", "details": again}]
     jobs: list[dict] = []
 
     def fake_run_job(job, limits):
@@ -564,4 +568,4 @@ def test_a_timed_run_rejected_as_a_loaded_host_rejects_runs_once_more(monkeypatc
     v = verify(SCALE, CASES / "genuine_cpp_scale.py", timing=timing, sol_check=False)
     assert len(jobs) == runs and v.accepted == accepted and jobs[0] == jobs[-1]
     assert v.code == ("ok" if accepted else first)
-    assert ("first_verdict" in v.details) == (runs == 2)
+    assert ("first_verdict" in v.details) == (runs == 2 and accepted)
