@@ -218,12 +218,14 @@ def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", options: C
 
 def _timed(job: dict[str, Any], limits: Limits, sol_estimate: float | None) -> dict[str, Any]:
     """The job's result; a timed job rejected as a loaded host rejects an honest module (`RETRIED`) runs
-    once more, and the second verdict stands (a cheat is caught again), the first kept in its details."""
+    once more and the second verdict stands, the first kept in its details (a swapped clock is caught again;
+    after `implausible`, an acceptance stands only where the second run is past the bound and holds too)."""
     res = _plausible(run_job(job, limits), job, limits, sol_estimate)
     if not job.get("timing") or res["status"] != "rejected" or res["code"] not in RETRIED:
         return res
     again = _plausible(run_job(job, limits), job, limits, sol_estimate)
-    if res["code"] == "implausible" and again["status"] == "accepted" and "plausibility" not in again["details"]:
+    held = "plausibility" in again.get("details", {})
+    if res["code"] == "implausible" and again["status"] == "accepted" and not held:
         # past the bound in one run, not in the next: a module fast only in the first process it runs in
         # would pass so; an honest one stays past the bound and holds when timed again
         return res
