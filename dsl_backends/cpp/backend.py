@@ -26,7 +26,7 @@ from .gemv import render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
 from .scan import render_scan
 from .stream import STREAM_BLOCK, blocks, parallel, stream_default, streamable, streamed
-from .style import PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
+from .style import PCH_HEADER, PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 from .terms import cache_terms
 from .tile import pair_tile, vector_tile, vector_width
 from .transpose import transposed_coord, transposed_tiles
@@ -59,19 +59,6 @@ def _akg_mvec():  # libmvec's vector float math, where it has every x86 width (S
             if all(hasattr(lib, f"_ZGV{isa}N{w}{'v' * arity}_{n}f") for isa, w in widths)]
 
 
-_AKG_PCH_HEADER = """#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <vector>
-#include <algorithm>
-#include <type_traits>
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
-"""
-
-
 def _akg_pch(cmd, salt):
     """Flags that include the prelude's system headers precompiled: parsing them (immintrin.h the most) is
     most of a small module's compile. Built once per compiler, flags and CPU into akg's toolchain cache;
@@ -96,8 +83,8 @@ def _akg_pch(cmd, salt):
         return []
 
 
-_AKG_CMD = ["g++", *_AKG_FLAGS, *_akg_mvec()]
-_AKG_LIB = _akg_compile(_AKG_SOURCE, _AKG_CMD, ".cpp", "cpp", _akg_cpu(), lambda: _akg_pch(_AKG_CMD, _akg_cpu()))
+_AKG_CMD, _AKG_CPU = ["g++", *_AKG_FLAGS, *_akg_mvec()], _akg_cpu()
+_AKG_LIB = _akg_compile(_AKG_SOURCE, _AKG_CMD, ".cpp", "cpp", _AKG_CPU, lambda: _akg_pch(_AKG_CMD, _AKG_CPU))
 '''
 
 
@@ -533,7 +520,8 @@ class CppBackend(BackendBase):
                              + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
                              + (" + [_ctypes.c_void_p, _ctypes.c_int64]" if pack_params(k) else "")
                              for k in prog.kernels())
-        head = f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"
+        head = (f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"
+                f"_AKG_PCH_HEADER = {PCH_HEADER!r}\n")
         runtime = PACK_RUNTIME if any(pack_params(k) for k in prog.kernels()) else ""
         return Frame([], head + BUILD + runtime + argtypes + "\n", {})
 

@@ -3,6 +3,7 @@ shares: a kernel's extern "C" signature and its OpenMP loop header."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from hardware_models.spec import HardwareModel
@@ -181,3 +182,8 @@ def kernel(body: Body, extra: Callable[[Kernel], tuple[str, ...]] = lambda k: ()
         with c_syntax():  # run-time sizes (--dynamic) in C
             return "\n".join([signature(k, extra(k), bool(s.get("wide"))) + " {", *body(k, s, target), "}"])
     return render
+
+
+# the prelude's system includes, each under the guard it has there: what a written module precompiles once
+# per toolchain (`_akg_pch`; parsing them was most of a small module's compile)
+PCH_HEADER = "".join(re.findall(r"(?:#if defined\(__AVX__\)\n)?#include <[^>]+>\n(?:#endif\n)?", PRELUDE_CPP))
