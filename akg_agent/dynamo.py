@@ -292,8 +292,6 @@ class CompiledGraph:
         self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
         self.replayable = replayable  # a CUDA graph may replay it (`cuda_graphs`)
         self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
-        # another way to write the graph where its problem file fails (at these arguments)
-        self.retry: Callable[[Sequence[Any]], Callable[..., Any]] | None = None
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
         # symbolic sizes (dynamic=True, or dynamo's graph after a second size): modules written for sizes up to
         # bounds, each serving every size within its bounds
@@ -356,9 +354,6 @@ class CompiledGraph:
                     self.report.notes.append(f"written per input size: --dynamic {spec}: {first_line(e)}")
                     self.sizes = None
                     return self._variant(key, args)
-                if self.retry is not None:  # the batched graph: its problem file did not replay it
-                    self.report.notes.append(f"written through AOTAutograd's graph: {first_line(e)}")
-                    return self.retry(args)
                 return self._torch(str(e))
             self.report.translations += 1
         self.entries.append(cached)
@@ -463,14 +458,12 @@ class AkgBackend:
             if self.opts.fallback == "eager":
                 return gm.forward
             return torch._dynamo.lookup_backend(self.opts.fallback)(gm, example_inputs)
-        if cuda_graphs.writes_in_place(gm):  # AOTAutograd's functional graph, its writes copied back to the
-            # caller's tensors by AOTAutograd after each call (a written module would return values only)
+        # AOTAutograd's functional graph where the written module alone would be wrong: writes in place
+        # (copied back to the caller's tensors by AOTAutograd after each call; a module returns values only),
+        # or torch.vmap (a mask), whose functorch calls a problem file cannot replay
+        if cuda_graphs.writes_in_place(gm) or _batched(gm):
             return compile_inference(gm, example_inputs, written)
-        graph = written(gm, "inference")
-        if _batched(gm):  # torch.vmap inside (a mask): where its problem file cannot replay it, AOTAutograd's
-            # ATen graph of it is written instead
-            graph.retry = lambda args: compile_inference(gm, args, written)
-        return graph
+        return written(gm, "inference")
 
 
 def akg_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],

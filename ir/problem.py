@@ -96,9 +96,13 @@ def load_problem(path: str | Path) -> Problem:
     mod = importlib.util.module_from_spec(spec)
     mod.__file__ = str(p)
     sys.modules[name] = mod  # dataclasses and pickling look modules up by name
+    depth = torch._C._functorch.get_dynamic_layer_stack_depth()
     try:
         exec(code, mod.__dict__)
     except Exception as e:  # noqa: BLE001
+        # a file that raised inside torch.vmap left its layers pushed: a caller's torch.compile frame
+        # would find the stack deeper than it left it (torch 2.11 asserts)
+        torch._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth(depth)
         raise AkgError(f"importing {p} raised {_first_line(e)}{_where(e, p)}; fix the problem file") from None
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, n)]
     if "Model" in missing and is_jax_problem(p):

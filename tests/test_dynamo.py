@@ -282,3 +282,36 @@ def test_a_bounded_module_is_cached_by_its_weights_sizes_too(tmp_path):
             x = torch.randn(6, d)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
             assert [(g.translations, g.cache_hits) for g in compiled.akg_report.graphs] == [(1, 0)]
+
+
+class VmapMask(nn.Module):
+    """A mask built with torch.vmap, as transformers' masking utilities build one (Mixtral's)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(x.shape[-1])
+        mask = torch.vmap(lambda i: rows <= i)(rows)
+        return torch.softmax(x.masked_fill(~mask, float("-inf")), dim=-1) * 2.0
+
+
+def test_a_graph_with_vmap_is_written_through_aotautograd_and_leaves_functorch_as_it_was(tmp_path):
+    """No attempt at a problem file it cannot import: on torch 2.11 the failed import's leftover vmap
+    layer made dynamo's frame assert on the GPU (Mixtral's mask)."""
+    x = torch.randn(2, 8, 8)
+    fn = akg_agent.compile(VmapMask(), dsl="cpp", cache_dir=str(tmp_path))
+    with torch.no_grad():
+        got = fn(x)
+    torch.testing.assert_close(got, VmapMask()(x))
+    assert torch._C._functorch.get_dynamic_layer_stack_depth() == 0
+    rep = fn.akg_report
+    assert [g.name for g in rep.graphs] == ["graph0.forward"], rep
+    assert rep.graphs[0].translations == 1 and not rep.graphs[0].notes, rep
+
+
+def test_a_problem_file_raising_inside_vmap_leaves_no_functorch_layer(tmp_path):
+    from ir.problem import load_problem
+
+    p = tmp_path / "p.py"
+    p.write_text("import torch\ntorch._C._functorch._vmap_increment_nesting(2, 'error')\nraise ValueError('no')\n")
+    with pytest.raises(AkgError, match="raised ValueError: no"):
+        load_problem(p)
+    assert torch._C._functorch.get_dynamic_layer_stack_depth() == 0

@@ -47,6 +47,36 @@ def _ieval(e, env):
     return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[e.op]
 
 
+def test_a_gemm_operands_digits_join_back_over_the_flat_index_past_its_extent_too():
+    """Llama's key projection stored [B, H, S, D]: its weight read at ((n // 64) % 16 * 64 + n % 64) % 1024
+    is n % 1024, and its input, re-split by a view, at n % 4096 * 1024: the same value at every n, beyond
+    the extent too (a masked GPU lane computes it), with no digit left."""
+    import random
+
+    from ir.kernel.build import ic, iop
+    from ir.kernel.divmod import digits_of, flat_loads
+    from ir.kernel.ir import Buf, Load, Var
+
+    no, mo, k = Var("no", 1024), Var("mo", 4096), Var("k", 1024)
+    d = {**digits_of([("h", 16), ("e", 64)], no), **digits_of([("b", 8), ("s", 512)], mo)}
+    h, e, b, s = (Var(n, x) for n, x in (("h", 16), ("e", 64), ("b", 8), ("s", 512)))
+    w = Load(Buf("t", (1024, 1024), "bf16"), (k, iop("%", iop("+", iop("*", h, ic(64)), e), ic(1024))))
+    row = iop("%", iop("+", iop("*", b, ic(512)), s), ic(4096))  # a view of [4096, 1024] as [8, 512, 1024]
+    x = Load(Buf("x", (8, 512, 1024), "bf16"), (iop("%", iop("//", row, ic(512)), ic(8)), iop("%", row, ic(512)), k))
+    fw, fx = flat_loads(w, d), flat_loads(x, d)
+    assert fw.index == (iop("+", iop("*", k, ic(1024)), iop("%", no, ic(1024))),) and fw.buf.shape == (1024 * 1024,)
+    assert fx.index == (iop("+", iop("*", iop("%", mo, ic(4096)), ic(1024)), k),)
+    rng = random.Random(0)
+    for _ in range(200):
+        n, m, kk = rng.randrange(0, 3000), rng.randrange(0, 9000), rng.randrange(0, 1024)
+        env = {"no": n, "mo": m, "k": kk, **{v: _ieval(ex, {"no": n, "mo": m}) for v, ex in d.items()}}
+        for old, new in ((w, fw), (x, fx)):
+            flat = sum(_ieval(i, env) * st for i, st in zip(old.index, old.buf.strides()))
+            assert _ieval(new.index[0], env) == flat
+    part = Load(Buf("y", (16, 1024), "bf16"), (h, k))  # a digit alone stays as it was
+    assert flat_loads(part, d) is part
+
+
 def test_a_reshapes_re_split_index_simplifies_to_the_plain_one_and_stays_exact():
     """(c0*65536 + c1*512 + c2) re-split as [2, 128, 8, 64] and read back flat is c0*65536 + c1*512 + c2;
     random affine quotients and remainders over small extents give the same value at every point."""

@@ -7,7 +7,8 @@ import math
 
 from ir.kernel import siblings
 from ir.kernel.analysis import online_pairs, split_gemm
-from ir.kernel.ir import Kernel, Reduce
+from ir.kernel.divmod import digits_of, flat_loads
+from ir.kernel.ir import Kernel, Reduce, Var
 from ir.kernel.schedule import Schedule
 
 from ..exprs import Printer, bind_row_axes, fold_grid, pow2, py_decode, row_coords, row_reduction, strided_reduction
@@ -256,10 +257,15 @@ def matmul(k: Kernel, sched: Schedule) -> str:
     # TMA descriptors for plain operands where the schedule asks (Hopper); pointer loads otherwise
     tma_ops = tma.loads(k, sched.get("BK", 32)) if tma.wanted(sched) and not wide else {}
     loop = [setup for setup, _ in tma_ops.values()] + loop
-    pa = Printer(Ctx(a_env, [(mv, "mmask"), (kv, "kamask")]).render, prefix="a")
-    a_code = tma_ops[id(a_e)][1] if id(a_e) in tma_ops else pa(a_e)
-    pb = Printer(Ctx(b_env, [(kv, "kbmask"), (nv, "nmask")]).render, prefix="b")
-    b_code = tma_ops[id(b_e)][1] if id(b_e) in tma_ops else pb(b_e)
+    # an operand indexed by the output's digits (a GEMM whose epilogue transposes) reads over mo / no
+    # again where the digits join back: Triton then sees the loads' contiguity
+    digits = {**digits_of(m_vars, Var("mo", M)), **digits_of(n_vars, Var("no", N))}
+    a_env.update(mo="mo[:, None]")
+    b_env.update(no="no[None, :]")
+    pa = Printer(Ctx(a_env, [(mv | {"mo"}, "mmask"), (kv, "kamask")]).render, prefix="a")
+    a_code = tma_ops[id(a_e)][1] if id(a_e) in tma_ops else pa(flat_loads(a_e, digits))
+    pb = Printer(Ctx(b_env, [(kv, "kbmask"), (nv | {"no"}, "nmask")]).render, prefix="b")
+    b_code = tma_ops[id(b_e)][1] if id(b_e) in tma_ops else pb(flat_loads(b_e, digits))
     if wide:
         in_ty = "f64"
     inner = ["ka = k0 + tl.arange(0, BK)[None, :]", "kb = k0 + tl.arange(0, BK)[:, None]",
