@@ -14,7 +14,7 @@ from ir.kernel.schedule import Schedule, Schedules
 from ..base import BackendBase, Frame, Manifest, Ref
 from ..exprs import fold_grid, row_count
 from ..triton.backend import TEMPLATES as TRITON
-from ..triton.backend import TritonBackend
+from ..triton.backend import TritonBackend, flat_default, flat_space
 from . import render, rows, tpu
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
@@ -130,6 +130,8 @@ def _launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
 TEMPLATES = {kind: replace(TRITON[kind], render=lambda k, s, target, fn=fn: fn(k, s), launch=_launch)
              for kind, fn in (("pointwise", render.pointwise), ("reduce", render.reduction), ("matmul", render.matmul),
                               ("rownorm", rows.rownorm))}
+# Pallas' pointwise template is a flat block only (Triton's [y, x] tiles for transposes are Triton's)
+TEMPLATES["pointwise"] = replace(TEMPLATES["pointwise"], default=flat_default, space=flat_space)
 
 
 class PallasBackend(BackendBase):

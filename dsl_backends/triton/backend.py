@@ -54,15 +54,37 @@ def _rows_launch(rows: Callable[[Kernel], int]) -> Callable[[Kernel, Schedule, R
 
 
 # --- pointwise
-def _pointwise_default(k: Kernel, target: HardwareModel) -> Schedule:
+def flat_default(k: Kernel, target: HardwareModel) -> Schedule:
+    """A flat block of the output's elements (Pallas' pointwise schedule too)."""
     return Schedule(BLOCK=min(pow2(k.out.numel), 1024), num_warps=4)
 
 
-def _pointwise_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+def flat_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     return [Schedule(BLOCK=b, num_warps=w) for b in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
 
 
+def _pointwise_default(k: Kernel, target: HardwareModel) -> Schedule:
+    if render.transposing(k) is not None:  # a [y, x] tile: 64 x 64 over 4 warps, as inductor's 2-D tiles
+        return Schedule(YBLOCK=64, XBLOCK=64, num_warps=4)
+    return flat_default(k, target)
+
+
+def _pointwise_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
+    flat = flat_space(k, target)
+    if render.transposing(k) is None:
+        return flat
+    return [Schedule(YBLOCK=y, XBLOCK=x, num_warps=w) for y in (32, 64, 128) for x in (32, 64, 128)
+            for w in (4, 8) if y * x >= 1024 * w // 4] + flat
+
+
 def _pointwise_launch(k: Kernel, s: Schedule, ref: Ref) -> list[str]:
+    yx = render.transposing(k) if "YBLOCK" in s else None
+    if yx is not None:
+        y, x = yx
+        rest = math.prod(v.extent for v in k.coords if v not in yx)
+        grid = f"{rest} * triton.cdiv({y.extent}, {s['YBLOCK']}) * triton.cdiv({x.extent}, {s['XBLOCK']})"
+        return [f"{k.name}[({grid},)]({_args(k, s, ref)}, YBLOCK={s['YBLOCK']}, XBLOCK={s['XBLOCK']}, "
+                f"{_opts(s)})"]
     return [f"{k.name}[(triton.cdiv({k.out.numel}, {s['BLOCK']}),)]({_args(k, s, ref)}, BLOCK={s['BLOCK']}, "
             f"{_opts(s)})"]
 

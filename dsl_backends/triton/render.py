@@ -8,7 +8,7 @@ import math
 from ir.kernel import siblings
 from ir.kernel.analysis import online_pairs, split_gemm
 from ir.kernel.divmod import digits_of, flat_loads
-from ir.kernel.ir import Kernel, Reduce, Var
+from ir.kernel.ir import Kernel, Load, Reduce, Var, free_vars, walk
 from ir.kernel.schedule import Schedule
 
 from ..exprs import Printer, bind_row_axes, fold_grid, pow2, py_decode, row_coords, row_reduction, strided_reduction
@@ -16,20 +16,57 @@ from . import tma
 from .ops import FOLD, MAX_SINGLE_PASS, TL, Ctx, signature, store_value
 
 
+def transposing(k: Kernel) -> tuple[Var, Var] | None:
+    """(y, x) where a pointwise kernel reads some operand contiguously along coordinate y while it
+    writes contiguously along x, its innermost: a transpose fused into the kernel (RoPE writing keys
+    [B, H, D, S] for the score GEMM). A flat block reads such an operand with a stride, one element
+    per 32-byte sector; a [y, x] tile lets Triton load along y and store along x."""
+    coords = {v.name: v for v in k.coords}
+    if len(coords) < 2 or any(type(v.extent) is not int for v in k.coords) or k.coords[-1].extent < 16:
+        return None
+    x = k.coords[-1]
+    along: dict[str, int] = {}
+    for e in walk(k.expr):
+        if isinstance(e, Load) and e.index and e.buf.numel > 1:
+            inner = free_vars(e.index[-1])
+            if len(inner) == 1 and (y := next(iter(inner))) in coords and y != x.name:
+                along[y] = along.get(y, 0) + e.buf.numel
+    y = max(along, key=lambda n: along[n], default=None)  # a broadcast (a bias along channels) is no transpose
+    big = y is not None and along[y] * 2 >= k.out.numel and coords[y].extent >= 16
+    return (coords[y], x) if big and y is not None else None
+
+
 def pointwise(k: Kernel, sched: Schedule) -> str:
     n = k.out.numel
-    lines = ["pid = tl.program_id(0)", "offs = pid * BLOCK + tl.arange(0, BLOCK)", f"dmask = offs < {n}"]
     env: dict[str, str] = {}
-    py_decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
+    tile = "[BLOCK]"
+    if "YBLOCK" in sched and (yx := transposing(k)) is not None:
+        y, x = yx
+        rest = [(v.name, v.extent) for v in k.coords if v not in yx]
+        lines = ["pid = tl.program_id(0)", f"tx = pid % tl.cdiv({x.extent}, XBLOCK)",
+                 f"ty = (pid // tl.cdiv({x.extent}, XBLOCK)) % tl.cdiv({y.extent}, YBLOCK)",
+                 f"r = pid // (tl.cdiv({x.extent}, XBLOCK) * tl.cdiv({y.extent}, YBLOCK))",
+                 f"{y.name} = ty * YBLOCK + tl.arange(0, YBLOCK)[:, None]",
+                 f"{x.name} = tx * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
+                 f"dmask = ({y.name} < {y.extent}) & ({x.name} < {x.extent})"]
+        env.update({y.name: y.name, x.name: x.name})
+        py_decode(rest, "r", lines, env)
+        lines.append("offs = " + " + ".join(f"{v.name} * {st}" if st != 1 else v.name
+                                           for v, st in zip(k.coords, k.out.strides())))
+        tile = "[YBLOCK, XBLOCK]"
+    else:
+        lines = ["pid = tl.program_id(0)", "offs = pid * BLOCK + tl.arange(0, BLOCK)", f"dmask = offs < {n}"]
+        py_decode([(v.name, v.extent) for v in k.coords], "offs", lines, env)
     ctx = Ctx(env, [(frozenset(v.name for v in k.coords), "dmask")])
     p = Printer(ctx.render)
     val = p(k.expr)
     also = [p(e) for _, e in k.also]  # merged kernels' outputs (ir.kernel.merge), at the same offsets
     lines += p.lines
-    lines.append(f"tl.store(out_ptr + offs, {store_value(val, k.out.dtype, '[BLOCK]')}, mask=dmask)")
-    lines += [f"tl.store({b.name} + offs, {store_value(v, b.dtype, '[BLOCK]')}, mask=dmask)"
+    lines.append(f"tl.store(out_ptr + offs, {store_value(val, k.out.dtype, tile)}, mask=dmask)")
+    lines += [f"tl.store({b.name} + offs, {store_value(v, b.dtype, tile)}, mask=dmask)"
               for (b, _), v in zip(k.also, also)]
-    return signature(k, ["BLOCK: tl.constexpr"]) + "\n" + "\n".join("    " + ln for ln in lines) + "\n"
+    consts = ["YBLOCK: tl.constexpr", "XBLOCK: tl.constexpr"] if tile != "[BLOCK]" else ["BLOCK: tl.constexpr"]
+    return signature(k, consts) + "\n" + "\n".join("    " + ln for ln in lines) + "\n"
 
 
 def reduction(k: Kernel, sched: Schedule) -> str:
