@@ -22,7 +22,7 @@ from ..prefetch import next_row_prefetches
 from ..sweep import Sweep, row_sweep, segmented_columns
 from . import flash, pack
 from .columns import column_values, precompute, row_values
-from .gemv import render_small_m, small_m, small_m_default, small_m_space
+from .gemv import one_column, render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
 from .scan import render_scan
 from .stream import STREAM_BLOCK, blocks, parallel, stream_default, streamable, streamed
@@ -315,6 +315,8 @@ def gemm_default(k: Kernel, target: HardwareModel) -> Schedule:
     so its blocks share one B and take the vector tile."""
     if small_m(k):
         return small_m_default(k, target)
+    if one_column(k):
+        return Schedule()
     g = split_gemm(k)
     per_batch = math.prod(e for _, e in g.rows)
     s = gemm_schedule(target)
@@ -337,6 +339,8 @@ def _matmul(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
     rounding over KC terms at most, not K); epilogue fused at the block's end."""
     if small_m(k):
         return render_small_m(k, s)
+    if one_column(k):
+        return _reduce(k, s, target)
     g = split_gemm(k)
     dot, a_e, kv, n_vars = g.dot, g.a, g.k, g.cols
     if not n_vars:  # both operands index every output coordinate (a reshaped epilogue over run-time sizes)
@@ -478,6 +482,8 @@ def _threads_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
 def _gemm_space(k: Kernel, target: HardwareModel) -> list[Schedule]:
     if small_m(k):
         return small_m_space(k, target, _threads_space(k, target))
+    if one_column(k):
+        return _threads_space(k, target)
     g = split_gemm(k)
     per_batch, mrs = math.prod(e for _, e in g.rows), (2, 4, 6, 8, 12)
     if g.batch and per_batch % gemm_default(k, target)["MR"] == 0:

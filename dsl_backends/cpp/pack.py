@@ -21,7 +21,7 @@ from ir.kernel.ir import Buf, Const, Expr, IOp, Kernel, Load, Op, Var, free_vars
 from ..cstyle import CPrinter, decode
 from ..exprs import reads_along
 from .columns import index_tables
-from .gemv import small_m
+from .gemv import one_column, small_m
 from .style import STYLE
 
 PACK_SAMPLES = 64
@@ -69,7 +69,7 @@ def packed_at(kk: int, nr: int, pair: bool, strip: str, k: str, col: str) -> str
 def weight_bufs(k: Kernel) -> list[Buf]:
     """The parameters the blocked GEMM's B operand reads, where it reads nothing else and is packed
     (more rows than `gemv.small_m` takes, or a batch); else []."""
-    if k.kind != "matmul" or size_args(k) or small_m(k):
+    if k.kind != "matmul" or size_args(k) or small_m(k) or one_column(k):
         return []
     g = split_gemm(k)
     if packed_type(g) not in _DTYPES:
