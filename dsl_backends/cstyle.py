@@ -10,7 +10,7 @@ from typing import Any
 
 from ir.kernel.analysis import split_gemm
 from ir.kernel.build import ic, iop
-from ir.kernel.divmod import simplify_index
+from ir.kernel.divmod import chunked, simplify_index
 from ir.kernel.ir import Const, Expr, IOp, Kernel, Load, Op, Reduce, Var, free_vars, walk
 from ir.sym import is_dynamic
 
@@ -394,9 +394,13 @@ class CPrinter:
             if not nested:
                 inner.emit(f"const int64_t {v.name} = ({j} / {stride}) % {v.extent};")
             stride *= v.extent
+        body = e.body
         if part:  # the innermost axis's position in the chunk's run of lanes
             inner.emit(f"const int64_t {e.axes[-1].name} = {part}_b + {part}_l;")
-        b = inner(e.body)
+            if last > chunk:  # remainders and quotients by multiples of the chunk: read off its start
+                inner.env[f"{part}_c"] = f"{part}_c"
+                body = chunked(body, e.axes[-1], Var(f"{part}_c", last), chunk)
+        b = inner(body)
         if part:
             inner.emit(f"{part}[{part}_l] += {b};")
             inner.emit("}")

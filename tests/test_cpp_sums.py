@@ -59,3 +59,35 @@ def test_fp32_sums_run_in_chunks_of_fp32_lanes_added_in_double(tmp_path):
                       rf"\w+ < {CHUNK_MIN - 2};", text)
     assert short, text
     assert_source_verifies(path, text, tmp_path)
+
+
+HINGE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, p, t):  # KernelBench's hinge loss: t broadcast along p's rows, the mean split
+        return torch.mean(torch.clamp(1 - p * t, min=0))
+
+
+def get_inputs():
+    return [torch.rand(512, 4096), torch.randint(0, 2, (4096,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_broadcast_operand_of_a_split_sum_is_read_off_the_chunk_start(tmp_path):
+    """The split mean's lanes read t at (r % 4096): one remainder per lane, no vector load (0.25x
+    torch.compile); inside a chunk the remainder is the chunk start's plus the lane's offset."""
+    path = tmp_path / "hinge.py"
+    path.write_text(HINGE)
+    text = render(build(path, "cpp", "cpu", tuned=False))
+    lanes = re.findall(r"#pragma omp simd\n\s*for \(int64_t (t\d+)_l = 0;.*?\n(.*?)\1\[\1_l\] \+=", text, re.S)
+    assert lanes, text
+    for _, body in lanes:
+        assert "% ((int64_t)4096)" not in body.replace(f"{_}_c % ((int64_t)4096)", ""), body
+    assert_source_verifies(path, text, tmp_path)

@@ -162,3 +162,27 @@ def test_kernels_of_one_structure_share_a_key_up_to_names_and_fixed_index_positi
     for _ in range(60):
         e = Op("mul", (e, e), (), "f32")
     assert len(structure_key(Kernel("sq", "pointwise", Buf("o", (4,), "f32"), (x,), e))) < 10_000
+
+
+def test_remainders_inside_a_reduction_chunk_read_off_its_start_exactly():
+    """(r + rest) % K and // K inside a chunk of r (start a multiple of the chunk, K and rest's terms too)
+    equal the start's remainder plus the offset and the start's quotient, at every point; forms that may
+    cross a multiple of K inside the chunk are left alone."""
+    from ir.kernel.build import ic, iop
+    from ir.kernel.divmod import chunked
+    from ir.kernel.ir import Var
+
+    r, c, start, chunk = Var("r", 1 << 14), Var("c", 8), Var("s", 1 << 14), 64
+    forms = [iop("%", r, ic(256)), iop("//", r, ic(128)),
+             iop("%", iop("+", r, iop("*", c, ic(192))), ic(128)),
+             iop("//", iop("+", iop("+", r, iop("*", c, ic(64))), ic(128)), ic(64))]
+    for e in forms:
+        got = chunked(e, r, start, chunk)
+        assert got != e
+        for s in range(0, 1 << 11, chunk):
+            for off in range(0, chunk, 7):
+                for cv in (0, 3, 7):
+                    env = {"r": s + off, "s": s, "c": cv}
+                    assert _ieval(got, env) == _ieval(e, env), (e, got, env)
+    kept = [iop("%", r, ic(96)), iop("%", iop("+", r, ic(5)), ic(128)), iop("%", iop("*", r, ic(2)), ic(128))]
+    assert [chunked(e, r, start, chunk) for e in kept] == kept
