@@ -227,7 +227,8 @@ class _Chunked(Rewrite):
                 and e.b.value > 0 and e.b.value % self.chunk == 0):
             return self.rebuild(e)
         terms, const = _linear(e.a)
-        if terms.get(self.v) != 1 or const % self.chunk or any(
+        # non-negative terms only: C's remainder of a negative start would differ from the floor one
+        if terms.get(self.v) != 1 or const % self.chunk or not _nonneg(terms, const) or any(
                 a != self.v and (c % self.chunk or self.v.name in free_vars(a)) for a, c in terms.items()):
             return self.rebuild(e)
         at_start = _build({**terms, self.v: 0, self.start: 1}, const)
