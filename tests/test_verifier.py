@@ -569,3 +569,40 @@ def test_a_timed_run_rejected_as_a_loaded_host_rejects_runs_once_more(monkeypatc
     assert len(jobs) == runs and v.accepted == accepted and jobs[0] == jobs[-1]
     assert v.code == ("ok" if accepted else first)
     assert ("first_verdict" in v.details) == (runs == 2 and accepted)
+
+
+def test_a_jobs_memory_cap_follows_the_problems_footprint(tmp_path, monkeypatch):
+    """A model of a gigabyte of weights is estimated without allocating it (fake tensors), and its job's
+    address-space cap grows by twice the estimate beyond the base, within the host's memory: a fixed 8 GiB
+    refused `akg tune` on KernelBench's level-3 MLP at batch 2 (1.34 GB of weights)."""
+    import time
+
+    from akg_agent.verifier import sandbox
+    from akg_agent.verifier.memory import verification_bytes
+
+    big = tmp_path / "big.py"
+    big.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def __init__(self):\n        super().__init__()\n        self.l = nn.Linear(16384, 16384)\n\n"
+                   "    def forward(self, x):\n        return self.l(x)\n\n\n"
+                   "def get_inputs():\n    return [torch.randn(2, 16384)]\n\n\ndef get_init_inputs():\n    return []\n")
+    t0 = time.perf_counter()
+    need = verification_bytes(big)
+    weights = (16384 * 16384 + 16384) * 4
+    assert 3 * weights <= need < 3 * weights + 2**22 and time.perf_counter() - t0 < 10  # + ten trials of I/O
+    assert sandbox.memory_for(0) == sandbox.BASE_MEMORY
+    monkeypatch.setattr(sandbox, "host_memory", lambda: 64 * 2**30)
+    assert sandbox.memory_for(need) == sandbox.BASE_MEMORY + 2 * need
+    monkeypatch.setattr(sandbox, "host_memory", lambda: 12 * 2**30)  # within the host's memory
+    assert sandbox.memory_for(need) == 12 * 2**30
+    # verify hands the job that cap
+    import akg_agent.verifier as vf
+
+    seen = {}
+
+    def fake_timed(job, limits, sol_s):
+        seen["cap"] = limits.memory_bytes
+        return {"status": "accepted", "code": "ok", "reason": "", "details": {}}
+
+    monkeypatch.setattr(vf, "_timed", fake_timed)
+    vf.verify(big, big, seeds=(0,))
+    assert seen["cap"] == sandbox.memory_for(need) == 12 * 2**30

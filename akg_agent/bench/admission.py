@@ -1,8 +1,5 @@
-"""`akg bench --jobs`: problems verified at once only while their estimated memory fits the device.
-
-A verification holds its inputs and outputs, the reference's and the candidate's, and a float64 copy
-of the reference's output: measured at about ten times one trial's inputs plus outputs (the
-verdict's `peak_over_footprint`). A problem larger than the whole device still runs, alone."""
+"""`akg bench --jobs`: problems verified at once only while their estimated memory fits the device
+(`verifier.memory.verification_bytes`). A problem larger than the whole device still runs, alone."""
 
 from __future__ import annotations
 
@@ -13,27 +10,9 @@ from pathlib import Path
 
 import torch
 
-from ir.problem import load_problem
+from ..verifier.memory import PEAK_FACTOR, verification_bytes
 
-PEAK_FACTOR = 10  # the verifier's peak over one trial's inputs and outputs (see the module's docstring)
-
-
-def verification_bytes(path: Path) -> int:
-    """The memory a verification of this problem will hold, estimated from its sizes alone (fake inputs
-    through the model under a fake-tensor mode; the weights are real, as the verifier's are); 0 where
-    the estimate fails (the problem is then admitted, and its own run reports the failure)."""
-    try:
-        problem = load_problem(path)
-        model = problem.build_model(0)
-        weights = sum(p.numel() * p.element_size() for p in model.state_dict().values())
-        mode, fake = problem.fake_inputs()
-        with mode, torch.no_grad():
-            out = model(*fake)
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        trial = sum(t.numel() * t.element_size() for t in [*fake, *outs] if isinstance(t, torch.Tensor))
-        return PEAK_FACTOR * trial + 3 * weights  # weights: the reference's, its float64 copy's, the candidate's
-    except Exception:  # noqa: BLE001 - any failure here is the problem's own, reported by its run
-        return 0
+__all__ = ["PEAK_FACTOR", "MemoryGate", "device_capacity", "verification_bytes"]
 
 
 def device_capacity(target_kind: str) -> int:

@@ -22,8 +22,9 @@ from ir.lift import lift
 from ir.passes import run_passes
 from ir.problem import load_problem
 
+from .memory import verification_bytes
 from .plausibility import clock_disagrees, needs_retime, retime_disagrees, settled_eager
-from .sandbox import Limits, prestart, run_job
+from .sandbox import Limits, memory_for, prestart, run_job
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 # rejections that say more of the run than of the module (a card faster than the target's bound, a host
@@ -205,7 +206,8 @@ def verify(ref: str | Path, cand: str | Path, target: Target = "cpu", options: C
            "sol_memory": sol_memory(sol, sol_target) if trusted and sol is not None and device == "cpu" else None,
            "timing": {"trials": trials, "baselines": list(baselines),
                       "peers": {k: str(Path(v).resolve()) for k, v in (peers or {}).items()}} if timing else None}
-    res = _timed(job, limits or Limits(), sol_s if not trusted else None)
+    limits = limits or Limits(memory_bytes=memory_for(verification_bytes(problem)))
+    res = _timed(job, limits, sol_s if not trusted else None)
     details = res.get("details", {})
     sol_s = details.get("sol_s_now") or sol_s  # the bound the run was held to
     details.update(device=device, target=hw.name, on_target=on_target, sol_s=sol_s)

@@ -35,10 +35,27 @@ from .timing import LOCK_WAIT_FILE
 CLONE_NEWNET = 0x40000000
 
 
+BASE_MEMORY = 8 * 1024**3  # a job's address space beside its problem: torch's own mappings, a small problem
+
+
 @dataclass
 class Limits:
     timeout_s: float = 300.0
-    memory_bytes: int | None = 8 * 1024**3  # address-space cap; not applied to GPU jobs (CUDA maps a lot)
+    memory_bytes: int | None = BASE_MEMORY  # address-space cap; not applied to GPU jobs (CUDA maps a lot)
+
+
+def host_memory() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 1 << 62
+
+
+def memory_for(need: int) -> int:
+    """A job's address-space cap for a problem whose verification holds `need` bytes (estimated from its
+    sizes): twice that beside the base, within the host's memory. A fixed 8 GiB refused a model whose
+    weights are a few gigabytes (KernelBench's level-3 MLP at batch 2: "can't allocate memory")."""
+    return max(BASE_MEMORY, min(BASE_MEMORY + 2 * need, host_memory()))
 
 
 def _preexec(memory_bytes: int | None) -> None:
