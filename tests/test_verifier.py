@@ -574,7 +574,7 @@ def test_a_timed_run_rejected_as_a_loaded_host_rejects_runs_once_more(monkeypatc
 def test_a_jobs_memory_cap_follows_the_problems_footprint(tmp_path, monkeypatch):
     """A model of a gigabyte of weights is estimated without allocating it (fake tensors), and its job's
     address-space cap grows by twice the estimate beyond the base, within the host's memory: a fixed 8 GiB
-    refused `akg tune` on KernelBench's level-3 MLP at batch 2 (1.34 GB of weights)."""
+    holds three copies of the weights and their float64 reference only up to about 2 GB of weights."""
     import time
 
     from akg_agent.verifier import sandbox

@@ -53,8 +53,8 @@ def host_memory() -> int:
 
 def memory_for(need: int) -> int:
     """A job's address-space cap for a problem whose verification holds `need` bytes (estimated from its
-    sizes): twice that beside the base, within the host's memory. A fixed 8 GiB refused a model whose
-    weights are a few gigabytes (KernelBench's level-3 MLP at batch 2: "can't allocate memory")."""
+    sizes): twice that beside the base, within the host's memory. A fixed 8 GiB holds three copies of a
+    model's weights and their float64 reference up to about 2 GB of weights, not a quarter of a 24 GB host."""
     return max(BASE_MEMORY, min(BASE_MEMORY + 2 * need, host_memory()))
 
 
