@@ -379,7 +379,7 @@ class CompiledGraph:
             return fn
         self.report.replayed += 1
         return cuda_graphs.Replayed(fn, cuda_graphs.static_inputs(self.gm, args), self._dropped,
-                                    saved_from=self.gm.meta.get(SAVED_FROM))
+                                    saved_from=self.gm.meta.get(SAVED_FROM), remark=self.report.notes.append)
 
     def _dropped(self, why: str) -> None:
         self.report.replayed -= 1

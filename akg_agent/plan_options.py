@@ -29,7 +29,10 @@ class PlanOptions:
     `tuned=False` is the plan exactly as asked. `dynamic`: input dimensions that vary at run time
     (`ir.dynamic`): the module takes any size from 1 to the traced one there. `library`: op families
     (`ir.passes.library.LIBRARY_FAMILIES`) left to torch, their prologues and epilogues generated.
-    `train`: the module in training mode; `allow_opaque`: ATen ops akg does not model kept as torch calls."""
+    `train`: the module in training mode; `allow_opaque`: ATen ops akg does not model kept as torch calls.
+    `tf32_convs`: an untuned plan may call torch's fp32 convolutions over channels-last operands where torch
+    lets cuDNN use TF32 (`cudnn.allow_tf32`, its default; eager's own kernels are then TF32 too); translate
+    plans again channels-first when the verifier rejects them (False)."""
 
     train: bool = False
     allow_opaque: bool = False
@@ -39,6 +42,7 @@ class PlanOptions:
     rows: bool = True
     dynamic: str | None = None
     library: tuple[str, ...] = ()
+    tf32_convs: bool = True
 
 
 def _p(name: str, **opts: Any) -> Pass:

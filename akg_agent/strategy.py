@@ -100,14 +100,15 @@ def model_attention_library(plan: FusionPlan, backend: Backend, target: Hardware
     return ""
 
 
-def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None = None) -> str:
+def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None = None, tf32: bool = False) -> str:
     """Why convolutions left to cuDNN should read channels-last operands ("" where not): its tensor-core
     convolution kernels read and write NHWC, so over channels-first tensors torch reorders the input and the
     output around every call (two extra passes over both, measured on the H200: about a third of a bf16
     ResNet's GPU time); channels-last, the reorders become views that cancel between convolutions. 16-bit
-    convolutions only: over fp32 NHWC operands cuDNN picks TF32 kernels (`cudnn.allow_tf32`, torch's default)
-    where its NCHW call may run exact fp32 (measured on the H200: a 1x1 strided convolution 8e-4 off against
-    6e-7 NCHW), and fp32 stays fp32-accurate."""
+    convolutions, and fp32 ones only with `tf32` where torch lets cuDNN use TF32 (`cudnn.allow_tf32`, its
+    default): over fp32 NHWC operands cuDNN picks TF32 kernels where its NCHW call may run exact fp32
+    (measured on the H200: a 1x1 strided convolution 8e-4 off against 6e-7 NCHW), so the verifier judges
+    them and translate plans channels-first where it rejects them (`PlanOptions.tf32_convs`)."""
     nodes = [n for grp in plan.groups for n in grp.nodes]
     convs = [n for n in nodes
              if n.op in ("conv", "conv_transpose") and n.type.rank in (4, 5) and not n.attrs["channels_last"]]
@@ -125,7 +126,8 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None
             "its input and output each time)"
     if target.kind != "gpu" or target.vendor != "nvidia":
         return ""
-    convs = [n for n in convs if n.type.dtype in ("f16", "bf16")]
+    wide = tf32 and torch.backends.cudnn.allow_tf32  # torch's flag: eager's fp32 convolutions use TF32 too
+    convs = [n for n in convs if n.type.dtype in ("f16", "bf16") or wide and n.type.dtype == "f32"]
     # one convolution between channels-first input and output pays both transpositions itself: the
     # real-size set's single 16-bit convolutions ran 0.59-0.80x eager channels-last on the H200 (docs/
     # measured.md, 2026-12-01); unless its output is read channels-last anyway (ViT's patches, transposed
@@ -150,8 +152,8 @@ def _read_channels_last(g: Graph, conv: Node) -> bool:
     return False
 
 
-def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, g: Graph | None = None
-                     ) -> tuple[Strategy, str]:
+def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, g: Graph | None = None,
+                     tf32: bool = False) -> tuple[Strategy, str]:
     """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
     cost model estimates them faster (`model_gemm_library`), convolutions channels-last on NVIDIA GPUs
     (16-bit) and oneDNN CPUs (inference graphs) (`model_channels_last`), else the default. With the GEMMs,
@@ -159,8 +161,9 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
     split it into two library GEMMs around a stored score tensor); so does one where the backend has no
     attention template. `g`: the graph, whose outputs tell a training graph's saved activations and whose
     meta the op families the program had. A 16-bit attention alone goes to the library where the backend's
-    16-bit products stand below it (`model_attention_library`)."""
-    last = model_channels_last(plan, target, g)
+    16-bit products stand below it (`model_attention_library`). `tf32`: fp32 convolutions may go
+    channels-last too (`model_channels_last`)."""
+    last = model_channels_last(plan, target, g, tf32)
     conv = "channels-last" if last else "library"
     why = model_gemm_library(plan, backend, target)
     if not why:

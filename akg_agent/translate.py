@@ -192,7 +192,7 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
     g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted.copy())
     strategy_why = ""
     if tuned and strategy_s is None and how == Strategy() and not pure:
-        untuned, strategy_why = untuned_strategy(plan, backend, target, g)
+        untuned, strategy_why = untuned_strategy(plan, backend, target, g, tf32=opts.tf32_convs)
         if untuned != how:  # nothing measured here yet: the cost model's choice
             how = untuned
             g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted)
@@ -389,6 +389,14 @@ def _verify(t: Translation, check: CheckOptions) -> Verdict:
 _PLAN_FIELDS = frozenset(f.name for f in fields(PlanOptions))
 
 
+def _tf32_convs(t: Translation, opts: PlanOptions) -> bool:
+    """Whether the untuned plan put fp32 convolutions channels-last (where cuDNN picks TF32 kernels)."""
+    return opts.tf32_convs and opts.conv == "library" and t.strategy.conv == "channels-last" and \
+        t.strategy_s is None and \
+        any(s.op in ("conv", "conv_transpose") and s.out.dtype == "f32" and s.attrs.get("channels_last")
+            for s in t.program.library_calls())
+
+
 def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, out: str | Path | None = None,
               options: PlanOptions | None = None, check: CheckOptions | None = None, verify_result: bool = True,
               **changes: Any) -> Translation:
@@ -417,6 +425,13 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
             t.schedules = {n: s.replace(input_precision="ieee") if n in split else s for n, s in t.schedules.items()}
             t.buckets = [(u, p, {n: s.replace(input_precision="ieee") if s.get("input_precision") in SPLIT_PRODUCTS
                                  else s for n, s in sch.items()}) for u, p, sch in t.buckets]
+            t.source = render(t)
+            t.verdict = _verify(t, check)
+        if not t.verdict.accepted and _tf32_convs(t, opts):  # the cost model's TF32 layout, not the user's
+            why = t.verdict.reason
+            t = build(problem_path, dsl, target_name, replace(opts, tf32_convs=False))
+            t.notes.append(f"fp32 convolutions channels-last (TF32 kernels) failed verification ({why}): "
+                           "channels-first instead")
             t.source = render(t)
             t.verdict = _verify(t, check)
         if not t.verdict.accepted:

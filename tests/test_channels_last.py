@@ -283,3 +283,46 @@ def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_
     single.write_text(CONV_EPILOGUE.replace("return torch.relu(self.up(torch.relu(self.conv(x)))) + self.bias",
                                             "return torch.relu(self.conv(x))"))
     assert build(single, "cpp", "cpu").strategy.conv == "library"
+
+
+def test_fp32_convolutions_on_an_nvidia_gpu_go_channels_last_where_torch_allows_tf32(tmp_path, monkeypatch):
+    """Two fp32 convolutions on the H200: channels-last where torch lets cuDNN use TF32 (its default; eager's
+    channels-first calls run TF32 kernels as well), channels-first where it does not or the plan forbids."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "p.py"
+    path.write_text(CONV_EPILOGUE)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    t = build(path, "triton", "h200")
+    assert t.strategy.conv == "channels-last" and "cuDNN convolution(s)" in t.strategy_why
+    assert build(path, "triton", "h200", tf32_convs=False).strategy.conv == "library"
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert build(path, "triton", "h200").strategy.conv == "library"
+
+
+def test_rejected_tf32_convolutions_are_planned_again_channels_first(tmp_path, monkeypatch):
+    """Where the verifier rejects the channels-last fp32 convolutions (TF32 kernels off by more than eager's
+    own error), translate plans them channels-first and verifies that; the module says why."""
+    import akg_agent.translate as tr
+    from akg_agent.verifier import Verdict
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    monkeypatch.setattr(tr, "device_present", lambda target: True)  # a module verified "on" the H200
+    seen: list[str] = []
+
+    def verdict(t, check):  # a scripted verifier: TF32 channels-last convolutions are off
+        seen.append(t.strategy.conv)
+        if t.strategy.conv == "channels-last":
+            return Verdict(False, "mismatch", "output 0: 12 of 7560 values off by up to 3e-3")
+        return Verdict(True, "ok", "5 seeds")
+    monkeypatch.setattr(tr, "_verify", verdict)
+    path = tmp_path / "p.py"
+    path.write_text(CONV_EPILOGUE)
+    t = tr.translate(path, "triton", "h200", timing=False)
+    assert seen == ["channels-last", "library"] and t.verdict.accepted
+    assert not any(s.attrs["channels_last"] for s in t.program.library_calls())
+    assert any("channels-first instead" in n and "3e-3" in n for n in t.notes)
+    seen.clear()
+    with pytest.raises(Exception, match="failed verification"):  # asked for by name: no second plan
+        tr.translate(path, "triton", "h200", timing=False, conv="channels-last")
+    assert seen == ["channels-last"]

@@ -295,3 +295,49 @@ def test_an_input_handed_back_is_the_callers_own_tensor():
         torch.testing.assert_close(x_out, x)  # a copied-in input: its value, not a buffer the next replay overwrites
     assert r.graph is not None and r.graph.replays == 3 and r.passed == {1: 1, 2: 0}
     assert x_out is x
+
+
+def _shaky(calls: list[int], step: float):
+    """A module whose sums run in no fixed order: each call's answer is off from the last by `step` of
+    its magnitude (a rounding's worth for fp32 at 2**-22; host state at 1.0)."""
+    def fn(x):
+        calls[0] += 1
+        return (x * (1.0 + step * calls[0]), (x > 0).sum())
+    return fn
+
+
+def test_a_replay_that_differs_only_in_rounding_is_kept():
+    """A module that differs from itself bit for bit (atomic sums) keeps its CUDA graph when the replay
+    stays within a second plain call's rounding and the verifier's tolerance: it is replayed from then on."""
+    notes: list[str] = []
+    kept: list[str] = []
+    r = Replayed(_shaky([0], 2.0 ** -22), [False], notes.append, recorder=Emulated, remark=kept.append)
+    for _ in range(4):  # plain, captured (its replay differs in rounding), replayed, replayed
+        x = torch.randn(64)
+        y, pos = r(x)
+        torch.testing.assert_close(y, x, rtol=1e-5, atol=0.0)
+        assert int(pos) == int((x > 0).sum())
+    assert r.graph is not None and r.graph.replays == 3 and not notes
+    assert len(kept) == 1 and "rounding" in kept[0]
+
+
+def test_a_replay_far_from_plain_calls_that_also_differ_is_dropped():
+    """Plain calls that differ by far more than rounding (a launch baking host state): dropped, as before."""
+    notes: list[str] = []
+    r = Replayed(_shaky([0], 1.0), [False], notes.append, recorder=Emulated, remark=notes.append)
+    for _ in range(3):
+        r(torch.randn(64))
+    assert r.graph is None and r.failed and len(notes) == 1 and "replay differed" in notes[0]
+
+
+def test_an_integer_output_that_differs_drops_the_replay():
+    notes: list[str] = []
+    calls = [0]
+
+    def fn(x):
+        calls[0] += 1
+        return (x * (1.0 + 2.0 ** -22 * (calls[0] % 2)), torch.tensor(calls[0]))
+    r = Replayed(fn, [False], notes.append, recorder=Emulated)
+    for _ in range(3):
+        r(torch.randn(8))
+    assert r.graph is None and "replay differed" in notes[0]

@@ -382,12 +382,12 @@ def test_a_library_result_only_returned_keeps_torchs_layout_one_a_kernel_reads_i
 
 def test_untuned_16bit_convolutions_on_an_nvidia_gpu_read_channels_last_operands(tmp_path):
     """cuDNN's tensor-core convolutions read NHWC: over channels-first tensors torch reordered both operands
-    around every call (a third of a bf16 ResNet's GPU time on the H200). fp32 convolutions keep torch's
-    layout: over NHWC fp32 operands cuDNN picks TF32 kernels where torch's NCHW call may be exact (an fp32
-    ResNet's running mean 1e-4 off on the H200). A single convolution stays on the library's own reorders
-    (its transpositions would cancel against nothing: 0.59-0.80x eager channels-last in the real-size set's
-    bf16 programs on the H200), unless its output is read channels-last anyway (a ViT's patches transposed
-    to tokens)."""
+    around every call (a third of a bf16 ResNet's GPU time on the H200). fp32 ones only where torch allows
+    TF32 (`test_channels_last`): over NHWC fp32 operands cuDNN picks TF32 kernels where torch's NCHW call
+    may be exact (an fp32 ResNet's running mean 1e-4 off on the H200). A single convolution stays on the
+    library's own reorders (its transpositions would cancel against nothing: 0.59-0.80x eager channels-last
+    in the real-size set's bf16 programs on the H200), unless its output is read channels-last anyway (a
+    ViT's patches transposed to tokens)."""
     p = ROOT / "tests" / "fixtures" / "conv_bf16_relu_biasadd.py"
     gpu, cpu = build(p, "triton", "h200"), build(p, "cpp", "cpu")
     assert gpu.strategy.conv == "channels-last" and "cuDNN convolution(s) over channels-last" in gpu.strategy_why

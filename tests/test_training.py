@@ -431,6 +431,28 @@ class EmbedNet(nn.Module):
         return F.cross_entropy(self.head(self.emb(ids).mean(1)), y)
 
 
+@pytest.mark.parametrize(("device", "dtype", "rows"), [
+    ("cpu", torch.float32, 40000),  # 2 MiB pages
+    ("cpu", torch.float64, 64),  # small: torch's own op
+    pytest.param("cuda", torch.float32, 30522, marks=pytest.mark.gpu),
+    pytest.param("cuda", torch.bfloat16, 512, marks=pytest.mark.gpu),
+])
+def test_the_embedding_gradient_helper_sums_rows_as_torch_does(device, dtype, rows):
+    """`_akg_embedding_grad` against torch's embedding_dense_backward: many indices on one row (a BERT's
+    token types, all zero) summed in fp32 and rounded once, as torch's op does; on a GPU one scatter."""
+    from dsl_backends.module import EMBEDDING_GRAD, HUGE_EMPTY
+
+    ns: dict = {"torch": torch}
+    exec(HUGE_EMPTY + EMBEDDING_GRAD, ns)  # noqa: S102 - the module's own helper text
+    g = torch.randn(8, 512, 768, device=device).to(dtype)
+    ids = torch.randint(0, rows, (8, 512), device=device)
+    ids[:, :300] = 3  # one row takes 2400 sums
+    got = ns["_akg_embedding_grad"](g, ids, rows)
+    want = torch.ops.aten.embedding_dense_backward(g, ids, rows, -1, False)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-5 if dtype != torch.bfloat16 else 8e-3, atol=1e-4)
+
+
 def test_a_large_embedding_gradient_is_written_on_huge_pages_and_matches_eager(tmp_path):
     """embedding_dense_backward makes a fresh [vocabulary, width] gradient each step; on the host its first
     touch faulted once per 4 KiB page (GPT-2's: 43.5 ms of a 219 ms CPU step, 154 MB). The backward module
