@@ -79,3 +79,12 @@ def test_reorganize_never_moves_a_result_over_another_of_the_same_name(tmp_path)
     assert json.loads((tmp_path / "archive" / archive[1]).read_text())["summary"]["problems"] == 11
     assert (tmp_path / "archive" / archive[2]).read_text() == "<html>first</html>"
     assert _run("--root", str(tmp_path), "--check").returncode == 0
+
+
+def test_kernelbench_levels_are_sets_apart(tmp_path):
+    """A level-2 run is not a newer level-1 run: each level's newest whole run stays in latest/."""
+    _bench(tmp_path / "cpu-cpp-kernelbench-l1-every4-2026-11-20.json", "2026-11-20 10:00:00", 25)
+    _bench(tmp_path / "cpu-cpp-kernelbench-l2-every4-2026-11-21.json", "2026-11-21 10:00:00", 25)
+    assert _run("--root", str(tmp_path), "--reorganize").returncode == 0
+    assert sorted(p.name for p in (tmp_path / "latest").iterdir()) == [
+        "cpu-cpp-kernelbench-l1-every4-2026-11-20.json", "cpu-cpp-kernelbench-l2-every4-2026-11-21.json"]
