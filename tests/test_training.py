@@ -450,7 +450,10 @@ def test_the_embedding_gradient_helper_sums_rows_as_torch_does(device, dtype, ro
     got = ns["_akg_embedding_grad"](g, ids, rows)
     want = torch.ops.aten.embedding_dense_backward(g, ids, rows, -1, False)
     assert got.dtype == want.dtype and got.shape == want.shape
-    torch.testing.assert_close(got, want, rtol=1e-5 if dtype != torch.bfloat16 else 8e-3, atol=1e-4)
+    # the sums in another order (atomic adds on a GPU): as close to float64's as torch's own, within twice
+    exact = torch.ops.aten.embedding_dense_backward(g.double(), ids, rows, -1, False)
+    err, own = (got.double() - exact).abs().max(), (want.double() - exact).abs().max()
+    assert err <= 2 * own + 1e-6, (float(err), float(own))
 
 
 def test_a_large_embedding_gradient_is_written_on_huge_pages_and_matches_eager(tmp_path):
