@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import torch
 import torch.fx
 
+from .verifier.policy import DEFAULT_TOLERANCES
+
 # the address of each saved activation a forward graph's replays leave in its pool: its backward graph reads
 # them there (`Replayed._capture`)
 _HANDED: dict[int, weakref.ref[Replayed]] = {}
@@ -124,8 +126,6 @@ def _same_rounding(got: Any, want: Any, again: Any) -> bool:
     rounding: a module whose sums run in no fixed order (atomic adds) differs from itself bit for bit.
     Each value of `again` and of `got` must lie within the verifier's tolerance of `want` for its dtype,
     so a launch that bakes host state (values far apart) is still told apart."""
-    from .verifier.policy import DEFAULT_TOLERANCES
-
     if not isinstance(want, torch.Tensor):
         return _same(got, want) and _same(again, want)
     if not (isinstance(got, torch.Tensor) and isinstance(again, torch.Tensor)) or got.shape != want.shape \

@@ -66,7 +66,8 @@ LIBRARY_DECLARATIONS = {
     # fused kernels do not take (a value width other than the key's) go to its math path, in ATen ops
     "attention": ["aten._scaled_dot_product*", "aten.tril", "aten.bitwise_and", "aten.bitwise_not",
                   "aten.logical_not", "aten.masked_fill", "aten.where", "aten.scalar_tensor", "aten._safe_softmax",
-                  "aten._softmax", "aten.bmm", "aten.mul", "aten.add", "aten.div", "aten.sqrt"],
+                  "aten._softmax", "aten.bmm", "aten.mul", "aten.add", "aten.div", "aten.sqrt",
+                  "aten.isneginf", "aten.all"],  # a written softmax's NaN rows (`passes.attention`)
 }
 
 REGISTER = '''
@@ -309,8 +310,11 @@ def _library_math(step: LibraryCall, a: list[str]) -> str | None:
             mask = (f"({mask} & {tri})" if step.args[3].dtype == "bool"  # type: ignore[union-attr]
                     else f"{mask}.masked_fill(~{tri}, float('-inf'))")
             causal = False
-        return (f"F.scaled_dot_product_attention({a[0]}, {a[1]}, {a[2]}, attn_mask={mask}, "
+        call = (f"F.scaled_dot_product_attention({a[0]}, {a[1]}, {a[2]}, attn_mask={mask}, "
                 f"is_causal={causal}, scale={at['scale']})")
+        if at.get("nan_rows") and mask != "None":  # a written softmax: NaN where every score is -inf, torch's 0
+            return f"torch.where(torch.isneginf({mask}).all(-1, keepdim=True), float('nan'), {call})"
+        return call
     return None
 
 

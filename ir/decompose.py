@@ -250,7 +250,8 @@ def _attention(e, a, at):
         s = (e.emit("where", [mask, s, neg_inf]) if e.dtype(mask) == "bool"
              else e.emit("add", [s, mask]))
     p = e.emit("softmax", [s], dim=-1)
-    if mask is not None:  # torch's attention answers 0 for a query whose every key is masked (softmax: 0 / 0)
+    if mask is not None and not at.get("nan_rows"):  # torch's attention answers 0 for a query whose every
+        # key is masked (softmax: 0 / 0); a written-out softmax (`passes.attention`) NaN
         dead = e.emit("eq", [e.emit("amax", [s], dims=[-1], keepdim=True), neg_inf])
         p = e.emit("where", [dead, _c(e, 0.0, q), p])
     return e.emit("matmul", [p, v])

@@ -157,7 +157,8 @@ _def("instance_norm", "composite", 3, "reduction", eps=1e-5)
 _def("group_norm", "composite", 3, "reduction", groups=R, eps=1e-5)
 _def("layer_norm", "composite", 3, "reduction", normalized_shape=R, eps=1e-5)
 _def("rms_norm", "composite", 2, "reduction", normalized_shape=R, eps=None)
-_def("attention", "composite", (3, 4), "contraction", scale=None, causal=False)
+# nan_rows: a query whose every score is -inf answers NaN (a written-out softmax's) instead of torch's 0
+_def("attention", "composite", (3, 4), "contraction", scale=None, causal=False, nan_rows=False)
 _def("cosine_similarity", "composite", 2, "reduction", dim=1, eps=1e-8)
 _def("mse_loss", "composite", 2, "reduction", reduction="mean")
 _def("cross_entropy", "composite", 2, "reduction", reduction="mean", label_smoothing=0.0,

@@ -43,6 +43,7 @@ RULE_PROBLEMS = {
     "clamp-of-bounded": "rule_clamps",
     "hardtanh-is-clamp": "rule_clamps",
     "scalar-chain": "rule_scalar_chains",
+    "written-attention": "written_attention",
     "flip-scan-flip": "scan_reverse_cumsum",
     "one-gemm-over-steps": "rule_gemm_over_steps",
     "one-gemm-over-a-sum": "rule_gemm_over_sum",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..graph import Graph, Node
+from .attention import WRITTEN_ATTENTION
 from .base import P, RewritePass, Rewriter, Rule, Trace, X, register
 from .gemmsum import annotate_sums, gemm_over_sum
 
@@ -353,6 +354,7 @@ SIMPLIFY_RULES = (
     Rule("slice-of-slice", P("slice", P("slice", bind="inner")), _slice_of_slice),
     Rule("scalar-chain", P(("add", "sub", "mul", "div"), P(("add", "sub", "mul", "div"), bind="inner"),
                             X("c", lambda n: n.op == "scalar")), _scalar_chain),
+    WRITTEN_ATTENTION,
 )
 
 

@@ -1,0 +1,124 @@
+"""Attention a program writes out (`ir.passes.attention`): softmax(Q @ K^T [* c | / c] [+ B], -1) @ V becomes
+one `attention` composite whose meaning is the program's (a query whose every score is -inf stays NaN, where
+torch's own attention answers 0); chains that are not attention's, or whose parts are read elsewhere, stay."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from akg_agent.translate import build, render
+from ir import run
+from ir.graph import Graph
+from ir.passes import run_passes
+from ir.types import TensorType
+
+B, H, L, D = 2, 3, 5, 8
+
+
+def _written(scale: str = "none", bias: bool = True, returned: bool = False) -> Graph:
+    g = Graph("g")
+    q, k, v = (g.input(n, TensorType((B, H, L, D), "f32")) for n in "qkv")
+    s = g.add("matmul", [q, g.add("permute", [k], {"dims": [0, 1, 3, 2]})])
+    if scale == "mul":
+        s = g.add("mul", [s, g.add("scalar", [], {"value": 0.125, "dtype": "f32"})])
+    elif scale == "div":
+        s = g.add("div", [s, g.add("scalar", [], {"value": math.sqrt(D), "dtype": "f32"})])
+    if bias:
+        s = g.add("add", [s, g.input("bias", TensorType((1, H, L, L), "f32"))])
+    p = g.add("dropout", [g.add("softmax", [s], {"dim": -1})], {"p": 0.0})
+    g.outputs = [g.add("matmul", [p, v])] + ([s] if returned else [])
+    return g
+
+
+def _inputs(bias: bool = True) -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    xs = [torch.randn(B, H, L, D) for _ in range(3)]
+    if bias:
+        b = torch.randn(1, H, L, L)
+        b[0, 1, 2, :] = -math.inf  # every key masked for one query: the written softmax's NaN
+        xs.append(b)
+    return xs
+
+
+def test_a_written_attention_becomes_one_composite_with_the_programs_meaning():
+    for scale, want_scale in (("none", 1.0), ("mul", 0.125), ("div", 1 / math.sqrt(D))):
+        g = _written(scale)
+        xs = _inputs()
+        before = run(g, xs)[0]
+        run_passes(g, "simplify")
+        [att] = [n for n in g.nodes if n.op == "attention"]
+        assert att.attrs["nan_rows"] and math.isclose(att.attrs["scale"], want_scale) and len(att.args) == 4
+        assert not any(n.op in ("softmax", "matmul") for n in g.nodes)
+        after = run(g, xs)[0]
+        assert torch.isnan(after[:, 1, 2]).all() and torch.isnan(before[:, 1, 2]).all()
+        torch.testing.assert_close(after, before, equal_nan=True)
+
+
+def test_chains_that_are_not_attentions_stay_written():
+    g = _written(returned=True)  # the scores are an output too: a composite would hide them
+    run_passes(g, "simplify")
+    assert not any(n.op == "attention" for n in g.nodes)
+    g = _written(bias=False)
+    sm = next(n for n in g.nodes if n.op == "softmax")
+    sm.attrs["dim"] = 2  # a softmax over the queries
+    run_passes(g, "simplify")
+    assert not any(n.op == "attention" for n in g.nodes)
+
+
+T5_LIKE = '''
+import math
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(32, 32), nn.Linear(32, 32), nn.Linear(32, 32)
+
+    def forward(self, x, bias):
+        b, l, _ = x.shape
+        q, k, v = (f(x).view(b, l, 4, 8).transpose(1, 2) for f in (self.q, self.k, self.v))
+        s = torch.matmul(q, k.transpose(3, 2)) + bias
+        return torch.matmul(torch.softmax(s, dim=-1), v).transpose(1, 2).reshape(b, l, 32)
+
+
+def get_inputs():
+    bias = torch.randn(1, 4, 16, 16)
+    bias[0, 2, 3, :] = -math.inf
+    return [torch.randn(2, 16, 32), bias]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_written_attention_left_to_the_library_keeps_its_nan_rows(tmp_path, monkeypatch):
+    """Left to torch's attention (which answers 0 for a query with every key masked), the module puts the
+    written softmax's NaN back for those queries; the rest is torch's attention's."""
+    import importlib.util
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "t5.py"
+    path.write_text(T5_LIKE)
+    t = build(path, "cpp", "cpu", tuned=False, library=("gemm", "attention"))
+    src = render(t)
+    assert "F.scaled_dot_product_attention(" in src and "torch.isneginf(" in src
+    (tmp_path / "m.py").write_text(src)
+    spec = importlib.util.spec_from_file_location("t5_m", tmp_path / "m.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ns: dict = {}
+    exec(T5_LIKE, ns)  # noqa: S102 - the problem above
+    torch.manual_seed(0)
+    ref = ns["Model"]()
+    new = mod.ModelNew()
+    new.load_state_dict(ref.state_dict(), strict=False)
+    xs = ns["get_inputs"]()
+    got, want = new(*xs), ref(*xs)
+    assert torch.isnan(want[:, 3, 16:24]).all()
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-5)
