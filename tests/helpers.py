@@ -3,6 +3,7 @@ verified where a GPU is, compiled for it where none is; a rendered module verifi
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,20 @@ def assert_source_verifies(problem: Path, source: str, tmp_path: Path, seeds: tu
     cand.write_text(source)
     v = verify(problem, cand, target="cpu", seeds=seeds)
     assert v.accepted, v.line()
+
+
+def import_written(tmp_path: Path, source: str, name: str) -> Any:
+    """A rendered module imported from a file under `tmp_path` (its kernels compile on import)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def problem_namespace(text: str) -> dict:
+    """A problem's source run as a module: its Model, get_inputs and get_init_inputs."""
+    ns: dict = {}
+    exec(text, ns)  # noqa: S102 - a test's own problem text
+    return ns

@@ -5,11 +5,11 @@ one comparison and a NaN test of the first operand (a NaN second one falls throu
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
 
 from akg_agent.translate import build, render
+
+from .helpers import import_written, problem_namespace
 
 BOUNDS = '''
 import torch
@@ -46,12 +46,7 @@ def test_bounds_against_numbers_are_one_comparison_and_keep_nan(tmp_path, monkey
     kernels = src[src.index("extern \"C\""):]
     # against a number: no NaN test; between tensors: one, of the first operand
     assert "akg_select<float>(!(" in kernels and kernels.count(") != (") == 2
-    (tmp_path / "m.py").write_text(src)
-    spec = importlib.util.spec_from_file_location("bounds_m", tmp_path / "m.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    ns: dict = {}
-    exec(BOUNDS, ns)  # noqa: S102 - the problem above
+    mod, ns = import_written(tmp_path, src, "bounds_m"), problem_namespace(BOUNDS)
     xs = ns["get_inputs"]()
     got, want = mod.ModelNew()(*xs), ns["Model"]()(*xs)
     for g, w in zip(got, want):

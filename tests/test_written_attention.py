@@ -14,6 +14,8 @@ from ir.graph import Graph
 from ir.passes import run_passes
 from ir.types import TensorType
 
+from .helpers import import_written, problem_namespace
+
 B, H, L, D = 2, 3, 5, 8
 
 
@@ -99,20 +101,13 @@ def get_init_inputs():
 def test_a_written_attention_left_to_the_library_keeps_its_nan_rows(tmp_path, monkeypatch):
     """Left to torch's attention (which answers 0 for a query with every key masked), the module puts the
     written softmax's NaN back for those queries; the rest is torch's attention's."""
-    import importlib.util
-
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "t5.py"
     path.write_text(T5_LIKE)
     t = build(path, "cpp", "cpu", tuned=False, library=("gemm", "attention"))
     src = render(t)
     assert "F.scaled_dot_product_attention(" in src and "torch.isneginf(" in src
-    (tmp_path / "m.py").write_text(src)
-    spec = importlib.util.spec_from_file_location("t5_m", tmp_path / "m.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    ns: dict = {}
-    exec(T5_LIKE, ns)  # noqa: S102 - the problem above
+    mod, ns = import_written(tmp_path, src, "t5_m"), problem_namespace(T5_LIKE)
     torch.manual_seed(0)
     ref = ns["Model"]()
     new = mod.ModelNew()
