@@ -138,3 +138,36 @@ def test_a_matrix_vector_product_by_rows_is_a_row_dot_in_simd_lanes(tmp_path):
     for k in gemms:
         src = _kernel_source(t.source, k.name)
         assert "#pragma omp simd" in src and "akg_bpc" not in src and "MR" not in str(t.schedules[k.name]), src
+
+
+HEADS_OF_TWO = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        b, l, d = x.shape
+        q = k = v = x.view(b, l, 4, d // 4).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, l, d) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(2, 2, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_two_queries_per_block_keep_their_row_coordinates_apart(tmp_path):
+    """Two queries (a ViT's class token and one patch, KernelBench level 3 #32) in the few-query template:
+    each query's score row decodes its coordinates under the same names, so each sits in a scope of its own
+    (a redeclaration failed to compile)."""
+    f = tmp_path / "two.py"
+    f.write_text(HEADS_OF_TWO)
+    t = tr.translate(f, "cpp", "cpu", timing=False, seeds=(0, 1))
+    assert t.verdict.accepted, t.verdict.reason
+    (k,) = [k for k in t.program.kernels() if k.kind == "attention"]
+    assert "scores, then exponents" in _kernel_source(t.source, k.name)

@@ -72,11 +72,11 @@ def render(k: Kernel, s: Schedule, floor: str) -> list[str]:
             f"{inner}for (int64_t akg_e = 0; akg_e < {e}; ++akg_e) {{", *pk.lines,
             f"{inner}    const float akg_k = (float)({kv});",
             *(f"{inner}    {x} += akg_q[{m * e} + akg_e] * akg_k;" for m, x in enumerate(dots)), f"{inner}}}"]
-    for m in range(m_rows):
-        ps = row(m, "s", inner, {a.j.name: "akg_j"})
+    for m in range(m_rows):  # each query's row coordinates in a scope of their own (they share names)
+        ps = row(m, "s", inner + "    ", {a.j.name: "akg_j"})
         ps.fixed[id(a.qk)] = dots[m]
         sv = ps(a.score)
-        out += ps.lines + [f"{inner}akg_s[{m * n} + akg_j] = (float)({sv});"]
+        out += [f"{inner}{{", *ps.lines, f"{inner}    akg_s[{m * n} + akg_j] = (float)({sv});", f"{inner}}}"]
     out.append(f"{ind}}}")
     # the softmax per query: its maximum, then exponents (0 at or below the floor, and for -inf) and their sum
     exp = STYLE.fn("exp", "float")
