@@ -1,0 +1,132 @@
+"""bf16 linear layers at a transformer's sizes (BERT-base: 4096 tokens, 768 <-> 3072 features; and 8192^3) on
+an NVIDIA GPU: akg's Triton module as translate writes it (its cost model may leave the GEMM
+to cuBLAS), and its GEMM generated under a set of schedules (TMA descriptors too), against torch's (cuBLAS,
+its epilogue a second kernel). Each contender is one CUDA graph of
+one call, so the time is the GPU's, not the host's: L2 flushed, CUDA events, median of 30, interleaved.
+
+    python benchmarks/gpu/bf16_linear_schedules.py OUT.json
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from akg_agent.translate import build, render
+from ir.kernel.schedule import Schedule
+
+PROBLEM = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear({k}, {n})
+        self.to(torch.bfloat16)
+
+    def forward(self, x):
+        return {body}
+
+
+def get_inputs():
+    return [torch.randn({m}, {k}, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+'''
+SHAPES = {  # name: (M, K, N, epilogue)
+    "qkv_768x768": (4096, 768, 768, "self.fc(x)"),
+    "ffn_up_gelu_768x3072": (4096, 768, 3072, "F.gelu(self.fc(x))"),
+    "ffn_down_3072x768": (4096, 3072, 768, "self.fc(x)"),
+    "square_8192": (8192, 8192, 8192, "self.fc(x)"),
+}
+TILES = [(128, 256, 64, 3, 8), (128, 128, 64, 3, 8), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
+         (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 256, 64, 3, 8), (256, 128, 64, 3, 8)]
+
+
+def module(src: str, sched: Schedule | None, d: Path, name: str) -> torch.nn.Module:
+    """akg's module for the problem: translate's own (`sched` None), or its GEMM generated under `sched`."""
+    prob = d / f"{name}_problem.py"
+    prob.write_text(src)
+    t = build(prob, "triton", "h200", tuned=sched is None)
+    if sched is not None:
+        gemms = {k.name for k in t.program.kernels() if k.kind == "matmul"}
+        t.schedules = {k: sched if k in gemms else s for k, s in t.schedules.items()}
+    path = d / f"{name}.py"
+    path.write_text(render(t))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ModelNew().cuda()
+
+
+def graphed(fn, x: torch.Tensor):
+    for _ in range(3):
+        fn(x)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn(x)
+    return g.replay
+
+
+def main(out: str) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="akg-bf16-linear-"))
+    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
+    report: dict[str, dict] = {}
+    for shape, (m, k, n, body) in SHAPES.items():
+        src = PROBLEM.format(m=m, k=k, n=n, body=body)
+        ns: dict = {}
+        exec(compile(src, shape, "exec"), ns)  # noqa: S102 - our own problem text
+        torch.manual_seed(0)
+        ref = ns["Model"]().cuda()
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        fns, rows = {"torch": graphed(ref, x)}, {}
+        want = ref(x).float()
+        cands: dict[str, Schedule | None] = {"akg_translate": None}
+        for bm, bn, bk, st, w in TILES:
+            base = Schedule(BM=bm, BN=bn, BK=bk, GROUP_M=8, num_stages=st, num_warps=w)
+            cands[f"{bm}x{bn}x{bk}_s{st}_w{w}"] = base
+            cands[f"{bm}x{bn}x{bk}_s{st}_w{w}_tma"] = base.replace(TMA=True)
+        for name, sched in cands.items():
+            try:
+                mod = module(src, sched, tmp, f"{shape}_{name}")
+                mod.load_state_dict(ref.state_dict(), strict=False)
+                got = mod(x).float()
+                rows[name] = {"max_abs_err": float((got - want).abs().max())}
+                fns[name] = graphed(mod, x)
+            except Exception as e:  # noqa: BLE001 - a schedule that fails is reported
+                rows[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        times: dict[str, list[float]] = {c: [] for c in fns}
+        for _ in range(30):
+            for c, f in fns.items():
+                flush.zero_()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                f()
+                e.record()
+                torch.cuda.synchronize()
+                times[c].append(s.elapsed_time(e) / 1e3)
+        for c, ts in times.items():
+            med = statistics.median(ts)
+            rows.setdefault(c, {}).update(median_us=med * 1e6, tflops=2 * m * n * k / med / 1e12)
+        report[shape] = rows
+        best = min((c for c in times if c != "torch"), key=lambda c: rows[c]["median_us"])
+        us = {c: rows[c]["median_us"] for c in times}
+        print(f"{shape}: torch {us['torch']:.1f} us, akg_translate {us.get('akg_translate', float('nan')):.1f}, "
+              f"best {best} {us[best]:.1f}", flush=True)
+    Path(out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": report}, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
