@@ -151,9 +151,8 @@ def test_triton_states_no_gpu_gemm_efficiency_so_its_3xtf32_gemm_stays_until_a_t
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_triton_16_bit_gemms_and_attentions_go_to_the_library_where_it_is_estimated_faster(tmp_path, dtype):
-    """Triton's 16-bit GEMM template at 0.28-0.68 of the tensor-core peak on the H200 (cold L2), cuBLAS's at
-    0.75 (the real-size set cast to bf16: plain GEMMs 0.77-0.95x eager, attentions 0.54-0.67x, generated;
-    a transformer's linear layers 0.7-0.8x cuBLAS's speed):
+    """Triton's 16-bit GEMM template at 0.51-0.68 of the tensor-core peak on the H200 (cold L2), cuBLAS's at
+    0.75 (the real-size set cast to bf16: plain GEMMs 0.77-0.95x eager, attentions 0.54-0.67x, generated):
     its manifest states the 16-bit figure (`gpu_bf16`, `gpu_f16`), so an untuned compute-bound 16-bit GEMM
     is cuBLAS's, a launch-bound one stays generated, and so is a 16-bit attention by the same estimate."""
     big = build(_problem(tmp_path, 4096, 4096, 4096, dtype), "triton", "h200")
@@ -165,14 +164,10 @@ def test_triton_16_bit_gemms_and_attentions_go_to_the_library_where_it_is_estima
     t = build(attention, "triton", "h200")
     assert t.strategy == Strategy(library=("attention",)) and "flash kernels" in t.strategy_why
     assert not t.program.kernels() and len(t.program.library_calls()) == 1
-    # a 2-layer BERT's attention (512 tokens): cuDNN's 19 us against the generated kernel's 34 on the H200 (its
-    # bf16 profile, 2026-12-02); a library call is priced as one launch, as a replayed CUDA graph runs it
-    bert = attention.with_name("bert.py")
-    bert.write_text(attention.read_text().replace("16, 16, 1024, 64", "8, 12, 512, 64"))
-    assert build(bert, "triton", "h200").strategy == Strategy(library=("attention",))
-    tiny = attention.with_name("tiny.py")  # a few hundred bytes: one launch either way, the template's
-    tiny.write_text(attention.read_text().replace("16, 16, 1024, 64", "1, 1, 16, 64"))
-    assert build(tiny, "triton", "h200").strategy == Strategy()
+    # a 2-layer model's attention (512 tokens) is launch-bound: the library's dispatch costs more
+    small = attention.with_name("small.py")
+    small.write_text(attention.read_text().replace("16, 16, 1024, 64", "8, 12, 512, 64"))
+    assert build(small, "triton", "h200").strategy == Strategy()
     fp32 = attention.with_name("attention_fp32.py")
     fp32.write_text(ATTENTION_BLOCK.format(tail="a").replace("2, 4, 128, 64", "16, 16, 1024, 64"))
     assert build(fp32, "triton", "h200").strategy == Strategy()  # its fp32 template beats torch's
