@@ -89,25 +89,55 @@ _AKG_LIB = _akg_compile(_AKG_SOURCE, _AKG_CMD, ".cpp", "cpp", _AKG_CPU, lambda: 
 
 
 ROW_LOOP_MIN = 16  # a pointwise kernel whose last dimension is at least this long loops rows x columns
+COLUMN_TABLE_MAX = 4096  # entries of a table of per-column values over merged trailing coordinates
 
 
-def _rows_then_columns(k: Kernel, s: Schedule) -> list[str]:
+def _merged_columns(k: Kernel) -> int:
+    """How many trailing coordinates a pointwise kernel with a short last one (a channels-last tensor of 8
+    channels) sweeps as one column, where values read at the last coordinate alone (a batch norm's mean,
+    variance, weight and bias) then become tables over those columns, read contiguously: at least
+    ROW_LOOP_MIN columns, at most COLUMN_TABLE_MAX; 0 where no such value or no such span."""
+    if len(k.coords) < 3 or k.also and any(b.shape != k.out.shape for b, _ in k.also):
+        return 0
+    last = k.coords[-1]
+    if not column_values(k, [(last.name, last.extent)], loads=True):
+        return 0
+    n = last.extent
+    for m in range(2, len(k.coords)):
+        n *= k.coords[-m].extent
+        if n > COLUMN_TABLE_MAX:
+            return 0
+        if n >= ROW_LOOP_MIN:
+            return m
+    return 0
+
+
+def _rows_then_columns(k: Kernel, s: Schedule, merged: int = 1) -> list[str]:
     """A pointwise kernel as a parallel loop over rows (all but the last coordinate, decoded once per
     row, with the values that depend on the row alone) around a SIMD loop along the last one:
-    contiguous loads, no division per element. A padded window runs its mask-free expression over the
+    contiguous loads, no division per element. `merged` > 1: the loop runs along that many trailing
+    coordinates as one, their values that read memory precomputed as tables over it (`_merged_columns`).
+    A padded window runs its mask-free expression over the
     interior columns of rows whose own conditions hold (`ir.kernel.interior`), the masked one elsewhere."""
-    *outer, last = k.coords
-    n_in, n_out = last.extent, math.prod(v.extent for v in outer)
-    inside = interior(k)
+    outer, inner = k.coords[:-merged], k.coords[-merged:]
+    n_in, n_out = math.prod(v.extent for v in inner), math.prod(v.extent for v in outer)
+    inside = interior(k) if merged == 1 else None
+    cols = [(v.name, v.extent) for v in inner]
     # values of the column alone that make a math call (a norm's scale over channels-last rows): once
-    pre, fixed = precompute(column_values(k, [(last.name, n_in)]), [(last.name, n_in)], n_in, "akg_c")
+    pre, fixed = precompute(column_values(k, cols, loads=merged > 1), cols, n_in, "akg_c")
     p = CPrinter(STYLE, {}, indent="        ")
     p.fixed.update(fixed)
     decode([(v.name, v.extent) for v in outer], "akg_o", p)
-    row_values(p, [k.expr, *(e for _, e in k.also)] + ([inside.expr, *inside.also] if inside else []), last.name)
+    row_values(p, [k.expr, *(e for _, e in k.also)] + ([inside.expr, *inside.also] if inside else []),
+               {v.name for v in inner})
+    at, stride = {}, 1
+    for v in reversed(inner):  # the column's coordinates, for what is not a table
+        at[v.name] = f"((akg_c / {stride}) % {v.extent})" if stride > 1 else \
+            ("akg_c" if merged == 1 else f"(akg_c % {v.extent})")
+        stride *= v.extent
 
     def sweep(expr: Expr, lo: str, hi: str, indent: str, to: str = "", also: tuple[Expr, ...] = ()) -> list[str]:
-        pi = CPrinter(STYLE, dict(p.env, **{last.name: "akg_c"}), indent=indent + "    ")
+        pi = CPrinter(STYLE, dict(p.env, **at), indent=indent + "    ")
         pi.counter, pi.names = p.counter, dict(p.names)
         pi.fixed.update(fixed)
         pi.identity = (tuple(v.name for v in k.coords), k.out.shape, f"(akg_o * {n_in} + akg_c)")
@@ -143,6 +173,9 @@ def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
             math.prod(v.extent for v in k.coords[:-1]) >= 8 and not size_args(k):
         t = transposed_coord(k) if interior(k) is None and not k.also else None
         return transposed_tiles(k, s, t) if t is not None else _rows_then_columns(k, s)
+    merged = _merged_columns(k) if k.kind == "pointwise" and not size_args(k) and interior(k) is None else 0
+    if merged and math.prod(v.extent for v in k.coords[:-merged]) >= 8:
+        return _rows_then_columns(k, s, merged)
     p = CPrinter(STYLE, {}, indent="        ")
     p.identity = (tuple(v.name for v in k.coords), k.out.shape, "akg_i")
     decode([(v.name, v.extent) for v in k.coords], "akg_i", p)

@@ -16,22 +16,28 @@ COSTLY = frozenset({"exp", "log", "log1p", "expm1", "tanh", "erf", "pow", "sin",
                     "div"})
 
 
-def column_values(k: Kernel, cols: list[tuple[str, int]]) -> list[Expr]:
+def column_values(k: Kernel, cols: list[tuple[str, int]], loads: bool = False) -> list[Expr]:
     """The largest sub-expressions of `k`'s value (outside its reductions) over its columns alone that
-    make a costly call."""
+    make a costly call; with `loads`, every one that reads memory too (a channel's mean, weight and bias
+    where the columns span several coordinates: read at `column % channels`, a gather per element)."""
     names, memo, found, seen = {c for c, _ in cols}, {}, [], set()
-    stack = [k.expr]
+    stack = [k.expr, *(e for _, e in k.also)]
     while stack:
         e = stack.pop()
         if id(e) in seen or isinstance(e, (Reduce, Var, Const)):
             continue
         seen.add(id(e))
         fv = free_vars(e, memo)
-        if isinstance(e, Op) and fv and fv <= names and e.dtype in FLOATS and _costly(e):
+        if isinstance(e, (Op, Load)) and fv and fv <= names and e.dtype in FLOATS and \
+                (_costly(e) or loads and _reads(e)):
             found.append(e)
         elif isinstance(e, Op):
             stack.extend(e.args)
     return found
+
+
+def _reads(e: Expr) -> bool:
+    return isinstance(e, Load) or isinstance(e, Op) and any(_reads(a) for a in e.args)
 
 
 def _costly(e: Expr) -> bool:
@@ -40,13 +46,14 @@ def _costly(e: Expr) -> bool:
     return False
 
 
-def row_values(p: CPrinter, exprs: list[Expr], col: str) -> None:
-    """Prints into `p` (a row's scope) each sub-expression of `exprs` free of the column `col`: a row's own
-    values (a channel's scale and shift) once a row, not once an element."""
+def row_values(p: CPrinter, exprs: list[Expr], col: str | set[str]) -> None:
+    """Prints into `p` (a row's scope) each sub-expression of `exprs` free of the column coordinate(s)
+    `col`: a row's own values (a channel's scale and shift) once a row, not once an element."""
     memo: dict[int, frozenset[str]] = {}
+    cols = {col} if isinstance(col, str) else col
     for x in exprs:
         for e in walk(x):
-            if not isinstance(e, (Var, Const)) and col not in free_vars(e, memo):
+            if not isinstance(e, (Var, Const)) and not cols & free_vars(e, memo):
                 p(e)
 
 
