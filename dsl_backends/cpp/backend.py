@@ -10,6 +10,7 @@ from pathlib import Path
 from hardware_models.cost import Tiling
 from hardware_models.spec import HardwareModel
 from ir.kernel.analysis import split_gemm
+from ir.kernel.cases import column_cases, row_cases
 from ir.kernel.interior import interior
 from ir.kernel.ir import Expr, Kernel, KernelProgram, Load, Reduce, Var, size_args, walk
 from ir.kernel.schedule import Schedule, Schedules
@@ -117,11 +118,15 @@ def _rows_then_columns(k: Kernel, s: Schedule, merged: int = 1) -> list[str]:
     row, with the values that depend on the row alone) around a SIMD loop along the last one:
     contiguous loads, no division per element. `merged` > 1: the loop runs along that many trailing
     coordinates as one, their values that read memory precomputed as tables over it (`_merged_columns`).
-    A padded window runs its mask-free expression over the
-    interior columns of rows whose own conditions hold (`ir.kernel.interior`), the masked one elsewhere."""
+    A concatenation along an outer axis branches once per row to the one source it reads, along the last
+    axis sweeps each source's run of columns (`ir.kernel.cases`);
+    a padded window runs its mask-free expression over the interior columns of rows whose own conditions
+    hold (`ir.kernel.interior`), the masked one elsewhere."""
     outer, inner = k.coords[:-merged], k.coords[-merged:]
     n_in, n_out = math.prod(v.extent for v in inner), math.prod(v.extent for v in outer)
-    inside = interior(k) if merged == 1 else None
+    cases = row_cases(k) if merged == 1 else []  # a concatenation's rows: one source each, unmasked
+    runs = column_cases(k) if merged == 1 and not cases else []  # or its runs of columns
+    inside = interior(k) if merged == 1 and not cases and not runs else None
     cols = [(v.name, v.extent) for v in inner]
     # values of the column alone that make a math call (a norm's scale over channels-last rows): once
     pre, fixed = precompute(column_values(k, cols, loads=merged > 1), cols, n_in, "akg_c")
@@ -149,12 +154,27 @@ def _rows_then_columns(k: Kernel, s: Schedule, merged: int = 1) -> list[str]:
                 *stores, f"{indent}}}"]
 
     everywhere = tuple(e for _, e in k.also)
+    tests = [" && ".join(p(a) if v else f"!{p(a)}" for a, v in c.holds) for c in cases[:-1]]
+
+    def cased(lo: str, hi: str, indent: str, to: str = "") -> list[str]:
+        """The sweep, or one per row case: the first whose conditions hold, the last where none did."""
+        if not cases:
+            return sweep(k.expr, lo, hi, indent, to, also=everywhere)
+        lines = []
+        for i, c in enumerate(cases):
+            lines += [f"{indent}if ({tests[i]}) {{" if i == 0 else f"{indent}}} else if ({tests[i]}) {{"
+                      if i < len(tests) else f"{indent}}} else {{", *sweep(c.expr, lo, hi, indent + "    ", to, c.also)]
+        return [*lines, f"{indent}}}"]
+
+    if runs:
+        body = [ln for lo, hi, c in runs for ln in sweep(c.expr, str(lo), str(hi), "        ", also=c.also)]
+        return [*pre, omp(s), f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *body, "    }"]
     if inside is None and streamed(k, s) and not k.also:
         row = blocks(n_in, f"out + akg_o * {n_in}",
-                     lambda ind: sweep(k.expr, "akg_cb", "akg_ce", ind, to="akg_buf[akg_c - akg_cb]"), "        ")
+                     lambda ind: cased("akg_cb", "akg_ce", ind, to="akg_buf[akg_c - akg_cb]"), "        ")
         return [*pre, *parallel(s, [f"    for (int64_t akg_o = 0; akg_o < {n_out}; ++akg_o) {{", *p.lines, *row,
                                     "    }"])]
-    body = sweep(k.expr, "0", str(n_in), "        ", also=everywhere)
+    body = cased("0", str(n_in), "        ")
     if inside is not None:  # edges (a whole row where its conditions fail) masked, the interior not
         ok = " && ".join(p(c) for c in inside.row_conditions) or "true"
         body = ["        const int64_t akg_lo = " + f"({ok}) ? {inside.lo} : {n_in};",
