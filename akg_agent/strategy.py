@@ -123,10 +123,11 @@ def model_channels_last(plan: FusionPlan, target: HardwareModel, g: Graph | None
             return ""
         if len(convs) < 2:  # the transpositions cancel only between convolutions: a single one with its
             return ""  # epilogue measured faster on the library's own reorders (docs/measured.md, 2026-11-28)
-        # below 8 x 8 outputs oneDNN's channels-last kernels lose to its channels-first ones (a 3x3 at 7x7
-        # 1.13x their time, at 2x2 2.1x): KernelBench's ResNet101 at 28 x 28, most of its convolutions at 2x2,
-        # ran 0.66x eager channels-last and level with it channels-first (docs/measured.md, 2026-12-02)
-        if 2 * sum(math.prod(n.type.shape[2:]) < 64 for n in convs) > len(convs):
+        # below 4 x 4 outputs oneDNN's channels-last kernels lose to its channels-first ones (a 3x3 at 2x2
+        # 2.1x their time; at 4x4 1.4x, at 7x7 1.13x, a 1x1 at 7x7 0.81x): KernelBench's ResNet101 at 28 x 28,
+        # most of its convolutions at 2x2, ran 0.66x eager channels-last, 1.07x channels-first; its SqueezeNet
+        # at 64 x 64 (7x7 fire modules) 1.27x channels-last, 0.81x channels-first (docs/measured.md, 2026-12-02)
+        if 2 * sum(math.prod(n.type.shape[2:]) < 16 for n in convs) > len(convs):
             return ""
         return f"{len(convs)} oneDNN convolution(s) over channels-last operands (a channels-first call reorders " \
             "its input and output each time)"

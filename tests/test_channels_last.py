@@ -265,7 +265,7 @@ def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_
     convolutions channels-last always): an untuned CPU translate of an inference graph with two convolutions
     takes channels-last; a graph that returns a convolution's input (a training forward's saved activation)
     does not, nor does a single convolution (its transpositions would cancel against nothing), nor one whose
-    convolutions mostly write fewer than 8 x 8 positions."""
+    convolutions mostly write fewer than 4 x 4 positions."""
     from akg_agent.strategy import model_channels_last
 
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))  # an empty tuning database: the cost model decides
@@ -284,10 +284,13 @@ def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_
     single.write_text(CONV_EPILOGUE.replace("return torch.relu(self.up(torch.relu(self.conv(x)))) + self.bias",
                                             "return torch.relu(self.conv(x))"))
     assert build(single, "cpp", "cpu").strategy.conv == "library"
-    # most outputs below 8 x 8 (ResNet101 at 28 x 28): oneDNN's channels-first kernels are the faster
+    # most outputs below 4 x 4 (ResNet101 at 28 x 28): oneDNN's channels-first kernels are the faster
     tiny = path.with_name("tiny.py")
-    tiny.write_text(CONV_EPILOGUE.replace("torch.randn(2, 5, 9, 21)", "torch.randn(2, 5, 3, 3)"))
+    tiny.write_text(CONV_EPILOGUE.replace("torch.randn(2, 5, 9, 21)", "torch.randn(2, 5, 1, 1)"))  # 1x1, 2x2
     assert build(tiny, "cpp", "cpu").strategy.conv == "library"
+    small = path.with_name("small.py")  # 3x3 and 6x6: one of two below, channels-last still
+    small.write_text(CONV_EPILOGUE.replace("torch.randn(2, 5, 9, 21)", "torch.randn(2, 5, 3, 3)"))
+    assert build(small, "cpp", "cpu").strategy.conv == "channels-last"
 
 
 def test_fp32_convolutions_on_an_nvidia_gpu_go_channels_last_where_torch_allows_tf32(tmp_path, monkeypatch):
