@@ -147,8 +147,10 @@ class CStyle:
                     return self.select(f"!(({a[0]}) {'<=' if o == 'maximum' else '>='} ({a[1]}))", a[0], a[1], t)
                 return self.select(f"({a[0]}) {'>' if o == 'maximum' else '<'} ({a[1]})", a[0], a[1], t)
             if not self.fmax_call:  # a NaN first operand is kept by its own test, a NaN second one by the
-                return self.select(f"({a[0]}) {'>' if o == 'maximum' else '<'} ({a[1]}) || ({a[0]}) != ({a[0]})",
-                                   a[0], a[1], t)  # comparison's falling through to it
+                # comparison's falling through to it; `|`, not `||`: gcc left a pooling window's short-circuit
+                # chain scalar (a max pool + Mish kernel 3.5x slower, KernelBench level 2 #35 on the CPU)
+                return self.select(f"(({a[0]}) {'>' if o == 'maximum' else '<'} ({a[1]})) | (({a[0]}) != ({a[0]}))",
+                                   a[0], a[1], t)
             return self.select(f"({a[0]}) != ({a[0]}) || ({a[1]}) != ({a[1]})", f"({a[0]}) + ({a[1]})",
                                f"{g}({a[0]}, {a[1]})", t)
         if o == "remainder":
