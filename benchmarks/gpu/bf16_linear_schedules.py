@@ -9,7 +9,6 @@ L2 flushed, CUDA events, median of 30, interleaved.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import sys
@@ -17,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 import torch
+from precision_gemm import load
 
-from akg_agent.translate import build, render
 from ir.kernel.schedule import Schedule
 
 PROBLEM = '''
@@ -58,16 +57,7 @@ def module(src: str, sched: Schedule | None, d: Path, name: str) -> torch.nn.Mod
     """akg's module for the problem: translate's own (`sched` None), or its GEMM generated under `sched`."""
     prob = d / f"{name}_problem.py"
     prob.write_text(src)
-    t = build(prob, "triton", "h200", tuned=sched is None)
-    if sched is not None:
-        gemms = {k.name for k in t.program.kernels() if k.kind == "matmul"}
-        t.schedules = {k: sched if k in gemms else s for k, s in t.schedules.items()}
-    path = d / f"{name}.py"
-    path.write_text(render(t))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.ModelNew().cuda()
+    return load(name, sched, d, prob, "h200")
 
 
 def warm(fn, x: torch.Tensor):
