@@ -4,7 +4,7 @@ its GEMM generated under a set of schedules (with `--tma`, TMA descriptors too),
 epilogue a second kernel). Each call is queued behind a GPU sleep, so the time is the GPU's, not the host's:
 L2 flushed, CUDA events, median of 30, interleaved.
 
-    python benchmarks/gpu/bf16_linear_schedules.py OUT.json [--tma]
+    python benchmarks/gpu/bf16_linear_schedules.py OUT.json [--tma] [SHAPE ...]
 """
 
 from __future__ import annotations
@@ -48,8 +48,17 @@ SHAPES = {  # name: (M, K, N, epilogue)
     "ffn_up_gelu_768x3072": (4096, 768, 3072, "F.gelu(self.fc(x))"),
     "ffn_down_3072x768": (4096, 3072, 768, "self.fc(x)"),
     "square_8192": (8192, 8192, 8192, "self.fc(x)"),
+    # the model set's other linear layers at 8 x 512 tokens (ViT: 32 x 197)
+    "gpt2_attn_768x2304": (4096, 768, 2304, "self.fc(x)"),
+    "gpt2_fc_gelu_tanh_768x3072": (4096, 768, 3072, "F.gelu(self.fc(x), approximate='tanh')"),
+    "llama_q_1024x1024": (4096, 1024, 1024, "self.fc(x)"),
+    "llama_kv_1024x256": (4096, 1024, 256, "self.fc(x)"),
+    "llama_gate_silu_1024x2816": (4096, 1024, 2816, "F.silu(self.fc(x))"),
+    "llama_down_2816x1024": (4096, 2816, 1024, "self.fc(x)"),
+    "vit_up_gelu_768x3072": (6304, 768, 3072, "F.gelu(self.fc(x))"),
 }
-TILES = [(128, 256, 64, 3, 8), (128, 128, 64, 3, 8), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
+TILES = [(128, 256, 64, 3, 8), (128, 128, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 32, 3, 8),
+         (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
          (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 256, 64, 3, 8), (256, 128, 64, 3, 8)]
 
 
@@ -67,11 +76,29 @@ def warm(fn, x: torch.Tensor):
     return lambda: fn(x)
 
 
-def main(out: str, tma: bool) -> None:
+def gpu_times(fns: dict, flush: torch.Tensor, turns: int = 30) -> dict[str, float]:
+    """Median GPU seconds of each call: L2 flushed, queued behind a GPU sleep, contenders in turns."""
+    times: dict[str, list[float]] = {c: [] for c in fns}
+    for _ in range(turns):
+        for c, f in fns.items():
+            flush.zero_()
+            torch.cuda._sleep(400_000)  # the host queues the call while the GPU sleeps
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            f()
+            e.record()
+            torch.cuda.synchronize()
+            times[c].append(s.elapsed_time(e) / 1e3)
+    return {c: statistics.median(ts) for c, ts in times.items()}
+
+
+def main(out: str, tma: bool, only: list[str]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="akg-bf16-linear-"))
     flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
     report: dict[str, dict] = {}
     for shape, (m, k, n, body) in SHAPES.items():
+        if only and shape not in only:
+            continue
         src = PROBLEM.format(m=m, k=k, n=n, body=body)
         ns: dict = {}
         exec(compile(src, shape, "exec"), ns)  # noqa: S102 - our own problem text
@@ -95,19 +122,8 @@ def main(out: str, tma: bool) -> None:
                 fns[name] = warm(mod, x)
             except Exception as e:  # noqa: BLE001 - a schedule that fails is reported
                 rows[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
-        times: dict[str, list[float]] = {c: [] for c in fns}
-        for _ in range(30):
-            for c, f in fns.items():
-                flush.zero_()
-                torch.cuda._sleep(400_000)  # the host queues the call while the GPU sleeps
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                f()
-                e.record()
-                torch.cuda.synchronize()
-                times[c].append(s.elapsed_time(e) / 1e3)
-        for c, ts in times.items():
-            med = statistics.median(ts)
+        times = gpu_times(fns, flush)
+        for c, med in times.items():
             rows.setdefault(c, {}).update(median_us=med * 1e6, tflops=2 * m * n * k / med / 1e12)
         report[shape] = rows
         Path(out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": report}, indent=1))
@@ -119,4 +135,4 @@ def main(out: str, tma: bool) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--tma" in sys.argv[2:])
+    main(sys.argv[1], "--tma" in sys.argv[2:], [a for a in sys.argv[2:] if a != "--tma"])

@@ -35,12 +35,13 @@ SCHEDULES = {
 }
 
 
-def load(name: str, sched: Schedule | None, d: Path, problem: Path = PROBLEM, target: str = "h100"):
-    """The module akg writes for `problem` with its GEMMs under `sched`, loaded (None: translate's own plan and
-    schedules, the cost model's library choice included)."""
+def load(name: str, sched: Schedule | None, d: Path, problem: Path = PROBLEM, target: str = "h100",
+         kind: str = "matmul"):
+    """The module akg writes for `problem` with its `kind` kernels (GEMMs unless told) under `sched`, loaded
+    (None: translate's own plan and schedules, the cost model's library choice included)."""
     t = build(problem, "triton", target, tuned=sched is None)
-    if sched is not None:  # only the GEMMs take the schedule under test; a layout copy before one keeps its own
-        gemms = {k.name for k in t.program.kernels() if k.kind == "matmul"}
+    if sched is not None:  # only those kernels take the schedule under test; a layout copy keeps its own
+        gemms = {k.name for k in t.program.kernels() if k.kind == kind}
         t.schedules = {k: sched if k in gemms else s for k, s in t.schedules.items()}
     path = d / f"{name}.py"
     path.write_text(render(t))

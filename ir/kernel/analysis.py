@@ -154,13 +154,12 @@ def split_attention(k: Kernel) -> AttnParts:
         raise UnsupportedKernel("not attention: the output is not one P @ V contraction")
     j = out.axes[0]
     p, v = out.body.args
-    if isinstance(p, Op) and p.op == "cast" and p.dtype in ("f16", "bf16") and p.dtype == v.dtype:
-        # P rounded to V's 16-bit type for the second GEMM (torch's fp32 softmax, then .to(v.dtype)): the
-        # template rounds its unnormalised tile to that type before the same GEMM, dividing by L after
-        p = p.args[0]
+    p, rounded = _unround(p, v)
     guard = _dead_guard(p)
-    if guard is not None:
+    if guard is not None:  # torch's masked-row guard sits outside the rounding of P or inside it
         p = p.args[2]  # type: ignore[attr-defined]
+        if not rounded:
+            p, _ = _unround(p, v)
     if not (isinstance(p, Op) and p.op == "div" and isinstance(p.args[1], Reduce) and p.args[1].op == "sum"):
         raise UnsupportedKernel("not attention: P is not exp(S - M) / L")
     num, lsum = p.args
@@ -173,7 +172,7 @@ def split_attention(k: Kernel) -> AttnParts:
     if not same_renamed(score, mx.body, {mx.axes[0].name: j.name}) or \
             not same_renamed(num, lsum.body, {lsum.axes[0].name: j.name}):
         raise UnsupportedKernel("not attention: the row maximum or sum is not over the scores")
-    if guard is not None and not same_renamed(score, guard.body, {guard.axes[0].name: j.name}):
+    if guard is not None and not _guards(score, guard, j):
         raise UnsupportedKernel("not attention: the masked-row guard is not over the scores")
     dots = [r for r in walk(score) if isinstance(r, Reduce)]
     if len(dots) != 1 or dots[0].op != "dot" or len(dots[0].axes) != 1 or not isinstance(dots[0].body, Op) \
@@ -204,6 +203,26 @@ def split_attention(k: Kernel) -> AttnParts:
                                 "its output accumulator must stay on chip)")
     return AttnParts(out, score, qk, q_side, k_side, v, j, e, rows, cols, batch, _key_limit(score, j, rows),
                      guard is not None)
+
+
+def _unround(p: Expr, v: Expr) -> tuple[Expr, bool]:
+    """(P, True) where `p` is P rounded to V's 16-bit type for the second GEMM (torch's fp32 softmax, then
+    .to(v.dtype)): the template rounds its unnormalised tile to that type before the same GEMM, dividing by
+    L after. (p, False) otherwise."""
+    if isinstance(p, Op) and p.op == "cast" and p.dtype in ("f16", "bf16") and p.dtype == v.dtype:
+        return p.args[0], True
+    return p, False
+
+
+def _guards(score: Expr, guard: Reduce, j: Var) -> bool:
+    """The masked-row guard's maximum is over the scores: the very scores, or the 16-bit scores before the
+    softmax widens them to fp32 (torch's bf16 attention under an added mask); a widening cast is exact and
+    keeps the order, so either maximum is -inf on the same rows."""
+    ren = {guard.axes[0].name: j.name}
+    if same_renamed(score, guard.body, ren):
+        return True
+    return (isinstance(score, Op) and score.op == "cast" and score.dtype == "f32"
+            and same_renamed(score.args[0], guard.body, ren))
 
 
 def _dead_guard(p: Expr) -> Reduce | None:
