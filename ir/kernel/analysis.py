@@ -74,7 +74,10 @@ class AttnParts:
 
 def _key_limit(score: Expr, j: Var, rows: list[tuple[str, int]]) -> int | None:
     """c where the score is where(j - i <= c, x, -inf) (a boolean where(cond, True, False) around the
-    condition allowed), i the one query-row coordinate; None otherwise."""
+    condition allowed, and a widening cast around it: a bf16 model's scores widened for the softmax), i the
+    one query-row coordinate; None otherwise."""
+    while isinstance(score, Op) and score.op == "cast" and score.dtype == "f32":
+        score = score.args[0]
     if len(rows) != 1 or not (isinstance(score, Op) and score.op == "where" and isinstance(score.args[2], Const)
                               and score.args[2].value == float("-inf")):
         return None

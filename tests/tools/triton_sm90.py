@@ -28,6 +28,8 @@ def main(module: str, kernels: str) -> int:
         fn = getattr(mod, name)
         sig = {p: (POINTERS[want["pointers"][p]] if p in want["pointers"] else "constexpr") for p in fn.arg_names}
         consts = {k: v for k, v in want["constexprs"].items() if k in fn.arg_names}
+        if "BOUNDED" in fn.arg_names:  # what a compiled module passes (`_AKG_COMPILED`): loops bound by program id
+            consts["BOUNDED"] = True
         try:
             triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts),
                            target=GPUTarget("cuda", 90, 32))
