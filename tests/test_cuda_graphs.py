@@ -342,3 +342,22 @@ def test_an_integer_output_that_differs_drops_the_replay():
     for _ in range(3):
         r(torch.randn(8))
     assert r.graph is None and "replay differed" in notes[0]
+
+
+def test_a_parameter_moved_to_new_storage_is_copied_in_before_a_replay():
+    """Parameters are read where they live, checked by one C call per replay (their addresses at capture):
+    a parameter given new storage (`p.data = ...`, a checkpoint loaded by assignment) is noticed, and its
+    new values reach the replay."""
+    def fn(x, w):
+        return (torch.tanh(x @ w),)
+
+    r = Replayed(fn, [False, True], [].append, recorder=Emulated)
+    w = torch.randn(8, 8)
+    for _ in range(3):  # plain, captured, replayed: w in place
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(r(x, w)[0], torch.tanh(x @ w))
+    assert r.fixed == [1]
+    moved = torch.randn(8, 8)  # new storage, new values
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(r(x, moved)[0], torch.tanh(x @ moved))
+    assert r.graph is not None and r.graph.replays == 3  # the capture replays once

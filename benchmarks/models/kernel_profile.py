@@ -6,8 +6,9 @@ each with its share. akg's written modules are copied beside the report, so a sl
 
     python benchmarks/models/kernel_profile.py --sizing gpu --dtype bf16 --models gpt2,llama --out runs/prof
 
-`--train` profiles a training step instead (forward, a mean-square loss, backward; fp32 master weights,
-bf16 through autocast as `train.py` trains).
+`--host` adds the host's side: the Python functions a call spends its time in (cProfile, own time), for a
+contender whose wall time exceeds its GPU time. `--train` profiles a training step instead (forward, a
+mean-square loss, backward; fp32 master weights, bf16 through autocast as `train.py` trains).
 """
 
 from __future__ import annotations
@@ -54,6 +55,25 @@ def kernels(fn: Any, xs: list[torch.Tensor], calls: int) -> dict[str, Any]:
                      "count_per_call": e.count / calls} for e in top]}
 
 
+def host(fn: Any, xs: list[torch.Tensor], calls: int) -> list[dict[str, Any]]:
+    """The Python functions `calls` calls spend their host time in: own time per call, the 25 largest."""
+    import cProfile
+    import pstats
+
+    torch.cuda.synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn(*xs)
+    prof.disable()
+    torch.cuda.synchronize()
+    stats = pstats.Stats(prof).stats  # (file, line, name) -> (calls, primitive calls, own, cumulative, callers)
+    rows = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:25]
+    return [{"function": f"{Path(f).name}:{line} {name}", "own_us_per_call": own / calls * 1e6,
+             "cum_us_per_call": cum / calls * 1e6, "count_per_call": n / calls}
+            for (f, line, name), (n, _, own, cum, _) in rows]
+
+
 def step_of(fn: Any, model: torch.nn.Module, dtype: str) -> Any:
     """A training step of `fn` (its gradients dropped first, as `zero_grad` does)."""
     def step(*xs: torch.Tensor) -> None:
@@ -73,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default="eager,inductor,akg")
     p.add_argument("--calls", type=int, default=10)
     p.add_argument("--dsl", default="", help="akg's DSL (default: the target's own)")
+    p.add_argument("--host", action="store_true", help="also the host's Python functions per call (cProfile)")
     p.add_argument("--train", action="store_true", help="a training step (forward and backward), not a forward")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
@@ -97,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                 fn(*xs)
                 torch.cuda.synchronize()
                 rec[mode] = {"first_call_s": time.perf_counter() - t0, **kernels(fn, xs, args.calls)}
+                if args.host:
+                    rec[mode]["host"] = host(fn, xs, args.calls)
                 if mode.startswith("akg"):
                     rec[mode]["graphs"] = [g.line() for g in compiled.akg_report.graphs]
                     rec[mode]["notes"] = [n for g in compiled.akg_report.graphs for n in g.notes]
@@ -107,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                              f"first {r['first_call_s']:.1f} s")
                 lines += [f"   {k['us_per_call']:9.1f} us {k['share'] * 100:5.1f}% x{k['count_per_call']:.0f} "
                           f"{k['kernel']}" for k in r["top"]]
-                print("\n".join(lines[-26:]), flush=True)
+                lines += [f"   host {h['own_us_per_call']:8.1f} us own {h['cum_us_per_call']:8.1f} us cum "
+                          f"x{h['count_per_call']:.0f} {h['function']}" for h in r.get("host", [])]
+                print("\n".join(lines[-51:]), flush=True)
     cache = cache_dir() / "compiled"
     if cache.is_dir():  # the written modules, to read the slow kernels in (not their graphs: those hold weights)
         with tarfile.open(args.out / "akg-modules.tar.gz", "w:gz") as tar:
