@@ -595,6 +595,15 @@ def _gather(cx, x, dim, index, sparse_grad=False):
     return cx.add("gather", [x, index], dim=dim % x.type.rank)
 
 
+@converts("aten.embedding.default")
+def _embedding(cx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    # rows of the table picked by each index: a gather the consumer computes as it loads (the padding row and
+    # the gradient's scaling matter only to the backward, which stays torch's op)
+    flat = cx.add("reshape", [indices], shape=[indices.type.numel])
+    rows = cx.add("index_select", [weight, flat], dim=0)
+    return cx.add("reshape", [rows], shape=[*indices.type.shape, weight.type.shape[1]])
+
+
 @converts("aten.index_select.default")
 def _index_select(cx, x, dim, index):
     return cx.add("index_select", [x, index], dim=dim % x.type.rank)

@@ -241,11 +241,15 @@ class _Lowerer:
             assert idx_node is not None
             dim = at["dim"]
             idx = list(c)
-            if n.op == "gather":
-                idx[dim] = self.expr(idx_node, list(c), mask, inline)
-            else:
-                idx[dim] = self.expr(idx_node, [c[dim]], mask, inline)
-            return sub(idx)
+            pos = self.expr(idx_node, list(c) if n.op == "gather" else [c[dim]], mask, inline)
+            idx[dim] = pos
+            # an index outside the tensor (a token id past the vocabulary) is never read: it answers NaN where
+            # torch raises, so the verifier and the caller see it, and no kernel loads outside its buffer
+            ok = land(iop(">=", pos, ic(0)), iop("<", pos, ic(x.shape[dim])))
+            assert ok is not None
+            if n.dtype not in ("f16", "bf16", "f32", "f64"):
+                return sub(idx, land(mask, ok))
+            return where(ok, sub(idx, land(mask, ok)), Const(float("nan"), n.dtype), n.dtype)
         raise LoweringError(f"no kernel-IR lowering for {n.op}")
 
     def roll(self, x: Node, rolls: list[tuple[int, int]], c: list[Expr], mask: Expr | None, inline: set[int],
