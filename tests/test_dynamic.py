@@ -159,10 +159,10 @@ def test_schedules_per_size_bucket_dispatch_and_verify(tmp_path):
     interpreter blocks follow the size); the module dispatches on the size and every bucket's edges are
     checked."""
     t = translate(PROBLEMS / "l2_gemm_scale_sigmoid_sum.py", "triton", "h100", out=tmp_path / "m.py",
-                  timing=False, dynamic="batch<=1024", seeds=(0,))
+                  timing=False, dynamic="batch<=4096", seeds=(0,))
     assert t.verdict is not None and t.verdict.accepted, t.verdict
     uppers = [u for u, _, _ in t.buckets]
-    assert uppers and uppers == sorted(uppers) and uppers[-1] < 1024
+    assert uppers and uppers == sorted(uppers) and uppers[-1] < 4096
     checked = {r["trial"] for r in t.verdict.details["trials"]}
     assert {f"batch={u}" for u in uppers} | {f"batch={u + 1}" for u in uppers} <= checked
     for u in uppers:
