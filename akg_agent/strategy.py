@@ -165,11 +165,11 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
     cost model estimates them faster (`model_gemm_library`), convolutions channels-last on NVIDIA GPUs
     (16-bit) and oneDNN CPUs (inference graphs) (`model_channels_last`), else the default. With the GEMMs,
     an attention the default plan runs as one kernel stays one library call (marking its GEMMs alone would
-    split it into two library GEMMs around a stored score tensor); so does one where the backend has no
-    attention template. `g`: the graph, whose outputs tell a training graph's saved activations and whose
-    meta the op families the program had. A 16-bit attention alone goes to the library where the backend's
-    16-bit products stand below it (`model_attention_library`). `tf32`: fp32 convolutions may go
-    channels-last too (`model_channels_last`)."""
+    split it into two library GEMMs around a stored score tensor); so does one the plan could not make one
+    kernel (no attention template, or run-time sizes under --dynamic). `g`: the graph, whose outputs tell a
+    training graph's saved activations and whose meta the op families the program had. A 16-bit attention
+    alone goes to the library where the backend's 16-bit products stand below it (`model_attention_library`).
+    `tf32`: fp32 convolutions may go channels-last too (`model_channels_last`)."""
     last = model_channels_last(plan, target, g, tf32)
     conv = "channels-last" if last else "library"
     why = model_gemm_library(plan, backend, target)
@@ -181,7 +181,8 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
     why += f"; {last}" if last else ""
     if any(grp.flash for grp in plan.groups):
         return Strategy(conv=conv, library=("gemm", "attention")), why + " (attention kept whole: one library call)"
-    if g is not None and "attention" in g.meta.get("library_families", ()) and \
-            "attention" not in backend.manifest.kinds:  # no flash template: its GEMMs would store the scores
+    if g is not None and "attention" in g.meta.get("library_families", ()):
+        # not one kernel (no flash template, or one that cannot take it: run-time sizes under --dynamic): its
+        # GEMMs in the library would store the scores between them; torch's attention is one call
         return Strategy(conv=conv, library=("gemm", "attention")), why + " (attention: the library's, one call)"
     return Strategy(conv=conv, library=("gemm",)), why
