@@ -28,12 +28,14 @@ from typing import Any, Protocol
 import torch
 import torch.fx
 
+from ir.lift import RANDOM_OPS
+
 from .verifier.policy import DEFAULT_TOLERANCES
 
 # the address of each saved activation a forward graph's replays leave in its pool: its backward graph reads
 # them there (`Replayed._capture`)
 _HANDED: dict[int, weakref.ref[Replayed]] = {}
-RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "poisson", "exponential")
+RANDOM = RANDOM_OPS
 
 
 def _name(target: Any) -> str:

@@ -239,7 +239,8 @@ def library_line(step: LibraryCall, name: Callable[[Buf | None], str]) -> str:
     if step.op == "opaque":  # an ATen op akg does not model, called as torch.export recorded it
         args = ", ".join(_opaque_arg(v, a) for v in at["args"])
         kwargs = "".join(f", {k}={_opaque_arg(v, a)}" for k, v in at["kwargs"])
-        return f"torch.ops.{at['target']}({args}{kwargs})"
+        item = f"[{at['item']}]" if at.get("item", -1) >= 0 else ""
+        return f"torch.ops.{at['target']}({args}{kwargs}){item}"
     raise NotImplementedError(f"no library rendering for {step.op}")
 
 

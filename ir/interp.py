@@ -311,7 +311,8 @@ def _opaque(a, at, ctx):
     fn = resolve_target(at["target"])
     args = [_decode(v, a) for v in at["args"]]
     kwargs = {k: _decode(v, a) for k, v in at["kwargs"]}
-    return fn(*args, **kwargs)
+    out = fn(*args, **kwargs)
+    return out if at.get("item", -1) < 0 else out[at["item"]]
 
 
 # --- evaluation

@@ -215,20 +215,34 @@ def _encode(v: Any, tensors: list[Node]) -> Any:
 
 
 def _opaque(cx: LiftCtx, n: torch.fx.Node, name: str, args: Any, kwargs: dict[str, Any],
-            path: str) -> Node:
+            path: str) -> Node | tuple[Node, ...]:
     where = source_line(n, path)
     if not cx.allow_opaque:
         raise AkgError(f"unsupported op {name} at {where}; rerun with --llm MODEL to have a model write it, "
                        "or --allow-opaque to leave it in torch")
-    if not isinstance(n.meta.get("val"), torch.Tensor):
-        raise AkgError(f"unsupported op {name} at {where} returns several values; --allow-opaque keeps "
-                       "only single-tensor ops")
+    val = n.meta.get("val")
+    several = isinstance(val, (tuple, list)) and bool(val) and all(isinstance(v, torch.Tensor) for v in val)
+    if not isinstance(val, torch.Tensor) and not several:
+        raise AkgError(f"unsupported op {name} at {where} returns {type(val).__name__}; --allow-opaque keeps "
+                       "ops that return tensors")
+    base = name.split(".")[1] if "." in name else name
+    if several and (base.endswith("_") or any(r in base.lower() for r in RANDOM_OPS)):
+        raise AkgError(f"unsupported op {name} at {where} returns several values and writes in place or draws "
+                       "random numbers; --allow-opaque keeps such ops only where they return one tensor")
     tensors: list[Node] = []
     enc_args = _encode(list(args), tensors)
     enc_kwargs = tuple((k, _encode(v, tensors)) for k, v in kwargs.items()
                        if k not in ("device", "pin_memory", "layout"))
     cx.opaque.append(f"{name} at {where}")
-    return cx.add("opaque", tensors, target=name, args=enc_args, kwargs=enc_kwargs, dispatch=_dispatched(n))
+    how = dict(target=name, args=enc_args, kwargs=enc_kwargs, dispatch=_dispatched(n))
+    if not several:
+        return cx.add("opaque", tensors, **how)
+    # an op of several outputs (a router's topk: values and indices): one call per output read, each taking
+    # its item (the op is deterministic and writes nothing, so the calls agree); unread ones are dropped
+    return tuple(cx.add("opaque", tensors, **how, item=i) for i in range(len(val)))
+
+
+RANDOM_OPS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "poisson", "exponential")
 
 
 class _Recorder(TorchDispatchMode):

@@ -174,8 +174,9 @@ _def("recurrence", "composite", (4, None), "contraction", cell=R, hidden=R, laye
 _def("hinge_embedding_loss", "composite", 2, "reduction", margin=1.0, reduction="mean")
 
 # --- an op akg leaves to torch (lifted with --allow-opaque); later stages report it
-# (`dispatch`: the ATen ops it runs as, recorded at lift time, which the verifier lets the module call)
-_def("opaque", "opaque", (0, None), target=R, args=R, kwargs=(), dispatch=())
+# (`dispatch`: the ATen ops it runs as, recorded at lift time, which the verifier lets the module call;
+# `item`: which of its outputs, for an op that returns several: -1 where it returns one tensor)
+_def("opaque", "opaque", (0, None), target=R, args=R, kwargs=(), dispatch=(), item=-1)
 
 
 def opdef(name: str) -> OpDef:
