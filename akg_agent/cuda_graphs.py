@@ -35,7 +35,6 @@ from .verifier.policy import DEFAULT_TOLERANCES
 # the address of each saved activation a forward graph's replays leave in its pool: its backward graph reads
 # them there (`Replayed._capture`)
 _HANDED: dict[int, weakref.ref[Replayed]] = {}
-RANDOM = RANDOM_OPS
 
 
 def _name(target: Any) -> str:
@@ -77,7 +76,7 @@ def ineligible(gm: torch.fx.GraphModule) -> str:
 def draws_random(gm: torch.fx.GraphModule) -> str:
     """The first op of a graph that draws random numbers ("" if none; a dropout that draws nothing aside)."""
     for n in gm.graph.nodes:
-        if n.op in ("call_function", "call_method") and any(r in _name(n.target).lower() for r in RANDOM) \
+        if n.op in ("call_function", "call_method") and any(r in _name(n.target).lower() for r in RANDOM_OPS) \
                 and not _idle_dropout(n):
             return _name(n.target)
     return ""
@@ -122,7 +121,7 @@ def _fixed_in_place(args: Sequence[Any], ptrs: list[int | None], idx: list[int])
     where it keeps its storage: dynamo guards them)."""
     if not idx:
         return True
-    check = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+    check = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)  # CUDA builds of torch only
     if check is not None:
         return bool(check(list(args), ptrs, idx))
     return all(args[i].data_ptr() == ptrs[i] for i in idx)
@@ -206,6 +205,7 @@ class Replayed:
         self.passed: dict[int, int] = {}  # output -> the input it is
         self.failed = False
         self.fixed: list[int] = []  # inputs the graph reads in place, and their addresses at capture
+        self.fixed_set: frozenset[int] = frozenset()
         self.fixed_ptrs: list[int | None] = []
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
@@ -254,7 +254,8 @@ class Replayed:
         # Python check of each (its address and strides) cost BERT's replay 40 us of host time
         self.fixed = [i for i, (a, s) in enumerate(zip(args, self.static)) if s and isinstance(a, torch.Tensor)
                       and self.ins[i] is a]
-        self.fixed_ptrs = [a.data_ptr() if i in self.fixed else None for i, a in enumerate(args)]
+        self.fixed_set = frozenset(self.fixed)
+        self.fixed_ptrs = [a.data_ptr() if i in self.fixed_set else None for i, a in enumerate(args)]
         if self.saved_from is not None:  # saved activations in the pool (not an input's memory) are handed over
             held = {a.untyped_storage().data_ptr() for a in self.ins if isinstance(a, torch.Tensor)}
             pooled = [i for i, o in enumerate(self.outs) if i >= self.saved_from and isinstance(o, torch.Tensor)
@@ -274,7 +275,7 @@ class Replayed:
             return self.fn(*args)
         dst: list[torch.Tensor] = []
         src: list[torch.Tensor] = []
-        skip = set(self.fixed) if _fixed_in_place(args, self.fixed_ptrs, self.fixed) else set()
+        skip = self.fixed_set if _fixed_in_place(args, self.fixed_ptrs, self.fixed) else frozenset()
         for i, (a, mine, span) in enumerate(zip(args, self.ins, self.spans)):
             if i in skip or not isinstance(a, torch.Tensor) or mine is None or a.data_ptr() == mine.data_ptr() \
                     and a.stride() == mine.stride():

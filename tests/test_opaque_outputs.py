@@ -5,10 +5,14 @@ still written; Mixtral's router graph ran wholly as torch ("returns several valu
 from __future__ import annotations
 
 import pytest
+import torch
+import torch.fx
 
 import akg_agent.translate as tr
+from ir.convert import LiftCtx
 from ir.errors import AkgError
-from ir.lift import lift
+from ir.graph import Graph
+from ir.lift import _opaque, lift
 from ir.problem import load_problem
 
 ROUTER = '''
@@ -25,7 +29,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         p = F.softmax(self.gate(x), dim=-1)
-        w, idx = torch.{op}
+        w, idx = torch.topk(p, 2, dim=-1)
         return w / w.sum(-1, keepdim=True), idx
 
 
@@ -38,9 +42,9 @@ def get_init_inputs():
 '''
 
 
-def _problem(tmp_path, op="topk(p, 2, dim=-1)"):
+def _problem(tmp_path):
     path = tmp_path / "router.py"
-    path.write_text(ROUTER.replace("{op}", op))
+    path.write_text(ROUTER)
     return path
 
 
@@ -56,13 +60,6 @@ def test_a_router_topk_is_one_torch_call_per_output_and_the_rest_is_written(tmp_
 
 def test_a_multi_output_op_that_draws_random_numbers_is_refused():
     """Two calls of a random op would disagree (dropout's fused form: its output and its mask)."""
-    import torch
-    import torch.fx
-
-    from ir.convert import LiftCtx
-    from ir.graph import Graph
-    from ir.lift import _opaque
-
     fx = torch.fx.Graph()
     n = fx.call_function(torch.ops.aten.native_dropout.default, ())
     n.meta["val"] = (torch.empty(4), torch.empty(4, dtype=torch.bool))
