@@ -99,16 +99,21 @@ def _rank_key(e: Estimate, s: Schedule) -> tuple[float, ...]:
     so on the H100 in bf16 and in 3xTF32, the README's Measured, "tile order and K-major B"); memory-bound
     tiles (a short K: the output's stores decide) the least compute first, whose slack hides it under the
     stores, then the larger tile, 128 rows before 64 and more warps (measured on KernelBench's tall-skinny
-    GEMM, K = 32). FMA-bound tiles keep their order: BK=64 spills there."""
+    GEMM, K = 32); where K takes several steps, the deeper step and three stages before those (the loads are
+    what a memory-bound tile waits on: T5's 2048 -> 512 projection ran 61 us at BK=32 over two stages, 25
+    at BK=64 over three on the H200, results/archive/h200-bf16-linear-schedules-2026-12-02-r4). FMA-bound
+    tiles keep their order: BK=64 spills there."""
     if not math.isfinite(e.time_s):  # infeasible (pruned after sorting)
-        return (math.inf, 0, 0, 0, 0, 0, math.inf)
+        return (math.inf, 0, 0, 0, 0, 0, 0, 0, math.inf)
     near, tma = _bucket(e.time_s), bool(s.get("TMA", False))
+    # one K step: the space holds one of each; FMA tiles (no tensor unit timed) keep their order
+    pipe = (-s.get("BK", 0), abs(s.get("num_stages", 3) - 3)) if any(
+        key.startswith("tensor") for key in e.components) else (0, 0)
     if e.bound in ("dram", "l2"):
         comp = max((v for key, v in e.components.items() if key not in ("dram", "l2")), default=0.0)
         busy = round(comp / max(e.time_s - e.launch_s, 1e-12), 1)  # compute's share of the memory time
-        return (near, tma, busy, -min(s.get("BM", 0) * s.get("BN", 0), WIDE_TILE), -min(s.get("BM", 0), 128),
-                -s.get("num_warps", 0), e.time_s)
+        return (near, tma, busy, *pipe, -min(s.get("BM", 0) * s.get("BN", 0), WIDE_TILE),
+                -min(s.get("BM", 0), 128), -s.get("num_warps", 0), e.time_s)
     if not e.bound.startswith("tensor"):
-        return (near, tma, 0, 0, 0, 0, e.time_s)
-    return (near, tma, -s.get("BK", 0), abs(s.get("num_stages", 3) - 3), -s.get("BM", 0) * s.get("BN", 0), 0,
-            e.time_s)
+        return (near, tma, 0, 0, 0, 0, 0, 0, e.time_s)
+    return (near, tma, *pipe, -s.get("BM", 0) * s.get("BN", 0), 0, 0, 0, e.time_s)

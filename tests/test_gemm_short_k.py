@@ -8,6 +8,7 @@ from __future__ import annotations
 import akg_agent.translate as tr
 from akg_agent.ranking import ranked_space
 from dsl_backends import get_backend
+from hardware_models.cost import estimate_group
 from ir.kernel.schedule import Schedule
 
 from .test_precision import GEMM_FP32
@@ -75,3 +76,39 @@ def test_memory_bound_ties_go_to_the_widest_tile_with_the_least_compute(tmp_path
     assert with_tma and min(with_tma) > 0
     plain = Schedule(**{key: v for key, v in dict(split[min(with_tma)]).items() if key != "TMA"})
     assert split.index(plain) < min(with_tma)
+
+
+T5_DOWN = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wo = nn.Linear(2048, 512, bias=False)
+
+    def forward(self, x, h):
+        return x + self.wo(h)
+
+
+def get_inputs():
+    return [torch.randn(4096, 512, dtype=torch.bfloat16), torch.randn(4096, 2048, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_memory_bound_tiles_over_a_long_k_pipeline_the_deeper_step(tmp_path):
+    # T5's feed-forward output (2048 -> 512 over 4096 tokens, bf16), which the model calls L2-bound: the
+    # space's first tie (BK=32, two stages) ran 61 us on the H200, BK=64 over three stages 25
+    p = tmp_path / "t5_down.py"
+    p.write_text(T5_DOWN)
+    t = tr.build(p, "triton", "h200", tuned=False)
+    (k,) = [k for k in t.program.kernels() if k.kind == "matmul"]
+    grp = {g.id: g for g in t.plan.groups}[k.group]
+    first = ranked_space(get_backend("triton"), k, grp, t.target)[0]
+    assert estimate_group(grp, t.target, get_backend("triton").tiling(first)).bound in ("l2", "dram")
+    assert (first["BK"], first["num_stages"]) == (64, 3) and t.schedules[k.name] == first
