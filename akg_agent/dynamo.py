@@ -337,8 +337,10 @@ class CompiledGraph:
         spec = self.sizes.spec(_params(self.gm), args) if self.sizes is not None else ""
         # the cache entry is keyed by every input's size (the weights' too: they are not in the graph's code)
         every = self.sizes.envelope(args) if self.sizes is not None else tuple(_meta(a) for a in args)
+        replay = self._will_replay(args)  # the plan prices library calls by it: part of the key
         h = hashlib.sha256("\n".join([self.gm.code, spec, repr(every), self.report.dsl, self.report.target,
-                                      versions(get_backend(self.report.dsl).manifest), source_stamp()]).encode())
+                                      versions(get_backend(self.report.dsl).manifest), source_stamp(),
+                                      f"replay={replay}"]).encode())
         for k, v in sorted(self.gm.state_dict().items()):  # constants the graph holds: part of its meaning
             h.update(k.encode() + v.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         digest = h.hexdigest()[:24]
@@ -348,7 +350,7 @@ class CompiledGraph:
             self.report.cache_hits += 1
         else:
             try:
-                self._translate(args, cached, spec)
+                self._translate(args, cached, spec, replay)
             except AkgError as e:
                 if spec:  # sizes the lift cannot keep symbolic: written per size, as a static graph is
                     self.report.notes.append(f"written per input size: --dynamic {spec}: {first_line(e)}")
@@ -366,16 +368,20 @@ class CompiledGraph:
             self.up_to.append((self.sizes.bounds(args), fn))
         return self._replayed(fn, args)
 
-    def _replayed(self, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
-        """`fn` for these arguments' sizes, replayed as a CUDA graph where that keeps its meaning."""
+    def _will_replay(self, args: Sequence[Any]) -> bool:
+        """Whether a module for these arguments is replayed as a CUDA graph (where that keeps its meaning)."""
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
         if not self.replayable or device.type != "cuda" or self.opts.cuda_graphs == "off":
-            return fn
+            return False
         if self.unreplayable is None:  # the graph's ops decide it: looked at once, noted once
             self.unreplayable = cuda_graphs.ineligible(self.gm)
             if self.unreplayable:
                 self.report.notes.append(f"not replayed as a CUDA graph: {self.unreplayable}")
-        if self.unreplayable:
+        return not self.unreplayable
+
+    def _replayed(self, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
+        """`fn` for these arguments' sizes, replayed as a CUDA graph where that keeps its meaning."""
+        if not self._will_replay(args):
             return fn
         self.report.replayed += 1
         return cuda_graphs.Replayed(fn, cuda_graphs.static_inputs(self.gm, args), self._dropped,
@@ -385,13 +391,14 @@ class CompiledGraph:
         self.report.replayed -= 1
         self.report.notes.append(why)
 
-    def _translate(self, args: Sequence[Any], cached: Path, spec: str = "") -> None:
-        """`spec`: the --dynamic spec of a graph with symbolic sizes ("" for one written at these sizes)."""
+    def _translate(self, args: Sequence[Any], cached: Path, spec: str = "", replay: bool = False) -> None:
+        """`spec`: the --dynamic spec of a graph with symbolic sizes ("" for one written at these sizes);
+        `replay`: the module will be replayed as a CUDA graph (`PlanOptions.graph_replay`)."""
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
             problem = _write_problem(self.gm, args, Path(tmp), self.kind, self.sizes)
             # the verifier's build kept in the entry: the module loads it (`built.py`), not compiling again
             how = dict(timing=False, allow_opaque=True, seeds=self.opts.seeds, dynamic=spec or None,
-                       build_cache=cached / "build")
+                       build_cache=cached / "build", graph_replay=replay)
             try:
                 t = translate(problem, self.report.dsl, self.report.target, **how)
             except AkgError as e:  # a GEMM the backend cannot write with its epilogue: the library's GEMM

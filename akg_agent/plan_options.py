@@ -32,7 +32,9 @@ class PlanOptions:
     `train`: the module in training mode; `allow_opaque`: ATen ops akg does not model kept as torch calls.
     `tf32_convs`: an untuned plan may call torch's fp32 convolutions over channels-last operands where torch
     lets cuDNN use TF32 (`cudnn.allow_tf32`, its default; eager's own kernels are then TF32 too); translate
-    plans again channels-first when the verifier rejects them (False)."""
+    plans again channels-first when the verifier rejects them (False). `graph_replay`: the module will be
+    replayed as a CUDA graph (the torch.compile backend's inference graphs), so a library call costs the
+    GPU a launch, not torch's dispatch on the host, in the cost model's library-or-generated choice."""
 
     train: bool = False
     allow_opaque: bool = False
@@ -43,6 +45,7 @@ class PlanOptions:
     dynamic: str | None = None
     library: tuple[str, ...] = ()
     tf32_convs: bool = True
+    graph_replay: bool = False
 
 
 def _p(name: str, **opts: Any) -> Pass:

@@ -66,21 +66,24 @@ def generated_gemm_efficiency(backend: Backend, target: HardwareModel, dtype: st
     return figures.get(f"{target.kind}_{dtype}", figures.get(target.kind))
 
 
-def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
+def model_gemm_library(plan: FusionPlan, backend: Backend, target: HardwareModel, replayed: bool = False) -> str:
     """Where the target and the backend both state their GEMMs' efficiency: the cost model's reason to
-    leave the program's GEMMs to the library ("" where generating them is estimated no slower)."""
+    leave the program's GEMMs to the library ("" where generating them is estimated no slower). `replayed`:
+    the module runs as a CUDA graph (no host dispatch per library call)."""
     # an attention's GEMMs are one generated kernel with its softmax (the scores never stored), not GEMMs
     choices = [c for grp in plan.groups if grp.anchor is not None and not grp.flash and
                (eff := generated_gemm_efficiency(backend, target, grp.anchor.type.dtype)) and
-               (c := gemm_library_choice(grp, target, eff)) is not None]
+               (c := gemm_library_choice(grp, target, eff, replayed)) is not None]
     gen, lib = sum(c.generated_s for c in choices), sum(c.library_s for c in choices)
     if not choices or lib >= gen:
         return ""
     return (f"the cost model's: {len(choices)} GEMM group{'s' if len(choices) > 1 else ''} estimated "
-            f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated; akg tune measures both")
+            f"{lib * 1e3:.3g} ms in the library against {gen * 1e3:.3g} ms generated"
+            f"{' (replayed as a CUDA graph)' if replayed else ''}; akg tune measures both")
 
 
-def model_attention_library(plan: FusionPlan, backend: Backend, target: HardwareModel) -> str:
+def model_attention_library(plan: FusionPlan, backend: Backend, target: HardwareModel,
+                            replayed: bool = False) -> str:
     """Why a 16-bit attention the plan runs as one generated kernel should be the library's call ("" where
     not): where the backend states its 16-bit GEMMs below the library's, its attention template (the same
     tensor-core products) stands no better against torch's flash kernels (bf16 attentions of the real-size
@@ -93,7 +96,7 @@ def model_attention_library(plan: FusionPlan, backend: Backend, target: Hardware
             continue
         # priced as the GEMMs are: a small attention (a 2-layer model's, 512 tokens) is launch-bound, and one
         # call's dispatch decides
-        c = library_choice(grp, target, eff, lib.value)
+        c = library_choice(grp, target, eff, lib.value, replayed=replayed)
         if c is not None and c.library_s < c.generated_s:
             return f"a {dtype} attention left to torch's flash kernels (the backend's {dtype} products at " \
                 f"{eff:.2f} of the tensor-core peak, the library's {lib.value:.2f}: {c.library_s * 1e6:.3g} us " \
@@ -160,7 +163,7 @@ def _read_channels_last(g: Graph, conv: Node) -> bool:
 
 
 def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, g: Graph | None = None,
-                     tf32: bool = False) -> tuple[Strategy, str]:
+                     tf32: bool = False, replayed: bool = False) -> tuple[Strategy, str]:
     """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
     cost model estimates them faster (`model_gemm_library`), convolutions channels-last on NVIDIA GPUs
     (16-bit) and oneDNN CPUs (inference graphs) (`model_channels_last`), else the default. With the GEMMs,
@@ -169,12 +172,13 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
     kernel (no attention template, or run-time sizes under --dynamic). `g`: the graph, whose outputs tell a
     training graph's saved activations and whose meta the op families the program had. A 16-bit attention
     alone goes to the library where the backend's 16-bit products stand below it (`model_attention_library`).
-    `tf32`: fp32 convolutions may go channels-last too (`model_channels_last`)."""
+    `tf32`: fp32 convolutions may go channels-last too (`model_channels_last`). `replayed`: the module runs
+    as a CUDA graph, where a library call costs a launch, not torch's dispatch."""
     last = model_channels_last(plan, target, g, tf32)
     conv = "channels-last" if last else "library"
-    why = model_gemm_library(plan, backend, target)
+    why = model_gemm_library(plan, backend, target, replayed)
     if not why:
-        attn = model_attention_library(plan, backend, target)
+        attn = model_attention_library(plan, backend, target, replayed)
         if attn:
             return Strategy(conv=conv, library=("attention",)), attn + (f"; {last}" if last else "")
         return Strategy(conv=conv), last

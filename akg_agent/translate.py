@@ -192,7 +192,8 @@ def build(problem_path: str | Path, dsl: str, target_name: str | HardwareModel, 
     g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted.copy())
     strategy_why = ""
     if tuned and strategy_s is None and how == Strategy() and not pure:
-        untuned, strategy_why = untuned_strategy(plan, backend, target, g, tf32=opts.tf32_convs)
+        untuned, strategy_why = untuned_strategy(plan, backend, target, g, tf32=opts.tf32_convs,
+                                                   replayed=opts.graph_replay)
         if untuned != how:  # nothing measured here yet: the cost model's choice
             how = untuned
             g, plan, prog, schedules = _lowered(problem, backend, target, how, opts, lifted)

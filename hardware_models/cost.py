@@ -300,12 +300,14 @@ class LibraryChoice:
     library_s: float
 
 
-def gemm_library_choice(group: Group, target: HardwareModel, generated_efficiency: float) -> LibraryChoice | None:
+def gemm_library_choice(group: Group, target: HardwareModel, generated_efficiency: float,
+                        replayed: bool = False) -> LibraryChoice | None:
     """A GEMM group (matmul or linear anchor) generated against left to the library, where the target
     states how near its library GEMM comes to the compute peak (`library.gemm_<dtype>`) and the backend
     how near its own does: compute scaled by each, memory as the roofline has it (a skinny GEMM streams
     its weights either way). The library's output goes through memory once more to reach the generated
-    epilogue, and each call pays torch's dispatch. None where either efficiency is unknown."""
+    epilogue, and each call pays torch's dispatch (`replayed`: a launch, in a CUDA graph). None where either
+    efficiency is unknown."""
     anchor = group.anchor
     eff = target.fig("library", f"gemm_{anchor.type.dtype}") if anchor is not None else None
     if anchor is None or anchor.op not in ("matmul", "linear") or eff is None or generated_efficiency <= 0:
@@ -313,14 +315,15 @@ def gemm_library_choice(group: Group, target: HardwareModel, generated_efficienc
     epilogue = any(n is not anchor and n.op not in SOURCES and opdef(n.op).group != "movement" for n in group.nodes)
     # the library's output goes through memory once more to reach the generated epilogue's own kernel
     return library_choice(group, target, generated_efficiency, eff.value,
-                          2 * anchor.type.nbytes / target.dram_bw if epilogue else None)
+                          2 * anchor.type.nbytes / target.dram_bw if epilogue else None, replayed)
 
 
 def library_choice(group: Group, target: HardwareModel, generated_efficiency: float, library_efficiency: float,
-                   epilogue_s: float | None = None) -> LibraryChoice | None:
+                   epilogue_s: float | None = None, replayed: bool = False) -> LibraryChoice | None:
     """A group's compute priced at each side's efficiency, memory as the roofline has it, plus a launch for the
     generated kernel and torch's dispatch for the library's call (and, with `epilogue_s`, a kernel of that
-    time after it). None where the estimate is not finite."""
+    time after it). `replayed`: the module runs as a CUDA graph, whose replay launches the library's kernel
+    with no host dispatch: a launch, as a generated kernel's. None where the estimate is not finite."""
     e = estimate_group(group, target)
     if not math.isfinite(e.time_s):
         return None
@@ -328,7 +331,7 @@ def library_choice(group: Group, target: HardwareModel, generated_efficiency: fl
     mem = max(e.components.get("dram", 0.0), e.components.get("l2", 0.0))
     call = target.fig("library", "call_s")
     generated = max(comp / generated_efficiency, mem) + e.launch_s
-    library = max(comp / library_efficiency, mem) + (call.value if call is not None else e.launch_s)
+    library = max(comp / library_efficiency, mem) + (call.value if call is not None and not replayed else e.launch_s)
     if epilogue_s is not None:
         library += epilogue_s + e.launch_s
     return LibraryChoice(generated, library)

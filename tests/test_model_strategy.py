@@ -240,3 +240,36 @@ def test_a_grouped_launch_order_shares_b_panels_so_a_large_16_bit_gemm_is_comput
     [grp] = [g for g in t.plan.groups if g.anchor is not None and g.anchor.op == "linear"]
     alone, grouped = (estimate_group(grp, t.target, Tiling((128, 256, 64), 8, 3, group_m=gm)) for gm in (1, 8))
     assert alone.bound == "dram" and grouped.bound.startswith("tensor"), (alone.bound, grouped.bound)
+
+
+SQUARE_BF16 = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn(1024, 2048, dtype=torch.bfloat16), torch.randn(2048, 2048, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_module_replayed_as_a_cuda_graph_prices_a_library_call_as_a_launch(tmp_path):
+    # torch.compile's inference graphs replay as CUDA graphs: no host dispatch per library call. A bf16
+    # GEMM whose estimates differ by less than the dispatch goes to the library only then
+    p = tmp_path / "square_bf16.py"
+    p.write_text(SQUARE_BF16)
+    plain, replayed = build(p, "triton", "h200"), build(p, "triton", "h200", graph_replay=True)
+    assert plain.strategy.library == () and replayed.strategy.library == ("gemm",)
+    assert "replayed as a CUDA graph" in replayed.strategy_why
+    [grp] = [g for g in plain.plan.groups if g.anchor is not None]
+    eff = get_backend("triton").manifest.gemm_efficiency["gpu_bf16"]
+    a, b = gemm_library_choice(grp, plain.target, eff), gemm_library_choice(grp, plain.target, eff, replayed=True)
+    call = plain.target.fig("library", "call_s").value
+    assert a.generated_s == b.generated_s and b.library_s < a.library_s < b.library_s + call
