@@ -167,9 +167,10 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
     """The strategy an untuned translate of the default plan takes, and why: the library's GEMMs where the
     cost model estimates them faster (`model_gemm_library`), convolutions channels-last on NVIDIA GPUs
     (16-bit) and oneDNN CPUs (inference graphs) (`model_channels_last`), else the default. With the GEMMs,
-    an attention the default plan runs as one kernel stays one library call (marking its GEMMs alone would
-    split it into two library GEMMs around a stored score tensor); so does one the plan could not make one
-    kernel (no attention template, or run-time sizes under --dynamic). `g`: the graph, whose outputs tell a
+    an attention stays one call: torch's (the "attention" family) where the program called it, the generated
+    kernel where the program wrote it out (the flash pass keeps its GEMMs generated: two library GEMMs would
+    store the scores between them); torch's too where the plan could not make it one kernel (no attention
+    template, or run-time sizes under --dynamic). `g`: the graph, whose outputs tell a
     training graph's saved activations and whose meta the op families the program had. A 16-bit attention
     alone goes to the library where the backend's 16-bit products stand below it (`model_attention_library`).
     `tf32`: fp32 convolutions may go channels-last too (`model_channels_last`). `replayed`: the module runs
@@ -184,7 +185,7 @@ def untuned_strategy(plan: FusionPlan, backend: Backend, target: HardwareModel, 
         return Strategy(conv=conv), last
     why += f"; {last}" if last else ""
     if any(grp.flash for grp in plan.groups):
-        return Strategy(conv=conv, library=("gemm", "attention")), why + " (attention kept whole: one library call)"
+        return Strategy(conv=conv, library=("gemm", "attention")), why + " (attention kept whole: one call)"
     if g is not None and "attention" in g.meta.get("library_families", ()):
         # not one kernel (no flash template, or one that cannot take it: run-time sizes under --dynamic): its
         # GEMMs in the library would store the scores between them; torch's attention is one call

@@ -198,3 +198,22 @@ def test_bf16_attention_under_masks_is_one_kernel(name, monkeypatch):
     assert t.verdict.accepted, t.verdict.reason
     assert [k.kind for k in t.program.kernels()] == ["attention"]
     assert ("if n0 < hi:" in t.source) == (name == "attention_bf16_causal")
+
+
+def test_library_gemms_leave_a_written_attention_one_generated_kernel(tmp_path):
+    """`--library gemm` (the cost model's choice where a module replays as a CUDA graph) sends a program's
+    projections to cuBLAS; an attention the program writes out (Llama's: grouped heads, rotary, fp32
+    softmax) stays one generated kernel: its two products as library GEMMs stored the scores between them
+    (a bf16 Llama on the H200: four 52 us kernels over stored scores, against 33 us for the fused one)."""
+    src = (FIX / "attention_bf16_rope_gqa.py").read_text()
+    src = src.replace("        return torch.matmul(p, v).transpose(1, 2).reshape(b, T, HEADS * D)",
+                      "        return self.o(torch.matmul(p, v).transpose(1, 2).reshape(b, T, HEADS * D))")
+    src = src.replace("    def forward(self, q, k, v):",
+                      "        self.o = nn.Linear(HEADS * D, HEADS * D, bias=False).to(torch.bfloat16)\n\n"
+                      "    def forward(self, q, k, v):")
+    path = tmp_path / "gqa_projected.py"
+    path.write_text(src)
+    t = tr.translate(path, "triton", "h100", timing=False, seeds=(0, 1), library=("gemm",))
+    assert t.verdict.accepted, t.verdict.reason
+    assert [k.kind for k in t.program.kernels()].count("attention") == 1
+    assert [s.op for s in t.program.library_calls() if s.op in ("matmul", "linear")] == ["linear"]

@@ -23,6 +23,7 @@ from ..errors import UnsupportedKernel
 from ..graph import Graph
 from ..passes.base import Trace, register
 from ..passes.fusion import FusionPlan, Group
+from ..passes.library import LIBRARY_MARK
 from .analysis import split_attention
 from .ir import Kernel
 from .lower import lower_group
@@ -77,12 +78,18 @@ def fuse_attention(g: Graph, plan: FusionPlan) -> FusionPlan:
                        parts=parts, flash=True)
         merged.inputs = [a for a in dict.fromkeys(a for n in merged.nodes for a in n.args if a is not None)
                          if id(a) not in region]
+        # GEMMs (and views) a library strategy marked stay generated here: one kernel that never stores the
+        # scores, where two library GEMMs would store them between (`--library gemm` means GEMMs, not the
+        # products of an attention; a composite attention is the "attention" family's)
+        marked = [n for n in merged.nodes if n.meta.pop(LIBRARY_MARK, False)]
         lowered = lower_group(g, merged)
         try:
             if len(lowered) != 1 or not isinstance(lowered[0], Kernel):
                 raise UnsupportedKernel("more than one kernel")
             split_attention(replace(lowered[0], kind="attention"))
         except UnsupportedKernel:
+            for n in marked:
+                n.meta[LIBRARY_MARK] = True
             continue
         take(merged, groups, where, merges)
     if not merges:
