@@ -200,18 +200,33 @@ def test_bf16_attention_under_masks_is_one_kernel(name, monkeypatch):
     assert ("if n0 < hi:" in t.source) == (name == "attention_bf16_causal")
 
 
-def test_library_gemms_leave_a_written_attention_one_generated_kernel(tmp_path):
+BMM_FORM = """        s = torch.bmm(q.reshape(b * HEADS, T, D), k.transpose(2, 3).reshape(b * HEADS, D, T))
+        s = s.view(b, HEADS, T, T) * D ** -0.5 + self.mask
+        p = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
+        o = torch.bmm(p.reshape(b * HEADS, T, T), v.reshape(b * HEADS, T, D)).view(b, HEADS, T, D)
+        return self.o(o.transpose(1, 2).reshape(b, T, HEADS * D))
+"""
+
+
+@pytest.mark.parametrize("form", ["matmul", "bmm"])
+def test_library_gemms_leave_a_written_attention_one_generated_kernel(tmp_path, form):
     """`--library gemm` (the cost model's choice where a module replays as a CUDA graph) sends a program's
     projections to cuBLAS; an attention the program writes out (Llama's: grouped heads, rotary, fp32
     softmax) stays one generated kernel: its two products as library GEMMs stored the scores between them
-    (a bf16 Llama on the H200: four 52 us kernels over stored scores, against 33 us for the fused one)."""
+    (a bf16 Llama on the H200: four 52 us kernels over stored scores, against 33 us for the fused one). In
+    dynamo's form (3-d products over reshapes) the reshapes are views the library pass passes in place,
+    each its own group, which the merge reads through."""
     src = (FIX / "attention_bf16_rope_gqa.py").read_text()
-    src = src.replace("        return torch.matmul(p, v).transpose(1, 2).reshape(b, T, HEADS * D)",
-                      "        return self.o(torch.matmul(p, v).transpose(1, 2).reshape(b, T, HEADS * D))")
+    head, body = src.split("        s = torch.matmul(q, k.transpose(2, 3))", 1)
+    tail = body.split("def get_inputs", 1)[1]
+    mine = ("        s = torch.matmul(q, k.transpose(2, 3))" + body.split("def get_inputs", 1)[0]).replace(
+        "        return torch.matmul(p, v).transpose(1, 2).reshape(b, T, HEADS * D)",
+        "        return self.o(torch.matmul(p, v).transpose(1, 2).reshape(b, T, HEADS * D))")
+    src = head + (mine if form == "matmul" else BMM_FORM + "\n\n") + "def get_inputs" + tail
     src = src.replace("    def forward(self, q, k, v):",
                       "        self.o = nn.Linear(HEADS * D, HEADS * D, bias=False).to(torch.bfloat16)\n\n"
                       "    def forward(self, q, k, v):")
-    path = tmp_path / "gqa_projected.py"
+    path = tmp_path / f"gqa_projected_{form}.py"
     path.write_text(src)
     t = tr.translate(path, "triton", "h100", timing=False, seeds=(0, 1), library=("gemm",))
     assert t.verdict.accepted, t.verdict.reason

@@ -34,6 +34,11 @@ def _movement(grp: Group) -> bool:
     return all(n.op in ("permute", "reshape", "expand", "contiguous", "transpose") for n in grp.nodes)
 
 
+def _passed_view(grp: Group) -> bool:
+    """A view the library pass marked to be passed to a library GEMM in place (its own group)."""
+    return _movement(grp) and all(n.meta.get(LIBRARY_MARK) for n in grp.nodes)
+
+
 def fuse_attention(g: Graph, plan: FusionPlan) -> FusionPlan:
     """The plan with each scores-GEMM -> softmax rows -> P @ V chain merged into one group."""
     users = g.users()
@@ -55,23 +60,35 @@ def fuse_attention(g: Graph, plan: FusionPlan) -> FusionPlan:
         if pv not in groups or pv.kind != "contraction" or pv.rows or len(pv.outputs) != 1:
             continue
         region = {id(n) for n in pv.nodes}
-        parts = [pv]
+        parts, core = [pv], [pv]
         for want in ("rows", "contraction"):  # the softmax, then the scores GEMM, each feeding only the last
-            found = [p for p in producers(parts[-1:], region) if p in groups and only_here(p, region)
-                     and (p.rows if want == "rows" else p.kind == "contraction" and not p.rows)]
+            last: list[Group] = core[-1:]
+            while True:
+                near = [p for p in producers(last, region) if p in groups and only_here(p, region)]
+                found = [p for p in near if (p.rows if want == "rows" else p.kind == "contraction" and not p.rows)]
+                views = [p for p in near if _passed_view(p)]
+                if len(found) == 1 or not views:
+                    break
+                parts += views  # a view a library strategy passed to the GEMM: read through, as any view
+                region |= {id(n) for p in views for n in p.nodes}
+                last = views
             if len(found) != 1:
                 break
             parts.append(found[0])
+            core.append(found[0])
             region |= {id(n) for n in found[0].nodes}
-        if len(parts) != 3:
+        if len(core) != 3:
             continue
         # what Q, K^T and V are read through, each group feeding only the attention: a permute, a grouped-query
-        # head expansion, a rotary embedding (pointwise: computed per tile as it loads, never stored)
-        for p in producers(parts, region):
-            if p in groups and (_movement(p) or p.kind == "pointwise" and not p.rows and not p.flash) \
-                    and only_here(p, region):
-                parts.append(p)
-                region |= {id(n) for n in p.nodes}
+        # head expansion, a rotary embedding (pointwise: computed per tile as it loads, never stored); past a
+        # view passed to the library, what it views too
+        last = parts
+        while last:
+            took = [p for p in producers(last, region) if p in groups and only_here(p, region) and
+                    (_movement(p) or p.kind == "pointwise" and not p.rows and not p.flash)]
+            parts += took
+            region |= {id(n) for p in took for n in p.nodes}
+            last = [p for p in took if _passed_view(p)]
         parts.sort(key=lambda p: p.id)
         nodes = sorted((n for p in parts for n in p.nodes), key=lambda n: position[id(n)])
         merged = Group(pv.id, nodes, pv.anchor, [], list(pv.outputs), all(p.weights_only for p in parts),
