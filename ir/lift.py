@@ -270,4 +270,22 @@ def _dispatched(n: torch.fx.Node) -> tuple[str, ...]:
             n.target(*args, **kwargs)  # type: ignore[operator]
     except Exception:  # noqa: BLE001 - without the record, only the op itself is declared
         return (".".join(str(n.target).split(".")[:2]),)
+    # fake values take a composite's meta path: one_hot on real tensors checks its classes with aminmax and
+    # scatters, on fake ones compares with an arange. A run on zeros of the same sizes (small ones) adds
+    # what the real path calls
+    tensors = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    if sum(a.numel() for a in tensors) <= CONCRETE_DISPATCH_NUMEL:
+        def zeros(a: Any) -> Any:
+            return torch.zeros(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a
+        real = _Recorder()
+        try:
+            with real:
+                n.target(*torch.utils._pytree.tree_map(zeros, args),  # type: ignore[operator]
+                         **torch.utils._pytree.tree_map(zeros, kwargs))
+        except Exception:  # noqa: BLE001 - zeros may not be valid operands: the fake record stands
+            real.ops = []
+        rec.ops += [op for op in real.ops if op not in rec.ops]
     return tuple(rec.ops)
+
+
+CONCRETE_DISPATCH_NUMEL = 1 << 22  # operands up to this many elements are also run on zeros (milliseconds)

@@ -606,3 +606,42 @@ def test_a_jobs_memory_cap_follows_the_problems_footprint(tmp_path, monkeypatch)
     monkeypatch.setattr(vf, "_timed", fake_timed)
     vf.verify(big, big, seeds=(0,))
     assert seen["cap"] == sandbox.memory_for(need) == 12 * 2**30
+
+
+STATE_OUTPUT_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("z", torch.zeros(64, 64))
+
+    def forward(self, A):
+        return A * 3.5, self.z
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_returning_its_own_buffer_keeps_it(tmp_path):
+    """The verifier fills the reference's outputs with NaN after each trial (a candidate reading freed memory
+    reads NaN); an output that is the reference's own buffer (a dynamo graph returning a constant it holds:
+    Mixtral's router, its zeros) was filled too, so the next seed's reference answered NaN and a correct
+    candidate was rejected as replaying an earlier answer."""
+    ref = tmp_path / "state_output.py"
+    ref.write_text(STATE_OUTPUT_REF)
+    cand = tmp_path / "state_output_new.py"
+    src = (CASES / "genuine_cpp_scale.py").read_text()
+    buffer = '        self.register_buffer("z", torch.zeros(64, 64))\n'
+    src = src.replace("        self.s = 3.5\n", "        self.s = 3.5\n" + buffer)
+    cand.write_text(src.replace("        return out\n", "        return out, self.z\n"))
+    v = verify(ref, cand)
+    assert v.accepted, v.line()

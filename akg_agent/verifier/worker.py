@@ -278,8 +278,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
             raise Reject(code, f"{what(cand, i)} wrong on {label}: {res.reason}{alone}{hint}")
         passed_first = True
         history.append((out_fp, [fingerprint(k) for k in keep]))
+        held = _state_storages(ref)
         for o in keep:  # the reference's buffers hold NaN when freed: a later call that reads them is caught
-            if o.is_floating_point():
+            if o.is_floating_point() and o.untyped_storage().data_ptr() not in held:  # not its own state
                 o.fill_(math.nan)
         del inputs, raw, out, keep, r64  # one trial's tensors at a time
         if device.type == "cuda":
@@ -385,6 +386,16 @@ def _sensitivity(cand: Any, ref: Any, ref64: Any, raw: list[Any], device: torch.
     if why:
         raise Reject("precision", why)
     return guard_ops
+
+
+def _state_storages(ref: Any) -> set[int]:
+    """Where the reference module's own tensors live (parameters, buffers, tensor attributes): an output that
+    is one of them (a dynamo graph returning a constant it holds, Mixtral's zeros) is its state, not a freed
+    buffer to poison."""
+    mods = list(ref.modules()) if isinstance(ref, torch.nn.Module) else []
+    return {t.untyped_storage().data_ptr() for m in mods
+            for t in (*m.parameters(recurse=False), *m.buffers(recurse=False),
+                      *(v for v in vars(m).values() if isinstance(v, torch.Tensor)))}
 
 
 def _no_replay(cand: Any, i: int, got: Any, want: Any, history: list[tuple[list[Any], list[Any]]],
