@@ -143,7 +143,8 @@ def _binary(op: str, swap: bool = False):
 _BINARY_ALIASES = {
     "add": "add", "sub": "sub subtract", "mul": "mul multiply", "pow": "pow", "div": "div divide true_divide",
     "maximum": "maximum max",
-    "minimum": "minimum min", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "minimum": "minimum min", "eq": "eq", "ne": "ne not_equal", "lt": "lt less", "le": "le less_equal",
+    "gt": "gt greater", "ge": "ge greater_equal",
     "logical_and": "logical_and __and__ bitwise_and", "logical_or": "logical_or __or__ bitwise_or",
     "remainder": "remainder", "atan2": "atan2",
 }
