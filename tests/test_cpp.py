@@ -161,7 +161,7 @@ def test_a_blocked_gemms_epilogue_vectorises_with_vector_math(tmp_path, monkeypa
     """The epilogue over a block's columns is a SIMD loop: tanh after a linear calls libmvec's vector tanh."""
     path = tmp_path / "p.py"
     path.write_text(LINEAR.replace("(13, 300)", "(40, 300)"))  # past the few-rows template
-    text = render(build(path, "cpp", "cpu"))
+    text = render(build(path, "cpp", "cpu", tuned=False))
     assert re.search(r"#pragma omp simd\n\s*for \(int64_t akg_j = 0; akg_j < akg_nw", text), text
     mod, syms = _load_with_symbols(text, tmp_path, monkeypatch)
     assert re.search(r"_ZGV\w*tanhf", syms), syms
@@ -189,7 +189,7 @@ def test_vector_math_takes_512_bit_loops_on_avx512_hosts(tmp_path, monkeypatch):
 
     path = tmp_path / "p.py"
     path.write_text(LINEAR.replace("(13, 300)", "(40, 300)"))
-    t = build(path, "cpp", "cpu")
+    t = build(path, "cpp", "cpu", tuned=False)
     k = next(k for k in t.program.kernels() if k.kind == "matmul")  # tanh in its epilogue
     for lanes in (16, 8):
         target = Lanes(t.target, lanes)
@@ -238,15 +238,17 @@ def test_gemms_with_few_rows_stream_the_weights(rows, tmp_path):
     """Batch 1-8 through a linear layer: no packing, one pass over B for a group of columns and every row
     (9 rows take the blocked template), fp32 partial sums per chunk of KC (K = 4200: a full chunk of 4096
     and a short one) added in double; both B layouts, the epilogue fused, verified against the reference.
-    One row streams 8 columns of B side by side (8 accumulators: any host's registers hold them)."""
+    One row streams 8 columns of B side by side (8 accumulators; 4 on a host of 16 vector registers)."""
     path = tmp_path / "p.py"
     path.write_text(SMALL_BATCH.replace("ROWS", str(rows)))
-    t = build(path, "cpp", "cpu")
+    t = build(path, "cpp", "cpu", tuned=False)
     text = render(t)
     small = "akg_bp" not in text and "reduction(+: akg_part0_0" in text and "akg_acc0_0 += (double)akg_part0_0" in text
     assert small == (rows <= 8) and ("akg_kb += 4096" in text) == small
-    if rows == 1:
-        assert all(s["NC"] == 8 for s in t.schedules.values() if "NC" in s) and "(akg_cg * 8 + 7)" in text
+    if rows == 1:  # 8 accumulators beside A's and B's vectors where the host has 32 registers, 4 in 16
+        nc = 8 if 8 + 8 + 1 <= t.target.fig("chip", "vector_registers").value else 4
+        assert all(s["NC"] in (8, nc) for s in t.schedules.values() if "NC" in s)
+        assert f"(akg_cg * {nc} + {nc - 1})" in text
     cand = tmp_path / "cand.py"
     cand.write_text(text)
     v = verify(path, cand, target="cpu", seeds=(0, 1))
