@@ -487,4 +487,20 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
         prestart_for(_pick(backend.opts, list(model.parameters())[:1])[1])  # the target the weights' device has
     compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     compiled.akg_report = backend.report
+    if isinstance(compiled, torch.nn.Module):
+        compiled.register_forward_hook(_no_graph_warning(backend.report))
     return compiled
+
+
+def _no_graph_warning(report: Report) -> Callable[..., None]:
+    """A hook that says once when a call handed akg no graph: dynamo ran the model as eager (it skips a whole
+    frame at a graph break inside a loop, such as a data-dependent `torch.where` per expert)."""
+    said = [False]
+
+    def hook(*_: Any) -> None:
+        if not said[0] and not report.graphs and not report.fallbacks:
+            said[0] = True
+            warnings.warn("akg: torch.compile handed akg no graph, so the model ran as eager (dynamo skips a "
+                          "frame with a graph break inside a loop: see TORCH_LOGS=graph_breaks)", stacklevel=2)
+        said[0] = said[0] or bool(report.graphs)
+    return hook

@@ -315,3 +315,37 @@ def test_a_problem_file_raising_inside_vmap_leaves_no_functorch_layer(tmp_path):
     with pytest.raises(AkgError, match="raised ValueError: no"):
         load_problem(p)
     assert torch._C._functorch.get_dynamic_layer_stack_depth() == 0
+
+
+class _LoopedWhere(nn.Module):
+    """A mixture-of-experts dispatch written as a new user might: a data-dependent `torch.where` per expert
+    inside a loop, where dynamo skips the whole frame and hands the backend nothing."""
+
+    def __init__(self):
+        super().__init__()
+        self.experts = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+
+    def forward(self, x, idx):
+        out = torch.zeros_like(x)
+        for e, lin in enumerate(self.experts):
+            (tok,) = torch.where(idx == e)
+            out = out.index_add(0, tok, lin(x[tok]))
+        return out
+
+
+def test_a_model_dynamo_hands_no_graph_says_so_once(tmp_path):
+    torch._dynamo.reset()
+    m = _LoopedWhere().eval()
+    f = akg_agent.compile(m, dsl="cpp", cache_dir=str(tmp_path))
+    x, idx = torch.randn(6, 8), torch.tensor([0, 1, 1, 0, 1, 0])
+    with warnings.catch_warnings(record=True) as seen, torch.no_grad():
+        warnings.simplefilter("always")
+        torch.testing.assert_close(f(x, idx), m(x, idx))
+        f(x, idx)
+    said = [w for w in seen if "handed akg no graph" in str(w.message)]
+    assert len(said) == 1 and not f.akg_report.graphs
+    plain = akg_agent.compile(nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval(), dsl="cpp", cache_dir=str(tmp_path))
+    with warnings.catch_warnings(record=True) as seen, torch.no_grad():
+        warnings.simplefilter("always")
+        plain(x)
+    assert not [w for w in seen if "handed akg no graph" in str(w.message)] and plain.akg_report.graphs
