@@ -488,19 +488,15 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
     compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     compiled.akg_report = backend.report
     if isinstance(compiled, torch.nn.Module):
-        compiled.register_forward_hook(_no_graph_warning(backend.report))
+        handle = compiled.register_forward_hook(lambda *_: _no_graph_warning(backend.report, handle))
     return compiled
 
 
-def _no_graph_warning(report: Report) -> Callable[..., None]:
-    """A hook that says once when a call handed akg no graph: dynamo ran the model as eager (it skips a whole
-    frame at a graph break inside a loop, such as a data-dependent `torch.where` per expert)."""
-    said = [False]
-
-    def hook(*_: Any) -> None:
-        if not said[0] and not report.graphs and not report.fallbacks:
-            said[0] = True
-            warnings.warn("akg: torch.compile handed akg no graph, so the model ran as eager (dynamo skips a "
-                          "frame with a graph break inside a loop: see TORCH_LOGS=graph_breaks)", stacklevel=2)
-        said[0] = said[0] or bool(report.graphs)
-    return hook
+def _no_graph_warning(report: Report, handle: Any) -> None:
+    """After the first call: say when it handed akg no graph, so dynamo ran the model as eager (it skips a
+    whole frame at a graph break inside a loop, such as a data-dependent `torch.where` per expert); the hook
+    is removed either way (no cost on later calls)."""
+    handle.remove()
+    if not report.graphs and not report.fallbacks:
+        warnings.warn("akg: torch.compile handed akg no graph, so the model ran as eager (dynamo skips a "
+                      "frame with a graph break inside a loop: see TORCH_LOGS=graph_breaks)", stacklevel=3)
