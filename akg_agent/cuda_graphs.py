@@ -152,6 +152,23 @@ def _same_rounding(got: Any, want: Any, again: Any) -> bool:
     return bool((spread <= bound).all()) and bool(((got.double() - w).abs() <= bound + spread).all())
 
 
+def _difference(got: Sequence[Any], want: Sequence[Any], again: Sequence[Any]) -> str:
+    """Where a replay first differs from a plain call, and by how much beside a second plain call: what a
+    reader needs to tell a launch baking host state from sums in no fixed order."""
+    if len(got) != len(want):
+        return f" ({len(got)} outputs against {len(want)})"
+    i = next(i for i, (g, w) in enumerate(zip(got, want)) if not _same(g, w))
+    g, w, a = got[i], want[i], again[i]
+    if not (isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor) and g.shape == w.shape
+            and g.dtype == w.dtype and g.is_floating_point()):
+        return f" (output {i})"
+    off = float((g.double() - w.double()).abs().max())
+    spread = float((a.double() - w.double()).abs().max()) if isinstance(a, torch.Tensor) and a.shape == w.shape else \
+        float("nan")
+    return (f" (output {i}, {tuple(w.shape)} {str(w.dtype).replace('torch.', '')}: replay off by up to {off:.3g}, "
+            f"a second plain call by {spread:.3g}, largest value {float(w.double().abs().max()):.3g})")
+
+
 class Recorder(Protocol):
     """Captures one call and replays it: the same kernels on the same memory, the outputs rewritten in place."""
 
@@ -227,7 +244,8 @@ class Replayed:
                           "order) and its replay no more than that")
                 return got
             self.graph, self.failed = None, True
-            self.note("CUDA graph dropped: its replay differed from the plain call on the same inputs")
+            self.note("CUDA graph dropped: its replay differed from the plain call on the same inputs"
+                      + _difference(got, want, again))
         return want
 
     def _capture(self, args: Sequence[Any]) -> None:

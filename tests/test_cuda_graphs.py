@@ -329,6 +329,7 @@ def test_a_replay_far_from_plain_calls_that_also_differ_is_dropped():
     for _ in range(3):
         r(torch.randn(64))
     assert r.graph is None and r.failed and len(notes) == 1 and "replay differed" in notes[0]
+    assert "(output 0, (64,) float32: replay off by up to" in notes[0] and "a second plain call by" in notes[0]
 
 
 def test_an_integer_output_that_differs_drops_the_replay():
