@@ -419,6 +419,16 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
         timed = check.timing and t.executor == "native"
         check = replace(check, timing=timed, baselines=check.baselines if timed else (), train=opts.train)
         t.verdict = _verify(t, check)
+        # what the plan chose for speed and the verifier may refuse, the least accurate first: TF32
+        # convolutions (10-bit products), then split-precision GEMMs (near fp32); each is dropped only where
+        # the module as planned fails, so a model with both verifies at most three times, mostly twice
+        if not t.verdict.accepted and _tf32_convs(t, opts):  # the cost model's TF32 layout, not the user's
+            why = t.verdict.reason
+            t = build(problem_path, dsl, target_name, replace(opts, tf32_convs=False))
+            t.notes.append(f"fp32 convolutions channels-last (TF32 kernels) failed verification ({why}): "
+                           "channels-first instead")
+            t.source = render(t)
+            t.verdict = _verify(t, check)
         split = {n for n, s in [*t.schedules.items(), *(x for _, _, sch in t.buckets for x in sch.items())]
                  if s.get("input_precision") in SPLIT_PRODUCTS}
         if not t.verdict.accepted and split:  # split precision is allowed only where it verifies
@@ -426,13 +436,6 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
             t.schedules = {n: s.replace(input_precision="ieee") if n in split else s for n, s in t.schedules.items()}
             t.buckets = [(u, p, {n: s.replace(input_precision="ieee") if s.get("input_precision") in SPLIT_PRODUCTS
                                  else s for n, s in sch.items()}) for u, p, sch in t.buckets]
-            t.source = render(t)
-            t.verdict = _verify(t, check)
-        if not t.verdict.accepted and _tf32_convs(t, opts):  # the cost model's TF32 layout, not the user's
-            why = t.verdict.reason
-            t = build(problem_path, dsl, target_name, replace(opts, tf32_convs=False))
-            t.notes.append(f"fp32 convolutions channels-last (TF32 kernels) failed verification ({why}): "
-                           "channels-first instead")
             t.source = render(t)
             t.verdict = _verify(t, check)
         if not t.verdict.accepted:

@@ -334,3 +334,39 @@ def test_rejected_tf32_convolutions_are_planned_again_channels_first(tmp_path, m
     with pytest.raises(Exception, match="failed verification"):  # asked for by name: no second plan
         tr.translate(path, "triton", "h200", timing=False, conv="channels-last")
     assert seen == ["channels-last"]
+
+
+def test_tf32_convolutions_are_dropped_before_split_precision_gemms(tmp_path, monkeypatch):
+    """A model with both TF32 convolutions and split-precision GEMMs whose convolutions fail verification
+    (ViT's patch embedding on the H200): the convolutions go channels-first first, the GEMMs keep tf32x3, and
+    the module verifies on its second try (it took three: the GEMMs were dropped first, for nothing)."""
+    import akg_agent.translate as tr
+    from akg_agent.verifier import Verdict
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    monkeypatch.setattr(tr, "device_present", lambda target: True)
+    real = tr.choose_schedule
+
+    def split(backend, k, grp, target):
+        s = real(backend, k, grp, target)
+        return s.replace(input_precision="tf32x3") if k.kind == "matmul" else s
+    monkeypatch.setattr(tr, "choose_schedule", split)
+    seen: list[tuple[str, bool]] = []
+
+    def verdict(t, check):  # a scripted verifier: the TF32 convolutions are off, the split GEMMs are not
+        seen.append((t.strategy.conv, any(s.get("input_precision") == "tf32x3" for s in t.schedules.values())))
+        if t.strategy.conv == "channels-last":
+            return Verdict(False, "mismatch", "output 0: 12 of 7560 values off by up to 3e-3")
+        return Verdict(True, "ok", "5 seeds")
+    monkeypatch.setattr(tr, "_verify", verdict)
+    path = tmp_path / "p.py"
+    path.write_text(CONV_EPILOGUE.replace("self.bias = nn.Parameter(torch.randn(18, 1, 1))",
+                                          "self.bias = nn.Parameter(torch.randn(18, 1, 1))\n"
+                                          "        self.fc = nn.Linear(42, 64)")
+                    .replace("+ self.bias", "+ self.bias\n        return self.fc(y)")
+                    .replace("return torch.relu(self.up", "y = torch.relu(self.up"))
+    t = tr.translate(path, "triton", "h200", timing=False)
+    assert seen == [("channels-last", True), ("library", True)] and t.verdict.accepted
+    assert 'input_precision="tf32x3"' in t.source
+    assert any("channels-first instead" in n for n in t.notes) and not any("split-precision" in n for n in t.notes)
