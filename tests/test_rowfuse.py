@@ -366,3 +366,47 @@ def test_only_a_sum_of_exp_of_the_same_values_less_their_maximum_pairs_with_it()
     assert online_max(total(x)) is m
     assert online_max(total(y)) is None  # another tensor's values less x's maximum
     assert online_max(total(x, "tanh")) is None
+
+
+POST_NORM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Linear(96, 64)
+        self.norm = nn.LayerNorm(64)
+
+    def forward(self, h, residual):
+        y = self.dense(h) + residual
+        return self.norm(y){extra}
+
+
+def get_inputs():
+    return [torch.randn(4, 16, 96), torch.randn(4, 16, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("dsl,target", [("triton", "h200"), ("cpp", "cpu")])
+def test_a_library_gemms_epilogue_joins_the_layer_norm_that_reads_it(tmp_path, dsl, target):
+    """BERT's post-norm: with the GEMM left to cuBLAS, its residual add went to a pointwise kernel of its
+    own, storing the sum for the layer norm's row kernel to read back; it is computed in the row kernel now,
+    the call kept (and, where the sum is also returned, stored as before)."""
+    from akg_agent.translate import translate
+
+    path = tmp_path / "post_norm.py"
+    path.write_text(POST_NORM.format(extra=""))
+    t = translate(path, dsl, target, library=("gemm",), timing=False, seeds=(0, 1))
+    assert [k.kind for k in t.program.kernels()] == ["rownorm"] and t.verdict.accepted
+    assert [s.op for s in t.program.library_calls()] == ["linear"]
+    assert any("(its epilogue)" in n for n in t.plan.notes)
+    path.write_text(POST_NORM.format(extra=", y"))  # the sum is an output too: stored by its own kernel
+    t = build(path, dsl, target, library=("gemm",))
+    assert sorted(k.kind for k in t.program.kernels()) == ["pointwise", "rownorm"]
+    assert [s.op for s in t.program.library_calls()] == ["linear"]
