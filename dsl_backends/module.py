@@ -67,7 +67,7 @@ LIBRARY_DECLARATIONS = {
     "attention": ["aten._scaled_dot_product*", "aten.tril", "aten.bitwise_and", "aten.bitwise_not",
                   "aten.logical_not", "aten.masked_fill", "aten.where", "aten.scalar_tensor", "aten._safe_softmax",
                   "aten._softmax", "aten.bmm", "aten.mul", "aten.add", "aten.div", "aten.sqrt",
-                  "aten.isneginf", "aten.all"],  # a written softmax's NaN rows (`passes.attention`)
+                  "aten.isneginf", "aten.all", "aten.any"],  # a written softmax's NaN rows (`passes.attention`)
 }
 
 REGISTER = '''
@@ -314,6 +314,8 @@ def _library_math(step: LibraryCall, a: list[str]) -> str | None:
         call = (f"F.scaled_dot_product_attention({a[0]}, {a[1]}, {a[2]}, attn_mask={mask}, "
                 f"is_causal={causal}, scale={at['scale']})")
         if at.get("nan_rows") and mask != "None":  # a written softmax: NaN where every score is -inf, torch's 0
+            if state_mask(step):  # looked at once per version of the mask the module holds
+                return f"_akg_nan_rows(self, {mask}, {call})"
             return f"torch.where(torch.isneginf({mask}).all(-1, keepdim=True), float('nan'), {call})"
         return call
     return None
@@ -406,6 +408,32 @@ def _akg_embedding_grad(grad, indices, rows):
 '''.replace("HUGE_MIN_BYTES", str(HUGE_PAGE_MIN_BYTES))
 
 
+NAN_ROWS = '''
+
+def _akg_nan_rows(root, mask, out):
+    """A written softmax's answer where a query's every score is -inf: NaN (torch's attention answers 0).
+    The mask is one the module holds (a padding mask dynamo kept as a constant): whether it has such a row
+    is found once per version of it, and where none has (BERT's), the call costs no kernel; a mask changed
+    in place (load_state_dict) is a new version, looked at again."""
+    key = (mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()))
+    cache = root.__dict__.setdefault("_akg_rows", {})
+    rows = cache.get(key)
+    if rows is None:
+        rows = torch.isneginf(mask).all(-1, keepdim=True)
+        if mask.is_cuda and torch.cuda.is_current_stream_capturing():  # no host read while capturing
+            return torch.where(rows, float("nan"), out)
+        rows = cache[key] = rows if bool(rows.any()) else False
+    return out if rows is False else torch.where(rows, float("nan"), out)
+'''
+
+
+def state_mask(step: LibraryCall) -> bool:
+    """An attention whose written softmax answers NaN on fully masked rows, its mask a tensor the module
+    holds (`_akg_nan_rows`)."""
+    return step.op == "attention" and bool(step.attrs.get("nan_rows")) and len(step.args) > 3 \
+        and step.args[3] is not None and step.args[3].role == "param" and not step.attrs.get("causal")
+
+
 def embedding_grad(step: LibraryCall) -> bool:
     """An embedding's gradient (an opaque `embedding_dense_backward`) without a padding index or frequency
     scaling: `_akg_embedding_grad` writes it."""
@@ -473,6 +501,8 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         lines.append(HUGE_EMPTY)
     if embeddings:
         lines.append(EMBEDDING_GRAD)
+    if any(state_mask(s) for p in programs for s in p.library_calls()):
+        lines.append(NAN_ROWS)
     if prelude:
         lines.append(prelude)
     for src in sources.values():
