@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from dsl_backends.triton.precompile import _kernels, compile_all, record
+from dsl_backends.triton.precompile import _kernels, compile_all, precompile, record
 
 KERNELS = '''
 import torch
@@ -39,9 +39,10 @@ class ModelNew(torch.nn.Module):
     def forward(self, x):
         self.calls += 1  # a library call that updates a buffer: restored after the recording pass
         ys = []
+        b = 128 if x.shape[0] > 4 else 64  # a schedule per size, as a --dynamic module's buckets have
         for a in (1.0, 2.0, 3.0, 4.0):  # four specializations of one kernel, the first twice
             y = torch.empty_like(x)
-            scale[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), a, 128)
+            scale[(triton.cdiv(x.numel(), b),)](x, y, x.numel(), a, b)
             ys.append(y)
         y = torch.empty_like(x)
         scale[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), 1.0, 128)
@@ -107,8 +108,33 @@ def test_the_worker_finds_the_hook_through_the_manifest(tmp_path, monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     mod = _load(tmp_path, "few_kernels")
     calls = []
-    monkeypatch.setattr("dsl_backends.triton.precompile.record", lambda m, c, xs: calls.append(xs) or [])
-    assert _precompiled(mod, mod.ModelNew(), lambda: ["inputs"]) == {
+    monkeypatch.setattr("dsl_backends.triton.precompile._recorded", lambda m, c, xs: calls.append(xs) or {})
+    assert _precompiled(mod, mod.ModelNew(), [lambda: ["inputs"]]) == {
         "precompile": {"triton": {"kernels": 0, "processes": 0, "failed_processes": 0}}}
     assert calls == [["inputs"]]
+    calls.clear()  # a --dynamic module: every size its trials run is recorded (its buckets' kernels)
+    _precompiled(mod, mod.ModelNew(), [lambda: ["seed"], lambda: ["size 3"], lambda: ["size 17"]])
+    assert calls == [["seed"], ["size 3"], ["size 17"]]
     assert _precompiled(torch, None, lambda: []) == {}  # no kernel of any DSL: nothing recorded
+
+
+@pytest.mark.gpu
+def test_every_size_the_trials_run_is_compiled_before_them(tmp_path, monkeypatch):
+    """A module whose kernels' schedules depend on the size (a --dynamic module's buckets): each size the
+    trials run is recorded, so no launch at either size compiles."""
+    from triton.compiler import compiler
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    mod = _load(tmp_path, "sized_kernels")
+    cand = mod.ModelNew().cuda()
+    xs = [torch.randn(8, 40, device="cuda"), torch.randn(3, 40, device="cuda")]
+    got = precompile(mod, cand, [lambda x=x: [x.clone()] for x in xs])
+    assert got is not None and got["kernels"] == 9 and got["failed_processes"] == 0  # scale at 4 x 2 blocks
+    made = []
+    make_ir = compiler.ASTSource.make_ir
+    monkeypatch.setattr(compiler.ASTSource, "make_ir", lambda self, *a, **k: made.append(self.name)
+                        or make_ir(self, *a, **k))
+    with torch.no_grad():
+        for x in xs:
+            torch.testing.assert_close(cand(x), x * 10 + x.gather(1, x.argmax(1, keepdim=True)))
+    assert made == [], made

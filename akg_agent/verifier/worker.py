@@ -108,8 +108,9 @@ def _run(cand: Any, inputs: list[Any], guard: AtenGuard, device: torch.device, l
     return out
 
 
-def _precompiled(mod: Any, cand: Any, make_inputs: Callable[[], list[Any]]) -> dict[str, Any]:
-    """What the manifests' precompile hooks did with the candidate (its outputs are not looked at)."""
+def _precompiled(mod: Any, cand: Any, make_inputs: list[Callable[[], list[Any]]]) -> dict[str, Any]:
+    """What the manifests' precompile hooks did with the candidate (its outputs are not looked at), given an
+    input set for each size the trials run."""
     done = {}
     for dsl, where in precompilers():
         name, fn = where.split(":")
@@ -209,7 +210,9 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     if device.type == "cuda" and job.get("precompile", True):  # a JIT DSL's kernels compiled at once
         threads = set(threading.enumerate())
         with phase("precompile"):
-            details |= _precompiled(mod, cand, lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])])
+            details |= _precompiled(mod, cand, [lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])]]
+                                    + [lambda n=n: [to_device(x, device) for x in sized_inputs(
+                                        make_inputs, job["seeds"][0], dynamic, n)] for n in dynamic_sizes(dynamic)])
         sentry.after_call("in the precompile pass", threads, [])  # the candidate's code ran: watched as a call
     draws = False  # whether the reference's forward draws random numbers
     sizes: list[int] = []  # the reference's output sizes on the trial before: the next candidate call's poison
