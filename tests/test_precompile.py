@@ -128,8 +128,9 @@ def test_every_size_the_trials_run_is_compiled_before_them(tmp_path, monkeypatch
     mod = _load(tmp_path, "sized_kernels")
     cand = mod.ModelNew().cuda()
     xs = [torch.randn(8, 40, device="cuda"), torch.randn(3, 40, device="cuda")]
+    one = len(record(mod, cand, [xs[0].clone()]))
     got = precompile(mod, cand, [lambda x=x: [x.clone()] for x in xs])
-    assert got is not None and got["kernels"] == 9 and got["failed_processes"] == 0  # scale at 4 x 2 blocks
+    assert got is not None and got["kernels"] > one and got["failed_processes"] == 0  # scale's other block
     made = []
     make_ir = compiler.ASTSource.make_ir
     monkeypatch.setattr(compiler.ASTSource, "make_ir", lambda self, *a, **k: made.append(self.name)
