@@ -138,6 +138,23 @@ def test_second_compile_is_served_from_the_disk_cache(tmp_path):
     assert [(g.translations, g.cache_hits) for g in again.graphs] == [(0, 2)]
 
 
+def test_a_cpu_module_from_the_cache_starts_no_fork_server(tmp_path, monkeypatch):
+    """The verifier's fork server imports torch for seconds: started ahead on a CPU target it took the cores
+    from the cached module's OpenMP kernels (a MoE block on 2 cores: 176 ms a call against 0.9). On the CPU
+    it starts where a translation needs it, and a module served from the cache starts none."""
+    import akg_agent.verifier as verifier
+
+    started: list[bool] = []
+    real = verifier.prestart
+    monkeypatch.setattr(verifier, "prestart", lambda cpu: started.append(cpu) or real(cpu))
+    sizes = [(2, 8), (5, 8)]
+    _run("mlp", "cpp", "cpu", sizes, str(tmp_path), dynamic=True)
+    assert started and all(started)  # on each translation
+    started.clear()
+    again = _run("mlp", "cpp", "cpu", sizes, str(tmp_path), dynamic=True)
+    assert [(g.translations, g.cache_hits) for g in again.graphs] == [(0, 2)] and started == []
+
+
 def test_a_change_to_akgs_source_is_a_cache_miss(tmp_path, monkeypatch):
     """The cache is keyed by akg's source as well as its version: after a `git pull` (same version, other
     passes) a graph is written again, not served as the older checkout wrote it."""
