@@ -184,9 +184,10 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
                        lambda: _signed_variant(make_inputs(job["seeds"][0]), 1234, fixed)))
     dynamic = getattr(mod, "AKG_DYNAMIC", None) or {}
     discrete = {} if job.get("backward") else getattr(problem.module, "AKG_DISCRETE_OUTPUTS", None) or {}
-    for n in dynamic_sizes(dynamic):  # a module of run-time sizes, checked at sizes inside its envelope
-        label = ", ".join(f"{k}={min(n, v['traced'])}" for k, v in dynamic.items())
-        trials.append((label, lambda n=n: sized_inputs(make_inputs, job["seeds"][0], dynamic, n)))
+    sized = [(", ".join(f"{k}={min(n, v['traced'])}" for k, v in dynamic.items()),
+              lambda n=n: sized_inputs(make_inputs, job["seeds"][0], dynamic, n))
+             for n in dynamic_sizes(dynamic)]  # a module of run-time sizes, checked at sizes inside its envelope
+    trials += sized
     guard_ops: set[str] = set()
     history: list[tuple[list[Any], list[Any]]] = []  # fingerprints of each trial's outputs
     details: dict[str, Any] = {"trials": [], "degenerate_outputs": [], "library_calls": declared,
@@ -210,9 +211,8 @@ def check(job: dict[str, Any]) -> dict[str, Any]:
     if device.type == "cuda" and job.get("precompile", True):  # a JIT DSL's kernels compiled at once
         threads = set(threading.enumerate())
         with phase("precompile"):
-            details |= _precompiled(mod, cand, [lambda: [to_device(x, device) for x in make_inputs(job["seeds"][0])]]
-                                    + [lambda n=n: [to_device(x, device) for x in sized_inputs(
-                                        make_inputs, job["seeds"][0], dynamic, n)] for n in dynamic_sizes(dynamic)])
+            details |= _precompiled(mod, cand, [lambda make=make: [to_device(x, device) for x in make()]
+                                                for make in [trials[0][1]] + [m for _, m in sized]])
         sentry.after_call("in the precompile pass", threads, [])  # the candidate's code ran: watched as a call
     draws = False  # whether the reference's forward draws random numbers
     sizes: list[int] = []  # the reference's output sizes on the trial before: the next candidate call's poison

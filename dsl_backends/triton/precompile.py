@@ -127,17 +127,16 @@ def compile_all(specs: list[tuple[Any, dict[str, Any]]], workers: int | None = N
     return {"kernels": len(specs), "processes": n, "failed_processes": failed}
 
 
-def precompile(mod: Any, cand: torch.nn.Module,
-               make_inputs: Callable[[], list[Any]] | Sequence[Callable[[], list[Any]]]) -> dict[str, Any] | None:
+def precompile(mod: Any, cand: torch.nn.Module, make_inputs: Sequence[Callable[[], list[Any]]]
+               ) -> dict[str, Any] | None:
     """The candidate's Triton kernels compiled in parallel (None where there is nothing to gain). `make_inputs`:
-    one input set, or one per size the trials run (a --dynamic module's buckets launch kernels of their own
+    an input set per size the trials run (a --dynamic module's buckets launch kernels of their own
     schedules: recorded at one size only, the other sizes' kernels compiled one by one at their first launch,
     6.5 s of a Mixtral expert graph's 7.9 s verification on the H200)."""
     if _kernels(mod) is None:
         return None
-    makers = [make_inputs] if callable(make_inputs) else list(make_inputs)
     found: dict[str, tuple[Any, dict[str, Any]]] = {}
-    for make in makers:
+    for make in make_inputs:
         for k, spec in _recorded(mod, cand, make()).items():
             found.setdefault(k, spec)
     specs = list(found.values())

@@ -47,14 +47,10 @@ def _eligible(grp: Group) -> bool:
 
 
 def _note(merged: Group) -> str:
-    names = ", ".join(f"{p.id} (its epilogue)" if p.nodes[0].meta.get(EPILOGUE_OF) == p.id else str(p.id)
-                      for p in merged.parts)
+    names = ", ".join(f"{p.id} (its epilogue)" if p.epilogue else str(p.id) for p in merged.parts)
     kept = [n.name for p in merged.parts for n in p.outputs if n not in merged.outputs]
     gone = f" (no longer stored: {', '.join('%' + s for s in kept)})" if kept else ""
     return f"row fusion: fusion's groups {names} -> group {merged.id}, one kernel per row{gone}"
-
-
-EPILOGUE_OF = "rows_epilogue_of"  # node meta: row fusion took it from a library call's group (its id)
 
 
 def _library_epilogue(grp: Group, users: dict[Node, list[Node]], outputs: set[int]
@@ -75,7 +71,7 @@ def _library_epilogue(grp: Group, users: dict[Node, list[Node]], outputs: set[in
     parts = []
     for nodes, anchor in ((head, a), (tail, None)):
         ids = {id(n) for n in nodes}
-        part = Group(grp.id, nodes, anchor, weights_only=grp.weights_only)
+        part = Group(grp.id, nodes, anchor, weights_only=grp.weights_only, epilogue=anchor is None)
         part.inputs = [x for x in dict.fromkeys(x for n in nodes for x in n.args if x is not None) if id(x) not in ids]
         part.outputs = [n for n in nodes if id(n) in outputs or any(id(u) not in ids for u in users[n])]
         parts.append(part)
@@ -154,10 +150,6 @@ def fuse_rows(g: Graph, plan: FusionPlan, strided: bool = True) -> FusionPlan:
             # element its own row): the merge would recompute the reductions per element
             continue
         for p, head in heads.values():  # the call stays where it was, without its epilogue
-            kept = {id(n) for n in head.nodes}
-            for n in p.nodes:
-                if id(n) not in kept:
-                    n.meta[EPILOGUE_OF] = p.id
             p.nodes, p.inputs, p.outputs = head.nodes, head.inputs, head.outputs
         take(merged, groups, where, merges)
     if not merges:
@@ -168,7 +160,7 @@ def fuse_rows(g: Graph, plan: FusionPlan, strided: bool = True) -> FusionPlan:
 def take(merged: Group, groups: list[Group], where: dict[int, Group], merges: list[Group]) -> None:
     """`merged` in place of its parts, in the group list and the node -> group map."""
     for p in merged.parts:
-        if any(q is p for q in groups):  # not a library call's epilogue: its call's group stays
+        if not p.epilogue:  # a library call's epilogue: its call's group stays
             groups.remove(p)
     groups.append(merged)
     for n in merged.nodes:

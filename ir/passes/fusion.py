@@ -55,6 +55,7 @@ class Group:
     rows: bool = False  # merged by row fusion: one kernel per row, multi-use values recomputed
     parts: list[Group] = field(default_factory=list)  # the groups row or attention fusion merged (for reports)
     flash: bool = False  # merged by attention fusion: one kernel, the scores never stored
+    epilogue: bool = False  # a part row fusion took from a library call's group (the call's group stays)
 
     @property
     def kind(self) -> str:
