@@ -76,18 +76,35 @@ def test_a_triton_module_compiles_no_kernel_in_the_callers_process(tmp_path, mon
     assert made == [], made  # every kernel's cubin came from the verifier's build
 
 
-def test_compile_starts_the_verifiers_fork_server_before_the_first_call(monkeypatch):
-    """Its imports (torch, seconds) overlap dynamo's trace instead of following it."""
+def _stopped_server(monkeypatch, cpu: bool):
     from akg_agent.verifier import sandbox
 
     monkeypatch.delenv("AKG_VERIFIER_FORK", raising=False)
-    server = sandbox._ZYGOTES[True]
-    with server.lock:  # a server left by another test is stopped: this one must be started by compile
+    server = sandbox._ZYGOTES[cpu]
+    with server.lock:  # a server left by another test is stopped: this one must be started by akg
         if server.proc is not None:
             server.proc.kill()
             server.proc.wait()
         server.proc = None
-    akg_agent.compile(MLP().eval(), dsl="cpp", target="cpu")
+    return server
+
+
+def test_a_cpu_compile_starts_the_verifiers_fork_server_at_its_first_translation(tmp_path, monkeypatch):
+    """Not ahead on a CPU target (its imports would take the cores of a module served from the cache,
+    tests/test_dynamo.py), but by the first call that misses the cache, which verifies."""
+    server = _stopped_server(monkeypatch, cpu=True)
+    compiled = akg_agent.compile(MLP().eval(), dsl="cpp", target="cpu", cache_dir=str(tmp_path), seeds=(0,))
+    assert server.proc is None
+    with torch.no_grad():
+        compiled(torch.randn(4, 16))
+    assert server.proc is not None and server.proc.poll() is None
+
+
+@pytest.mark.gpu
+def test_a_gpu_compile_starts_the_verifiers_fork_server_before_the_first_call(monkeypatch):
+    """Its imports (torch, seconds) overlap dynamo's trace instead of following it."""
+    server = _stopped_server(monkeypatch, cpu=False)
+    akg_agent.compile(MLP().eval().cuda())
     assert server.proc is not None and server.proc.poll() is None
 
 
