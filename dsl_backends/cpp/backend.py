@@ -20,7 +20,7 @@ from ..exprs import FLOATS, reads_along, row_coords, rows_lead, strided_reductio
 from ..module import COMPILE_CACHED, UNIT
 from ..prefetch import next_row_prefetches
 from ..sweep import Sweep, row_sweep, segmented_columns
-from . import flash, pack
+from . import flash, pack, pyext
 from .columns import column_values, precompute
 from .gemv import one_column, render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
@@ -31,11 +31,12 @@ from .style import PCH_HEADER, PRELUDE_CPP, STYLE, VECTOR_MATH, kernel, omp
 from .terms import cache_terms
 from .tile import pair_tile, vector_tile, vector_width
 from .transpose import transposed_coord, transposed_tiles
+from .uniform import render_uniform, uniform_select
 from .wide import with_width
 
 MANIFEST = Manifest.load(Path(__file__).with_name("manifest.toml"))
 
-BUILD = COMPILE_CACHED + '''
+BUILD = COMPILE_CACHED + pyext.RUNTIME + '''
 import platform as _platform
 
 _AKG_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"]
@@ -84,8 +85,9 @@ def _akg_pch(cmd, salt):
         return []
 
 
-_AKG_CMD, _AKG_CPU = ["g++", *_AKG_FLAGS, *_akg_mvec()], _akg_cpu()
-_AKG_LIB = _akg_compile(_AKG_SOURCE, _AKG_CMD, ".cpp", "cpp", _AKG_CPU, lambda: _akg_pch(_AKG_CMD, _AKG_CPU))
+_AKG_CMD, _AKG_CPU = ["g++", *_AKG_FLAGS, *_akg_mvec(), *_akg_pyext(_AKG_SOURCE)], _akg_cpu()
+_AKG_LIB = _akg_extension(
+    _akg_compile(_AKG_SOURCE, _AKG_CMD, ".cpp", "cpp", _AKG_CPU, lambda: _akg_pch(_AKG_CMD, _AKG_CPU)))
 '''
 
 
@@ -107,6 +109,9 @@ def _elementwise(k: Kernel, s: Schedule, target: HardwareModel) -> list[str]:
             f"{ind}#pragma omp simd", f"{ind}for (int64_t akg_i = akg_cb; akg_i < akg_ce; ++akg_i) {{",
             *(ind + ln for ln in p.lines), f"{ind}    akg_buf[akg_i - akg_cb] = {STYLE.store(k.out.dtype, val)};",
             f"{ind}}}"], "    "))
+    parts = uniform_select(k)
+    if parts is not None:  # a select with one costly arm: tested per block first
+        return render_uniform(k, s, parts)
     # pointwise iterations are independent: `simd` lets gcc vectorise them, vector math included
     head = omp(s).replace("parallel for", "parallel for simd") if k.kind == "pointwise" else omp(s)
     also = [f"        {b.name}[akg_i] = {STYLE.store(b.dtype, p(e))};" for b, e in k.also]
@@ -477,10 +482,14 @@ class CppBackend(BackendBase):
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         src = PRELUDE_CPP + "".join(UNIT + text + "\n\n" for text in sources.values())
-        argtypes = "\n".join(f"_AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + len(k.outs())}"
-                             + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
-                             + (" + [_ctypes.c_void_p, _ctypes.c_int64]" if pack_params(k) else "")
-                             for k in prog.kernels())
+        py = pyext.bindings(sources.values(), [k.name for k in prog.kernels()])
+        src += UNIT + py if py else ""
+        # ctypes' argument types: only where the library loaded without its bindings
+        argtypes = "".join(f"\n    _AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + len(k.outs())}"
+                           + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
+                           + (" + [_ctypes.c_void_p, _ctypes.c_int64]" if pack_params(k) else "")
+                           for k in prog.kernels())
+        argtypes = "if isinstance(_AKG_LIB, _ctypes.CDLL):" + argtypes if argtypes else ""
         head = (f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"
                 f"_AKG_PCH_HEADER = {PCH_HEADER!r}\n")
         runtime = PACK_RUNTIME if any(pack_params(k) for k in prog.kernels()) else ""
