@@ -3,6 +3,7 @@ lift -> simplify -> decompose -> fuse -> plan -> lower to kernel IR -> render ->
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -35,6 +36,7 @@ from ir.passes.fusion import FusionPlan, Group
 from ir.passes.library import VIEW_OPS, check_families, families_of
 from ir.problem import load_problem
 
+from .library_check import measured_choice
 from .plan_options import PlanOptions, pipeline_for
 from .ranking import ranked_space
 from .strategy import CONV_STRATEGIES, Strategy, has_long_recurrence, untuned_strategy
@@ -308,7 +310,7 @@ def header(t: Translation, timing: dict[str, Any] | None = None) -> str:
              f"strategy: {t.strategy.describe()}" + (f" (the tuning database's fastest, {t.strategy_s * 1e3:.4g} ms "
                                                       "at the tune's first eager pace)" if t.strategy_s is not None
                                                       else f" ({t.strategy_why})" if t.strategy_why else ""),
-             "plan:"]
+             *(f"note: {n}" for n in t.notes), "plan:"]
     dyn = t.graph.meta.get("dynamic")
     if dyn:
         if t.buckets:
@@ -380,6 +382,13 @@ def module_body(t: Translation) -> str:
     return t._body[1]
 
 
+def measured_as(t: Translation) -> dict[str, Any]:
+    """What the database keys a strategy's module time by: the strategy and the module it wrote (its
+    source's hash), so a module that akg now writes differently (a renderer changed) is measured again,
+    not served the old module's time."""
+    return {**t.strategy.to_json(), "module": hashlib.sha256(module_body(t).encode()).hexdigest()[:16]}
+
+
 def _verify(t: Translation, check: CheckOptions) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="akg-translate-") as d:
         cand = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
@@ -441,6 +450,14 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
         if not t.verdict.accepted:
             raise AkgError(f"the generated {dsl} module for {t.problem.name} failed verification: "
                            f"{t.verdict.reason}; nothing written")
+        if timed:  # slower than eager: the library's families measured once beside it
+            def rebuilt(s: Strategy) -> Translation:
+                return build(problem_path, dsl, t.target, replace(opts, rows=s.rows, conv=s.conv, library=s.library))
+
+            def checked(x: Translation) -> None:
+                x.source = render(x)
+                x.verdict = _verify(x, check)
+            t = measured_choice(t, rebuilt, checked, measured_as)
         t.source = render(t, t.verdict.details.get("timing"))
     if out is not None:
         out = Path(out)

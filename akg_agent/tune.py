@@ -5,7 +5,6 @@ a repeated run is instant and a killed run loses no finished measurement."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import os
 import shutil
@@ -25,9 +24,10 @@ from ir.kernel.schedule import Schedule
 from ir.passes.library import check_families
 
 from .cluster import Cluster, Done, LocalPool, Work, build_dir, shared_build_dir
+from .library_check import families
 from .ranking import ranked_space
 from .strategy import Strategy, untuned_strategy
-from .translate import Translation, build, module_body, render
+from .translate import Translation, build, measured_as, render
 from .tune_filter import LearnedFilter
 from .tuning_db import TuningDB, hardware_key, kernel_signature, problem_signature, versions
 from .verifier import TRANSIENT, Verdict, device_for, model_of, verify
@@ -90,7 +90,7 @@ def strategies_for(t: Translation) -> list[Strategy]:
     if any(s.op in ("conv", "conv_transpose") and s.args[0] and len(s.args[0].shape) in (4, 5)
            for s in t.program.library_calls()):  # torch's channels-last formats: 2-D and 3-D convolutions
         out.append(Strategy(conv="channels-last"))
-    out += [Strategy(library=(f,)) for f in _families(t)]
+    out += [Strategy(library=(f,)) for f in families(t)]
     return out
 
 
@@ -100,13 +100,6 @@ def _untuned_first(t: Translation) -> list[Strategy]:
     all-generated default left translate a measured module slower than the untuned one)."""
     out, first = strategies_for(t), untuned_strategy(t.plan, get_backend(t.dsl), t.target, t.graph)[0]
     return [first, *(s for s in out if s != first)]
-
-
-def _families(t: Translation) -> list[str]:
-    """The op families of this program a strategy may leave to the library (those the backend generates)."""
-    kinds = get_backend(t.dsl).manifest.kinds
-    generated_only = {"window": "window" in kinds, "scan": "scan" in kinds}  # otherwise already the library's
-    return [f for f in t.graph.meta.get("library_families", ()) if generated_only.get(f, True)]
 
 
 def _grow(measured: list[tuple[Strategy, float]], families: list[str], grown: set[Strategy]) -> list[Strategy]:
@@ -234,7 +227,7 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
                 continue
             before = report["measured"]
             kernels = _tune_schedules(t, o, start, db, report, cluster, on_progress, shared)
-            key = (*_problem_key(t), _measured_as(t))
+            key = (*_problem_key(t), measured_as(t))
             # every schedule came from the database: the same module as the run that timed this strategy
             known = db.get_strategy(*key) if report["measured"] == before else None
             if known is not None:
@@ -263,11 +256,11 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
                 if both is not None and both not in [m for m, _ in measured]:
                     todo.append(both)
                 else:  # then the best grown by one family at a time, while that helps
-                    todo += _grow(measured, _families(base), grown)
+                    todo += _grow(measured, families(base), grown)
         if all(row.get("from_db") for _, _, row in scored):  # a rerun: the head-to-head run's choice
             # (one made between these very modules: a choice among modules akg wrote differently is stale)
             chosen = db.get_choice(*_problem_key(base))
-            best = next(((chosen[1], t) for _, t, _ in scored if chosen and _measured_as(t) == chosen[0]), best)
+            best = next(((chosen[1], t) for _, t, _ in scored if chosen and measured_as(t) == chosen[0]), best)
         elif _past(start, time_limit_s):
             report["head_to_head"] = {"verdict": f"not timed: the --time limit ({time_limit_s:g} s) passed"}
         else:
@@ -304,13 +297,6 @@ def tune(problem: str, target: str | HardwareModel, dsl: str, options: TuneOptio
 def _problem_key(t: Translation) -> tuple[str, str, str, str]:
     """What the tuning database keys a problem's strategies and choice by: hardware, DSL, source, versions."""
     return hardware_key(t.target), t.dsl, problem_signature(t.problem), versions(get_backend(t.dsl).manifest)
-
-
-def _measured_as(t: Translation) -> dict[str, Any]:
-    """What the database keys a strategy's module time by: the strategy and the module it wrote (its
-    source's hash), so a module that akg now writes differently (a renderer changed) is measured again,
-    not served the old module's time."""
-    return {**t.strategy.to_json(), "module": hashlib.sha256(module_body(t).encode()).hexdigest()[:16]}
 
 
 def _steadied(med: float | None, eager: float | None, eager_ref: float | None) -> float:
@@ -356,7 +342,7 @@ def _head_to_head(scored: list[tuple[float, Translation, dict[str, Any]]], targe
             best = (score, t)
     assert best is not None
     t = best[1]  # the strategies keep their own runs' scores (a rerun replays the search on them)
-    db.put_choice(*_problem_key(t), _measured_as(t), best[0])
+    db.put_choice(*_problem_key(t), measured_as(t), best[0])
     report["head_to_head"] = {"eager_s": eager, "contenders": len(top), "verdict": v.line()}
     return best if math.isfinite(best[0]) else None
 

@@ -257,8 +257,10 @@ def test_a_module_akg_now_writes_differently_is_measured_again_not_served(tmp_pa
     first = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
     again = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
     assert not first["strategies"][0].get("from_db") and again["strategies"][0].get("from_db")
-    real = tune_mod.module_body
-    monkeypatch.setattr(tune_mod, "module_body", lambda t: real(t) + "\n# written differently now\n")
+    import akg_agent.translate as translate_mod  # the database's key of a module (`measured_as`) hashes its body
+
+    real = translate_mod.module_body
+    monkeypatch.setattr(translate_mod, "module_body", lambda t: real(t) + "\n# written differently now\n")
     changed = tune(prob, "cpu", "cpp", budget=1, db=db, strategies=False)
     assert not changed["strategies"][0].get("from_db")
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from ir.errors import AkgError
 
+from ..library_check import choose, library_alternative
 from ..plan_options import PlanOptions
-from ..translate import Translation, build, compile_only, render
+from ..translate import Translation, build, compile_only, measured_as, render
 from ..tuning_db import TuningDB
 from ..verifier import Verdict, verify
 from .coder import Coder, CoderTask, NoVariantLeft, clean
@@ -160,6 +161,9 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
             if att.accepted and db is not None:
                 db.remember_module(t.target.name, t.dsl, t.problem.name, " ".join(g.ops[0] for g in st.plan.groups),
                                    src, att.time_ms, "rules" if by == "rules" else "model")
+            # the rules alone, no person steering: the answer is theirs, so it must not lose to the library
+            if att.accepted and by == "rules" and d.action == "write" and model is None and human is None:
+                _library_measured(cfg, t, verdict, st, plan)
             if human is not None:
                 preview = conductor.decide(st, model is not None).action
                 ans, text = human.after_attempt(att, preview)
@@ -176,6 +180,29 @@ def run(cfg: RunConfig, model: Model | None = None, human: Human | None = None, 
         st.event("conductor", "error", why=str(e)[:300])
         raise AkgError(f"{e} (run saved in {st.run_dir}; --resume {st.run_dir} goes on from there)") from None
     return _finish(cfg, t, st)
+
+
+def _library_measured(cfg: RunConfig, t: Translation, verdict: Verdict, st: RunState, plan: PlanOptions) -> None:
+    """The rules' module lost to eager beyond noise: the library's families measured once beside it as one
+    more attempt (`library_check`); the faster is the answer, and the tuning database keeps both times."""
+    t.verdict = verdict
+    alt_s = library_alternative(t)
+    if alt_s is None:
+        return
+    st.event("conductor", "decide", action="strategy", why=f"slower than eager: {alt_s.describe()} measured too")
+    alt = build(st.config["problem"], t.dsl, t.target, replace(plan, rows=alt_s.rows, conv=alt_s.conv,
+                                                               library=alt_s.library))
+    alt.source = render(alt)
+    path = st.run_dir / f"attempt_{len(st.attempts) + 1}.py"
+    path.write_text(alt.source)
+    alt.verdict = _verify(cfg, alt, path, "rules")
+    chosen = choose(t, alt, measured_as)
+    for x in (t, alt):  # the notes say what was measured; the headers carry them
+        if x.verdict is not None and x.verdict.accepted:
+            x.source = render(x, x.verdict.details.get("timing"))
+    (st.run_dir / st.attempts[-1].source_file).write_text(t.source)  # its header now says what was measured
+    att = st.add_attempt("strategy", "rules", alt.source, alt.verdict, [chosen.notes[-1]])
+    st.event("verifier", "verdict", by="rules", action="strategy", code=att.code, accepted=att.accepted)
 
 
 def _finish(cfg: RunConfig, t: Translation, st: RunState) -> RunState:

@@ -22,6 +22,7 @@ from akg_agent.verifier.timing import AA_BASELINE, default_trials, host_lock, pa
 from ir.errors import AkgError
 
 from .admission import MemoryGate, device_capacity, verification_bytes
+from .library_retry import library_measured
 from .metrics import slower_beyond_noise, summarize
 from .provenance import provenance, scrub
 from .report import render
@@ -359,6 +360,10 @@ def _run(problems: list[Path], target: str, baselines: Sequence[str], solutions:
             rec = bench_one(p, dirs[main] / p.name, model, baselines, opts, peers or None, lock)
             if any(slower_beyond_noise([rec], b) for b in baselines):  # a larger sample decides (`confirmed`)
                 rec = confirmed(rec, bench_one(p, dirs[main] / p.name, model, baselines, again, peers or None, lock))
+            if solutions is None and dsl and not pure and not opts.backward and "eager" in baselines:
+                # timed as the flagged row was confirmed: the larger sample
+                rec = library_measured(p, dsl, model, dirs[main] / p.name, rec,
+                                       lambda path: bench_one(p, path, model, baselines, again, None, lock))
         rec["main_label"] = main
         if need:
             rec["admitted_bytes"] = need
