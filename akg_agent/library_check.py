@@ -8,16 +8,13 @@ the tuning database: the next translate of the same problem reads the choice ins
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from dsl_backends import get_backend
 
 from .strategy import Strategy
+from .translation import Translation
 from .tuning_db import TuningDB, hardware_key, problem_signature, versions
 from .verifier.plausibility import speedup
-
-if TYPE_CHECKING:
-    from .translate import Translation
 
 SLOWER = 0.95  # a module below this fraction of eager's speed lost beyond the timing's noise
 
