@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dsl_backends import get_backend
+from ir.errors import AkgError
 
 from .strategy import Strategy
 from .translation import Translation
@@ -69,8 +70,8 @@ def choose(t: Translation, alt: Translation, measured_as: Callable[[Translation]
     extra = "+".join(f for f in alt.strategy.library if f not in t.strategy.library)
     generated = f"generated {mine:.2f}x eager's time" if mine else "generated"
     if theirs is None or mine is None or theirs >= mine:
-        why = alt.verdict.reason if alt.verdict is not None and not alt.verdict.accepted else \
-            f"{theirs:.2f}x with {extra} left to torch"
+        why = (alt.verdict.reason if alt.verdict is not None and not alt.verdict.accepted else "not timed"
+               if theirs is None else f"{theirs:.2f}x with {extra} left to torch")
         t.notes.append(f"measured library against generated: {generated}, {why}: generated kept")
         return t
     note = (f"measured library against generated: {generated}, {theirs:.2f}x with {extra} left to torch: the "
@@ -87,6 +88,10 @@ def measured_choice(t: Translation, build_with: Callable[[Strategy], Translation
     alt_s = library_alternative(t)
     if alt_s is None:
         return t
-    alt = build_with(alt_s)
+    try:
+        alt = build_with(alt_s)
+    except AkgError as e:  # the library cannot take these families here: the generated module stands
+        t.notes.append(f"library against generated not measured: {e}")
+        return t
     verify(alt)
     return choose(t, alt, measured_as)

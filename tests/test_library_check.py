@@ -126,3 +126,17 @@ def test_the_bench_benches_the_library_module_and_replaces_a_slower_solution(pro
     # a row within noise of eager is left alone: nothing benched
     fine = dict(slow, speedup={"eager": 0.97}, speedup_quartiles={"eager": [0.95, 1.01]})
     assert library_measured(problem, "cpp", "cpu", solution, fine, bench) is fine and len(benched) == 1
+
+
+def test_a_library_strategy_that_cannot_be_planned_leaves_the_generated_module(problem):
+    from ir.errors import AkgError
+
+    t = build(problem, "cpp", "cpu")
+    t.verdict = _timed(2e-3)
+
+    def refuse(s):
+        raise AkgError("no library call for this family here")
+
+    kept = measured_choice(t, refuse, lambda x: None, measured_as)
+    assert kept is t
+    assert kept.notes[-1] == "library against generated not measured: no library call for this family here"

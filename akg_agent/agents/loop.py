@@ -190,8 +190,12 @@ def _library_measured(cfg: RunConfig, t: Translation, verdict: Verdict, st: RunS
     if alt_s is None:
         return
     st.event("conductor", "decide", action="strategy", why=f"slower than eager: {alt_s.describe()} measured too")
-    alt = build(st.config["problem"], t.dsl, t.target, replace(plan, rows=alt_s.rows, conv=alt_s.conv,
-                                                               library=alt_s.library))
+    try:
+        alt = build(st.config["problem"], t.dsl, t.target, replace(plan, rows=alt_s.rows, conv=alt_s.conv,
+                                                                   library=alt_s.library))
+    except AkgError as e:  # the library cannot take these families here: the rules' module stands
+        st.event("conductor", "decide", action="stop", why=f"library not measured: {str(e)[:200]}")
+        return
     alt.source = render(alt)
     path = st.run_dir / f"attempt_{len(st.attempts) + 1}.py"
     path.write_text(alt.source)
