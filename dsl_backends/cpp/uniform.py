@@ -48,9 +48,8 @@ def render_uniform(k: Kernel, s: Schedule, parts: tuple[Expr, Expr, bool]) -> li
         return [f"        {head}", "        for (int64_t akg_i = akg_b; akg_i < akg_e; ++akg_i) {",
                 *p.lines, f"            {last}", "        }"]
 
-    indent = lambda lines: ["    " + ln for ln in lines]  # noqa: E731 - one use each branch
+    cheap_sweep, full_sweep = (["    " + ln for ln in sweep(v, True)] for v in (cheap, k.expr))
     return [omp(s), f"    for (int64_t akg_b = 0; akg_b < {n}; akg_b += {BLOCK}) {{",
             f"        const int64_t akg_e = akg_b + {BLOCK} < {n} ? akg_b + {BLOCK} : {n};",
             "        int akg_all = 1;", *sweep(None, False),
-            "        if (akg_all) {", *indent(sweep(cheap, True)),
-            "        } else {", *indent(sweep(k.expr, True)), "        }", "    }"]
+            "        if (akg_all) {", *cheap_sweep, "        } else {", *full_sweep, "        }", "    }"]
