@@ -60,6 +60,13 @@ def record(t: Translation, alt: Translation, rels: tuple[float | None, float | N
         db.put_strategy(hw, dsl, prob, ver, measured_as(x), rel * eager_s if rel and eager_s else float("inf"), line)
 
 
+def note(mine: float | None, theirs: float | None, extra: str, kept: str) -> str:
+    """The header's line of what was measured (`mine`, `theirs`: the two modules' times over eager's)."""
+    generated = f"generated {mine:.2f}x eager's time" if mine else "generated"
+    library = "not timed" if theirs is None else f"{theirs:.2f}x with {extra} left to torch"
+    return f"measured library against generated: {generated}, {library}: {kept}"
+
+
 def choose(t: Translation, alt: Translation, measured_as: Callable[[Translation], dict]) -> Translation:
     """The faster of `t` and `alt` (each timed against eager in its own run), both recorded in the tuning
     database (keyed by `measured_as`, `tune`'s key of a module); the choice noted on it."""
@@ -68,16 +75,15 @@ def choose(t: Translation, alt: Translation, measured_as: Callable[[Translation]
     record(t, alt, (mine, theirs), eager, tuple(x.verdict.line() if x.verdict is not None else "not verified"
                                                  for x in (t, alt)), measured_as)  # type: ignore[arg-type]
     extra = "+".join(f for f in alt.strategy.library if f not in t.strategy.library)
-    generated = f"generated {mine:.2f}x eager's time" if mine else "generated"
     if theirs is None or mine is None or theirs >= mine:
-        why = (alt.verdict.reason if alt.verdict is not None and not alt.verdict.accepted else "not timed"
-               if theirs is None else f"{theirs:.2f}x with {extra} left to torch")
-        t.notes.append(f"measured library against generated: {generated}, {why}: generated kept")
+        line = note(mine, theirs, extra, "generated kept")
+        if alt.verdict is not None and not alt.verdict.accepted:  # the rejection says more than "not timed"
+            line = line.replace("not timed", alt.verdict.reason)
+        t.notes.append(line)
         return t
-    note = (f"measured library against generated: {generated}, {theirs:.2f}x with {extra} left to torch: the "
-            "library's kept (the tuning database keeps both)")
-    alt.notes += [*t.notes, note]
-    t.notes.append(note)
+    line = note(mine, theirs, extra, "the library's kept (the tuning database keeps both)")
+    alt.notes += [*t.notes, line]
+    t.notes.append(line)
     return alt
 
 

@@ -78,9 +78,11 @@ class RunState:
     def best(self) -> Attempt | None:
         ok = [a for a in self.attempts if a.accepted]
         timed = [a for a in ok if a.time_ms is not None]
-        if timed and all(a.baselines_ms.get("eager") for a in timed):  # each against eager in its own run: a
+        # each attempt against eager in its own run where all have it: a shared host drifts between runs by
+        # more than the modules differ
+        if timed and all(a.baselines_ms.get("eager") for a in timed):
             return min(timed, key=lambda a: a.time_ms / a.baselines_ms["eager"])  # type: ignore[operator]
-        if timed:  # shared host drifts between runs by more than modules differ
+        if timed:
             return min(timed, key=lambda a: a.time_ms)  # type: ignore[arg-type, return-value]
         return ok[0] if ok else None
 

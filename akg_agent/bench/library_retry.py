@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from akg_agent.library_check import SLOWER, alternative_for, record
+from akg_agent.library_check import SLOWER, alternative_for, note, record
 from akg_agent.translate import build, measured_as, render
 from hardware_models.spec import HardwareModel
 from ir.errors import AkgError
@@ -46,10 +46,9 @@ def library_measured(p: Path, dsl: str, target: HardwareModel, solution: Path, r
     eager = rec.get("baseline_ms", {}).get("eager")
     record(t, alt, (mine, theirs), eager / 1e3 if eager else None,
            (rec.get("reason", ""), alt_rec.get("reason", "")), measured_as)
-    note = {"generated_x_eager_time": mine, "library_x_eager_time": theirs, "library": list(alt_s.library)}
+    measured = {"generated_x_eager_time": mine, "library_x_eager_time": theirs, "library": list(alt_s.library)}
     if theirs is None or theirs >= mine:
-        return {**rec, "library_measured": {**note, "kept": "generated"}}
-    alt.notes.append(f"measured library against generated: generated {mine:.2f}x eager's time, {theirs:.2f}x "
-                     f"with {'+'.join(alt_s.library)} left to torch: the library's kept")
+        return {**rec, "library_measured": {**measured, "kept": "generated"}}
+    alt.notes.append(note(mine, theirs, "+".join(alt_s.library), "the library's kept"))
     solution.write_text(render(alt))
-    return {**alt_rec, "solution": str(solution), "library_measured": {**note, "kept": "library"}}
+    return {**alt_rec, "solution": str(solution), "library_measured": {**measured, "kept": "library"}}
