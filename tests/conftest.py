@@ -17,6 +17,19 @@ atexit.register(shutil.rmtree, os.environ["AKG_CACHE_DIR"], True)
 # what depends on the compilers alone (precompiled headers) is built once per test process, not per test
 os.environ["AKG_TOOLCHAIN_CACHE"] = os.path.join(os.environ["AKG_CACHE_DIR"], "toolchain")
 
+SESSION_CACHE = Path(os.environ["AKG_CACHE_DIR"])
+
+
+@pytest.fixture(autouse=True)
+def _no_tuning_database_between_tests():
+    """Each test starts without the tuning database earlier tests of this process wrote: a translate or
+    bench that found its module slower than eager records the library's time there, and a later build of
+    the same problem would take that plan (the process's compiled modules stay)."""
+    yield
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        (SESSION_CACHE / f"tuning.sqlite{suffix}").unlink(missing_ok=True)
+
+
 ROOT = Path(__file__).resolve().parent.parent
 # the example backend of docs/adding-a-backend.md (NumPy) is found like any out-of-tree backend
 os.environ["AKG_BACKEND_PATH"] = str(ROOT / "tests" / "backend_example")
