@@ -100,3 +100,10 @@ def settled_eager(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any
     if not e0 or not e1 or e0 <= _noise(first, again) * e1:
         return None
     return (again.get("timing") or {}).get("eager")
+
+
+def candidate_holds(first: dict[str, Any], again: dict[str, Any]) -> bool:
+    """Whether a second run's candidate time is within noise of the first run's (both must be there): then
+    a first run rejected as implausible was slowed in its baseline, not sped up in its candidate."""
+    claimed, now = _median(first, "candidate"), _median(again, "candidate")
+    return bool(claimed and now and now <= _noise(first, again) * claimed)
