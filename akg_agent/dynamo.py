@@ -490,7 +490,28 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
     compiled.akg_report = backend.report
     if isinstance(compiled, torch.nn.Module):
         handle = compiled.register_forward_hook(lambda *_: _no_graph_warning(backend.report, handle))
+        if any(isinstance(m, torch.nn.RNNBase) for m in model.modules()):
+            _trace_recurrences(compiled)
     return compiled
+
+
+def _trace_recurrences(compiled: torch.nn.Module) -> None:
+    """Dynamo skips a whole frame holding an RNN, GRU or LSTM unless `allow_rnn` is set (the model then ran as
+    eager, with only a warning): set it while this model's calls run (a trace or recompile happens inside
+    one) and restore the caller's value after; other models compiled in the process keep theirs."""
+    config = torch._dynamo.config
+    saved: list[bool] = []
+
+    def before(*_: Any) -> None:
+        saved.append(config.allow_rnn)
+        config.allow_rnn = True
+
+    def after(*_: Any) -> None:
+        if saved:
+            config.allow_rnn = saved.pop()
+
+    compiled.register_forward_pre_hook(before)
+    compiled.register_forward_hook(after, always_call=True)
 
 
 def _no_graph_warning(report: Report, handle: Any) -> None:

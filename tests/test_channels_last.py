@@ -13,6 +13,7 @@ from akg_agent.translate import build, render
 from akg_agent.tune import strategies_for
 from dsl_backends.cpp.transpose import transposed_coord
 from dsl_backends.module import library_line
+from dsl_backends.module_helpers import LAST_WEIGHTS
 from ir import run
 from ir.graph import Graph
 from ir.interp import EvalCtx, eval_op
@@ -132,11 +133,36 @@ def test_the_library_line_means_what_the_interpreter_says(op):
           **({"output_padding": (1, 0)} if op == "conv_transpose" else {})}
     bufs = tuple(Buf(f"a{i}", tuple(a.shape), "f64", "input") for i, a in enumerate((x, w, b)))
     line = library_line(LibraryCall("lib", op, bufs, at, Buf("out", (1,), "f64", "output")), lambda q: q.name)
-    assert "channels_last" in line
-    got = eval(line, {"torch": torch, "F": F}, {"a0": x, "a1": w, "a2": b})  # noqa: S307
+    assert "channels_last" in line and "_akg_last(a1, " in line
+    ns = {"torch": torch, "F": F}
+    exec(LAST_WEIGHTS, ns)  # noqa: S102 - the module's own helper text
+    got = eval(line, ns, {"a0": x, "a1": w, "a2": b})  # noqa: S307
     torch.testing.assert_close(got, eval_op(op, [x, w, b], at, EvalCtx()), atol=1e-9, rtol=1e-9)
     assert got.is_contiguous()  # what a generated kernel reads without a copy
 
+
+
+def test_a_channels_last_weight_is_converted_once_per_version():
+    """torch converts a channels-first weight beside a channels-last input on every call; the module converts
+    it once and again only after it changed: in place (a new version), given new storage (`.data =`), or
+    followed by autograd (converted in the graph each call)."""
+    ns = {"torch": torch}
+    exec(LAST_WEIGHTS, ns)  # noqa: S102 - the module's own helper text
+    last, fmt = ns["_akg_last"], torch.channels_last
+    w = torch.nn.Parameter(torch.randn(8, 4, 3, 3))
+    with torch.no_grad():
+        first = last(w, fmt)
+        assert first.is_contiguous(memory_format=fmt) and torch.equal(first, w)
+        assert last(w, fmt) is first  # the same version: no copy
+        w.mul_(2)  # an optimizer step, load_state_dict
+        again = last(w, fmt)
+        assert again is not first and torch.equal(again, w)
+        w.data = torch.randn(8, 4, 3, 3)  # new storage
+        assert torch.equal(last(w, fmt), w)
+    tracked = last(w, fmt)  # grad enabled: in autograd's graph, converted each call
+    assert tracked.grad_fn is not None and last(w, fmt) is not tracked
+    del w, tracked  # the cache holds no weight it outlived (autograd's graph held it too)
+    assert not ns["_AKG_LAST"]
 
 CONV_EPILOGUE = '''
 import torch

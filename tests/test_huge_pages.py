@@ -11,7 +11,7 @@ import torch
 
 from akg_agent.translate import build, render
 from akg_agent.verifier import verify
-from dsl_backends.module import HUGE_PAGE_MIN_BYTES, huge_allocation
+from dsl_backends.module_helpers import HUGE_PAGE_MIN_BYTES, huge_allocation
 from ir.kernel.ir import Buf
 
 PROBLEM = '''

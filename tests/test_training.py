@@ -440,7 +440,7 @@ class EmbedNet(nn.Module):
 def test_the_embedding_gradient_helper_sums_rows_as_torch_does(device, dtype, rows):
     """`_akg_embedding_grad` against torch's embedding_dense_backward: many indices on one row (a BERT's
     token types, all zero) summed in fp32 and rounded once, as torch's op does; on a GPU one scatter."""
-    from dsl_backends.module import EMBEDDING_GRAD, HUGE_EMPTY
+    from dsl_backends.module_helpers import EMBEDDING_GRAD, HUGE_EMPTY
 
     ns: dict = {"torch": torch}
     exec(HUGE_EMPTY + EMBEDDING_GRAD, ns)  # noqa: S102 - the module's own helper text
