@@ -8,9 +8,12 @@ import importlib.util
 import json
 import os
 import re
+import select
 import struct
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,15 +50,8 @@ def generate(fn: Any, pointers: dict[str, str], constants: dict[str, Any]) -> st
     the front end runs in a process of its own, on the kernel's file."""
     if _interpreted():
         code = fn.fn.__code__ if hasattr(fn, "fn") else fn.__code__
-        job = json.dumps({"file": code.co_filename, "kernel": code.co_name, "pointers": pointers,
-                          "constants": constants})
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        done = subprocess.run([sys.executable, "-m", "ir.port.ttir"], input=job, capture_output=True, text=True,
-                              env=env, cwd=str(Path(__file__).resolve().parents[2]), timeout=300)
-        if done.returncode:
-            lines = [x for x in done.stderr.strip().splitlines() if x.strip()]
-            raise RuntimeError(lines[-1] if lines else f"exit status {done.returncode}")
-        return done.stdout
+        return _FRONT_END.ask({"file": code.co_filename, "kernel": code.co_name, "pointers": pointers,
+                               "constants": constants})
     from triton._C.libtriton import ir, passes
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import ASTSource, make_backend
@@ -199,9 +195,64 @@ def constant(text: str, elem: str) -> float | int | bool:
     return float(v) if elem.startswith(("f", "bf")) else int(v)
 
 
-def _main() -> None:
-    """The front end for a process under Triton's interpreter: a job on stdin, TTIR on stdout."""
-    job = json.loads(sys.stdin.read())
+class _FrontEnd:
+    """Triton's front end in a process of its own, started once and kept for the caller's later kernels
+    (starting it, Triton and torch imported, took ~2.7 s of each kernel's lift): one JSON job a line in,
+    one JSON answer a line out. A worker that died or timed out is started again for the next job."""
+
+    TIMEOUT_S = 300.0
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.log: Any = None
+        self.lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self.proc is None or self.proc.poll() is not None:
+            env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+            self.log = tempfile.TemporaryFile(mode="w+")  # the worker's stderr, read back when it fails
+            self.proc = subprocess.Popen([sys.executable, "-m", "ir.port.ttir"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+                                         cwd=str(Path(__file__).resolve().parents[2]))
+        return self.proc
+
+    def ask(self, job: dict[str, Any]) -> str:
+        with self.lock:
+            proc = self._start()
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(job) + "\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], self.TIMEOUT_S)
+            line = proc.stdout.readline() if ready else ""
+            if not line:
+                proc.kill()
+                proc.wait()
+                self.log.seek(0)
+                lines = [x for x in self.log.read().strip().splitlines() if x.strip()]
+                raise RuntimeError(lines[-1] if lines else "Triton's front end gave no TTIR within "
+                                   f"{self.TIMEOUT_S:g} s (exit status {proc.returncode})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer["ttir"]
+
+
+_FRONT_END = _FrontEnd()
+
+
+def _serve() -> None:
+    """The front end for a process under Triton's interpreter: a job a line on stdin, its TTIR (or the
+    error's last line) a line on stdout."""
+    for line in sys.stdin:
+        try:
+            answer = {"ttir": _ttir(json.loads(line))}
+        except Exception as e:  # noqa: BLE001 - the caller raises it, named
+            answer = {"error": f"{type(e).__name__}: {e}".strip().splitlines()[-1]}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+def _ttir(job: dict[str, Any]) -> str:
     spec = importlib.util.spec_from_file_location("ported_kernels", job["file"])
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -212,8 +263,8 @@ def _main() -> None:
             v = getattr(v, "fn", None)
         return v
     fn = next(j for j in map(jitted, vars(mod).values()) if j is not None and j.fn.__name__ == job["kernel"])
-    sys.stdout.write(generate(fn, job["pointers"], job["constants"]))
+    return generate(fn, job["pointers"], job["constants"])
 
 
 if __name__ == "__main__":
-    _main()
+    _serve()
