@@ -50,7 +50,7 @@ from .tuning_db import (
     problem_signature,
     versions,
 )
-from .verifier import CheckOptions, Verdict, model_of, verify
+from .verifier import CheckOptions, Verdict, model_of, prestart_for, verify
 from .verifier.sizes import dynamic_sizes
 
 COST_GATE = 64  # a kernel may do at most this many times the work its group needs (suite: 18x at most)
@@ -385,7 +385,11 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
     opts = replace(options or PlanOptions(), **{k: v for k, v in changes.items() if k in _PLAN_FIELDS})
     check = replace(check or CheckOptions(seeds=(0, 1, 2, 3, 4), timing=True, baselines=("eager",)),
                     **{k: v for k, v in changes.items() if k not in _PLAN_FIELDS})
-    t = build(problem_path, dsl, target_name, opts)
+    target = model_of(target_name)
+    if verify_result and dsl in available() and \
+            get_backend(dsl).manifest.executor(target, device_present(target)) in ("native", "interpreter", "emulator"):
+        prestart_for(target)  # the verifier's server imports (~7 s) while the problem is lifted and planned
+    t = build(problem_path, dsl, target, opts)
     t.source = render(t)
     if t.executor == "none":
         t.notes.append(f"no executor for {dsl} on {t.target.name} here: written, not run")
