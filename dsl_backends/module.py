@@ -26,6 +26,7 @@ from .module_helpers import (
     embedding_grad,
     huge_allocation,
     last_weight,
+    nan_rows,
     state_mask,
 )
 
@@ -78,7 +79,7 @@ LIBRARY_DECLARATIONS = {
     "attention": ["aten._scaled_dot_product*", "aten.tril", "aten.bitwise_and", "aten.bitwise_not",
                   "aten.logical_not", "aten.masked_fill", "aten.where", "aten.scalar_tensor", "aten._safe_softmax",
                   "aten._softmax", "aten.bmm", "aten.mul", "aten.add", "aten.div", "aten.sqrt",
-                  "aten.isneginf", "aten.all", "aten.any"],  # a written softmax's NaN rows (`passes.attention`)
+                  "aten.amax", "aten.eq", "aten.any"],  # a written softmax's NaN rows (`_akg_nan_rows`)
 }
 
 REGISTER = '''
@@ -327,9 +328,9 @@ def _library_math(step: LibraryCall, a: list[str]) -> str | None:
         call = (f"F.scaled_dot_product_attention({a[0]}, {a[1]}, {a[2]}, attn_mask={mask}, "
                 f"is_causal={causal}, scale={at['scale']})")
         if at.get("nan_rows") and mask != "None":  # a written softmax: NaN where every score is -inf, torch's 0
-            if state_mask(step):  # looked at once per version of the mask the module holds
-                return f"_akg_nan_rows(self, {mask}, {call})"
-            return f"torch.where(torch.isneginf({mask}).all(-1, keepdim=True), float('nan'), {call})"
+            if step.args[3].dtype == "bool":  # type: ignore[union-attr]  # no score is -inf
+                return call
+            return f"_akg_nan_rows({mask}, {call}, held={state_mask(step)})"
         return call
     return None
 
@@ -413,7 +414,7 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         lines.append(HUGE_EMPTY)
     if embeddings:
         lines.append(EMBEDDING_GRAD)
-    if any(state_mask(s) for p in programs for s in p.library_calls()):
+    if any(nan_rows(s) for p in programs for s in p.library_calls()):
         lines.append(NAN_ROWS)
     if any(last_weight(s) for p in programs for s in p.library_calls()):
         lines.append(LAST_WEIGHTS)

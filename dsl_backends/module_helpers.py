@@ -63,20 +63,32 @@ def _akg_embedding_grad(grad, indices, rows):
 
 
 NAN_ROWS = '''
+import weakref
 
-def _akg_nan_rows(root, mask, out):
+_AKG_ROWS = {}
+
+
+def _akg_nan_rows(mask, out, held):
     """A written softmax's answer where a query's every score is -inf: NaN (torch's attention answers 0).
-    The mask is one the module holds (a padding mask dynamo kept as a constant): whether it has such a row
-    is found once per version of it, and where none has (BERT's), the call costs no kernel; a mask changed
-    in place (load_state_dict) is a new version, looked at again."""
-    key = (mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()))
-    cache = root.__dict__.setdefault("_akg_rows", {})
-    rows = cache.get(key)
-    if rows is None:
-        rows = torch.isneginf(mask).all(-1, keepdim=True)
-        if mask.is_cuda and torch.cuda.is_current_stream_capturing():  # no host read while capturing
-            return torch.where(rows, float("nan"), out)
-        rows = cache[key] = rows if bool(rows.any()) else False
+    Which queries are so is found once per mask and version: layers reading one mask (T5's bias, computed
+    each call) share it, and a mask the module holds (`held`: BERT's padding mask, a constant dynamo kept) is
+    looked at once, a change in place (load_state_dict) being a new version. Where no query is (read back
+    on the host, except for a GPU mask computed each call: a sync a call), no kernel puts NaN back."""
+    try:
+        stamp = (mask._version, mask.data_ptr(), tuple(mask.shape), tuple(mask.stride()))
+    except RuntimeError:  # an inference tensor counts no versions: not cached
+        stamp = None
+    key = id(mask)
+    hit = _AKG_ROWS.get(key) if stamp is not None else None
+    if hit is not None and hit[0]() is mask and hit[1] == stamp:
+        rows = hit[2]
+    else:
+        rows = mask.amax(-1, keepdim=True) == float("-inf")  # one pass, no mask-sized temporary
+        read = not mask.is_cuda or (held and not torch.cuda.is_current_stream_capturing())
+        if read and not bool(rows.any()):
+            rows = False
+        if stamp is not None and (read or not held):
+            _AKG_ROWS[key] = (weakref.ref(mask, lambda _, k=key: _AKG_ROWS.pop(k, None)), stamp, rows)
     return out if rows is False else torch.where(rows, float("nan"), out)
 '''
 
@@ -138,3 +150,10 @@ def _akg_last(w, fmt):
 def last_weight(step: LibraryCall) -> bool:
     """A convolution over channels-last operands whose weight `_akg_last` converts."""
     return step.op in ("conv", "conv_transpose") and bool(step.attrs.get("channels_last"))
+
+
+def nan_rows(step: LibraryCall) -> bool:
+    """An attention whose written softmax answers NaN on fully masked rows, its mask a float one
+    (`_akg_nan_rows`)."""
+    mask = step.args[3] if step.op == "attention" and len(step.args) > 3 else None
+    return bool(step.attrs.get("nan_rows")) and mask is not None and mask.dtype != "bool"

@@ -15,7 +15,6 @@ from akg_agent.translate import translate
 
 from .conftest import problem_path
 
-
 # a broken module's run: the seeded comparisons alone (the other tests of its file fail the same way)
 SEEDED = ["-k", "test_matches_the_reference and not every_size and not other_values"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from akg_agent.translate import build, render
 from ir import run
@@ -106,7 +107,7 @@ def test_a_written_attention_left_to_the_library_keeps_its_nan_rows(tmp_path, mo
     path.write_text(T5_LIKE)
     t = build(path, "cpp", "cpu", tuned=False, library=("gemm", "attention"))
     src = render(t)
-    assert "F.scaled_dot_product_attention(" in src and "torch.isneginf(" in src
+    assert "F.scaled_dot_product_attention(" in src and "held=False)" in src
     mod, ns = import_written(tmp_path, src, "t5_m"), problem_namespace(T5_LIKE)
     torch.manual_seed(0)
     ref = ns["Model"]()
@@ -117,6 +118,47 @@ def test_a_written_attention_left_to_the_library_keeps_its_nan_rows(tmp_path, mo
     assert torch.isnan(want[:, 3, 16:24]).all()
     assert torch.equal(torch.isnan(got), torch.isnan(want))
     torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-5)
+
+
+class Ops(TorchDispatchMode):
+    """The ATen ops a call runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+TWO_LAYERS = T5_LIKE.replace("    def forward(self, x, bias):", """    def forward(self, x, bias):
+        return self.attend(self.attend(x, bias), bias)
+
+    def attend(self, x, bias):""")
+
+
+def test_layers_reading_one_mask_look_at_it_once_a_call(tmp_path, monkeypatch):
+    """T5's position bias, computed each call and read by every layer: whether a query has every key masked
+    is found once a call for all of them, and without such a query no kernel puts NaN back."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "two.py"
+    path.write_text(TWO_LAYERS)
+    src = render(build(path, "cpp", "cpu", tuned=False, library=("gemm", "attention")))
+    assert src.count("held=False)") == 2
+    mod, ns = import_written(tmp_path, src, "two_m"), problem_namespace(TWO_LAYERS)
+    torch.manual_seed(0)
+    ref = ns["Model"]()
+    new = mod.ModelNew()
+    new.load_state_dict(ref.state_dict(), strict=False)
+    x, bias = ns["get_inputs"]()
+    for b in (bias, bias.clamp(min=-1e9)):  # a fully masked query; none
+        with Ops() as ops:
+            got = new(x, b.clone())  # a new mask each call, as T5 computes it
+        want = ref(x, b)
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-5)
+        assert sum("amax" in op for op in ops.seen) == 1
+        assert any("where" in op for op in ops.seen) == bool(torch.isneginf(b).all(-1).any())
 
 
 HELD_MASK = T5_LIKE.replace(
@@ -131,23 +173,12 @@ def test_a_mask_the_module_holds_is_looked_at_once_per_version(tmp_path, monkeyp
     """BERT's padding mask, a constant dynamo keeps in the graph: whether a query has every key masked is
     found once; without such a query no kernel puts NaN back (two per layer on the H200: 13 us), and a mask
     changed in place (load_state_dict) is looked at again, so its fully masked query answers NaN."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.seen: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "held.py"
     path.write_text(HELD_MASK)
     t = build(path, "cpp", "cpu", tuned=False, library=("gemm", "attention"))
     src = render(t)
-    assert "_akg_nan_rows(self, " in src
+    assert "held=True)" in src
     mod, ns = import_written(tmp_path, src, "held_m"), problem_namespace(HELD_MASK)
     torch.manual_seed(0)
     ref = ns["Model"]()
