@@ -42,17 +42,27 @@ class Strategy:
         return Strategy(bool(d["rows"]), str(d["conv"]), check_families(d.get("library", ())))
 
 
-RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a hybrid plan calls the library
+RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a GPU plan calls the library
+# ... and a CPU plan: torch's CPU layer runs each step's GEMM and gate ops one by one, so generated steps
+# (gates fused) win at any length (a 2-layer GRU over 128 steps: 55 ms against torch's 106); the bound
+# keeps the translation (~40 s for 256 step kernels) and the module's length in reason
+CPU_RECURRENCE_STEPS = 512
 
 
-def has_long_recurrence(g: Graph) -> bool:
-    """A recurrent layer whose generated form would launch more than RECURRENCE_STEPS steps' kernels:
-    torch (cuDNN on NVIDIA GPUs) runs it as one persistent kernel per layer instead."""
+def recurrence_bound(target: HardwareModel) -> int:
+    """The step kernels past which a hybrid plan leaves a recurrent layer to torch on `target`."""
+    return CPU_RECURRENCE_STEPS if target.kind == "cpu" else RECURRENCE_STEPS
+
+
+def has_long_recurrence(g: Graph, target: HardwareModel) -> bool:
+    """A recurrent layer whose generated form would launch more than `recurrence_bound` steps' kernels:
+    torch runs it instead (on NVIDIA GPUs cuDNN's one persistent kernel per layer)."""
     def step_kernels(n: Node) -> int:
         x, at = n.args[0], n.attrs
         steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
         return steps * at["layers"] * (2 if at["bidirectional"] else 1)
-    return any(n.op == "recurrence" and step_kernels(n) > RECURRENCE_STEPS for n in g.nodes)
+    bound = recurrence_bound(target)
+    return any(n.op == "recurrence" and step_kernels(n) > bound for n in g.nodes)
 
 
 def generated_gemm_efficiency(backend: Backend, target: HardwareModel, dtype: str = "") -> float | None:

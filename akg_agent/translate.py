@@ -189,7 +189,7 @@ def _lowered(problem: Any, backend: Backend, target: HardwareModel, how: Strateg
     scheduled by the cost model."""
     pure = opts.pure
     lifted = {n.op for n in g.nodes}
-    keep = ("recurrence",) if not pure and has_long_recurrence(g) else ()
+    keep = ("recurrence",) if not pure and has_long_recurrence(g, target) else ()
     first, rest = pipeline_for(backend, target, how, pure, keep).split(1)  # the rest for what else it reads
     run_passes(g, first)  # simplify: the rewrites may make a family's op (a global pool becomes a mean)
     # what a tune may leave to the library: the ops before decomposition (whose reductions are the composites')

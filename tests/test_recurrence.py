@@ -10,7 +10,9 @@ import pytest
 import torch
 
 import akg_agent.strategy as strategy_module
+from akg_agent.strategy import has_long_recurrence
 from akg_agent.translate import build, translate
+from akg_agent.verifier import model_of
 from ir import run
 from ir.errors import AkgError
 from ir.lift import lift
@@ -137,9 +139,10 @@ def test_recurrent_layers_run_natively_on_the_gpu(dsl, tmp_path):
 
 
 def test_a_long_recurrence_is_torchs_layer_in_a_hybrid_plan_and_generated_when_pure(tmp_path, monkeypatch):
-    """Past RECURRENCE_STEPS steps x layers x directions (lowered here to keep the test small), a hybrid plan
-    calls torch's layer; --pure still generates every step."""
-    monkeypatch.setattr(strategy_module, "RECURRENCE_STEPS", 4)
+    """Past the target's bound of steps x layers x directions (lowered here to keep the test small), a hybrid
+    plan calls torch's layer; --pure still generates every step. On the CPU the bound is far past a GPU's:
+    torch's CPU layer runs each step's ops one by one, where a generated step fuses its gates."""
+    monkeypatch.setattr(strategy_module, "CPU_RECURRENCE_STEPS", 4)
     path = _problem(tmp_path, "LSTM", bi=True, steps=3, batch=2)
     t = translate(path, "cpp", "cpu", timing=False, seeds=(0, 1))
     assert t.verdict.accepted, t.verdict.reason
@@ -147,6 +150,10 @@ def test_a_long_recurrence_is_torchs_layer_in_a_hybrid_plan_and_generated_when_p
     assert "torch.ops.aten.lstm.input(" in t.source and "library call torch recurrence" in t.source
     pure = build(path, "cpp", "cpu", pure=True)
     assert not pure.program.library_calls() and len(pure.program.kernels()) > 6
+    # the set's GRU language model: 2 layers over 128 steps generated on the CPU, cuDNN's layer on a GPU
+    monkeypatch.undo()
+    g = lift(load_problem(_problem(tmp_path, "GRU", layers=2, bf=True, steps=128, batch=2, name="lm")))
+    assert not has_long_recurrence(g, model_of("cpu")) and has_long_recurrence(g, model_of("h100"))
 
 
 @pytest.mark.parametrize("dsl, target", [("cpp", "cpu"), ("triton", "h100")])

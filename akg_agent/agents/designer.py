@@ -15,7 +15,7 @@ from hardware_models.cost import estimate_group, speed_of_light
 from ir.graph import print_graph
 from ir.passes.library import LIBRARY_FAMILIES, VIEW_OPS
 
-from ..strategy import RECURRENCE_STEPS
+from ..strategy import recurrence_bound
 from ..translate import Translation
 from .ask import ask
 from .llm import Model
@@ -60,7 +60,7 @@ def rules_plan(t: Translation, goal_frac: float, model: bool = False) -> Plan:
             "torch library call + fused epilogue; --conv generated or --pure generates it (one implicit GEMM "
             "per output phase)" if libs[grp.id] == "conv_transpose" and "conv" in kinds else
             f"torch's recurrent layer (cuDNN on NVIDIA GPUs: one persistent kernel a layer): generated, it would "
-            f"launch kernels for each of more than {RECURRENCE_STEPS} steps; --pure generates them"
+            f"launch kernels for each of more than {recurrence_bound(t.target)} steps; --pure generates them"
             if libs[grp.id] == "recurrence" else
             f"the {chosen[libs[grp.id]]} family left to torch ({how}), prologue and epilogue generated"
             if libs[grp.id] in chosen else "a view: torch returns it without computing (of an output, or passed to "
