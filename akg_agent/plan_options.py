@@ -53,6 +53,8 @@ def _p(name: str, **opts: Any) -> Pass:
 
 
 DEFAULT_STRATEGY = Strategy()
+# GEMMs of fewer rows stay generated on the CPU under a gemm library strategy (`passes.library`)
+CPU_LIBRARY_ROWS = 4
 
 
 def pipeline_for(backend: Backend, target: HardwareModel | None = None, how: Strategy = DEFAULT_STRATEGY,
@@ -75,7 +77,8 @@ def pipeline_for(backend: Backend, target: HardwareModel | None = None, how: Str
         passes.append(_p("tphases"))
     passes.append(_p("simplify"))
     if how.library:  # with no primitive to mark, the pass still passes the views that feed kept composites
-        passes.append(_p("library", ops=tuple(marked_primitives(how.library))))
+        cpu = target is not None and target.kind == "cpu"
+        passes.append(_p("library", ops=tuple(marked_primitives(how.library)), min_rows=CPU_LIBRARY_ROWS if cpu else 0))
     gpu = target is not None and target.kind == "gpu"
     if gpu and target.units > 0:  # before K-major: a split GEMM is batched, its B chunks read in place
         passes.append(_p("splitk", units=target.units))

@@ -266,7 +266,9 @@ TORCH_CALLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
     "slice": lambda a, at: f"{a[0]}[{', '.join([':'] * at['dim'] + [_span(at)])}]",
     "reshape": lambda a, at: f"{a[0]}.reshape({list(at['shape'])})",
     "matmul": lambda a, at: f"torch.matmul({a[0]}, {a[1]})",
-    "linear": lambda a, at: f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 else 'None'})",
+    # contiguous: torch folds such an input's leading axes into one addmm (its bias in the GEMM); a strided
+    # one (a recurrence's time-major output read batch-first) took matmul, then a pass adding the bias
+    "linear": lambda a, at: f"F.linear({a[0]}.contiguous(), {a[1]}, {a[2] if len(a) > 2 else 'None'})",
     "argmax": lambda a, at: f"torch.argmax({a[0]}, {at['dim']}, {at['keepdim']})",
     "argmin": lambda a, at: f"torch.argmin({a[0]}, {at['dim']}, {at['keepdim']})",
     "softmax": lambda a, at: f"torch.softmax({a[0]}, {at['dim']})",

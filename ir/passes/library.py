@@ -6,6 +6,7 @@ decomposition (`decompose{keep=...}`); primitive families are marked by this pas
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -75,15 +76,23 @@ def _torch_call(n: Node) -> bool:
 @register
 @dataclass(frozen=True)
 class MarkLibrary:
-    """Marks nodes of the named ops as library calls (run after decomposition, before fusion)."""
+    """Marks nodes of the named ops as library calls (run after decomposition, before fusion). `min_rows`: a
+    linear writing fewer rows stays generated (a recurrence's steps on the CPU, where MKL's call for 2 rows of a
+    cache-resident weight took ~3x a generated one's)."""
 
     name: ClassVar[str] = "library"
     ops: tuple[str, ...] = ()
+    min_rows: int = 0
+
+    def _skinny(self, n: Node) -> bool:
+        rows = n.type.shape[:-1]
+        return n.op == "linear" and self.min_rows > 0 and all(isinstance(d, int) for d in rows) and \
+            math.prod(rows) < self.min_rows  # type: ignore[arg-type]
 
     def run(self, g: Graph, trace: Trace) -> bool:
         changed = False
         for n in g.nodes:
-            if n.op in self.ops and not n.meta.get(LIBRARY_MARK):
+            if n.op in self.ops and not n.meta.get(LIBRARY_MARK) and not self._skinny(n):
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-call", n.name, n.op, f"torch {n.op}"))
                 changed = True
