@@ -92,7 +92,8 @@ class MarkLibrary:
     def run(self, g: Graph, trace: Trace) -> bool:
         changed = False
         for n in g.nodes:
-            if n.op in self.ops and not n.meta.get(LIBRARY_MARK) and not self._skinny(n):
+            # a run-time size (--dynamic) may grow past the bound: the few rows traced say nothing
+            if n.op in self.ops and not n.meta.get(LIBRARY_MARK) and (g.meta.get("dynamic") or not self._skinny(n)):
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-call", n.name, n.op, f"torch {n.op}"))
                 changed = True
