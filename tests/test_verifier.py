@@ -542,6 +542,21 @@ def test_a_crash_is_named_by_the_runtimes_message_not_by_the_stack_dump_after_it
     assert _crash_line("just this\n\n") == "just this" and _crash_line("") == ""
 
 
+def _scripted_runs(monkeypatch, results: list[dict]) -> list[dict]:
+    """The verifier's jobs answered by `results` in turn (their plausibility as given); the jobs it ran."""
+    import akg_agent.verifier as verifier
+
+    jobs: list[dict] = []
+
+    def fake_run_job(job, limits):
+        jobs.append(job)
+        return results[len(jobs) - 1]
+
+    monkeypatch.setattr(verifier, "run_job", fake_run_job)
+    monkeypatch.setattr(verifier, "_plausible", lambda res, *rest: res)
+    return jobs
+
+
 @pytest.mark.parametrize("first,runs,accepted,timing,held", [
     ("timeout", 2, True, True, False), ("clock", 2, True, True, False), ("implausible", 2, True, True, True),
     ("implausible", 2, False, True, False), ("mismatch", 1, False, True, False), ("timeout", 1, False, False, False)])
@@ -552,19 +567,11 @@ def test_a_timed_run_rejected_as_a_loaded_host_rejects_runs_once_more(monkeypatc
     verdict stands, but an implausible speedup only where the second run is past the bound too and held when
     timed again (`held`): a module fast only in the first process it runs in is slow, and would pass, in a
     second run (test_redteam.py). A wrong answer or an untimed run's timeout (a hung kernel) is not rerun."""
-    import akg_agent.verifier as verifier
 
     again = {"plausibility": {"why": "past the bound", "retimed": {}}} if held else {}
     results = [{"status": "rejected", "code": first, "reason": "rejected once", "details": {}},
                {"status": "accepted", "code": "ok", "reason": "matched", "details": again}]
-    jobs: list[dict] = []
-
-    def fake_run_job(job, limits):
-        jobs.append(job)
-        return results[len(jobs) - 1]
-
-    monkeypatch.setattr(verifier, "run_job", fake_run_job)
-    monkeypatch.setattr(verifier, "_plausible", lambda res, *rest: res)
+    jobs = _scripted_runs(monkeypatch, results)
     v = verify(SCALE, CASES / "genuine_cpp_scale.py", timing=timing, sol_check=False)
     assert len(jobs) == runs and v.accepted == accepted and jobs[0] == jobs[-1]
     assert v.code == ("ok" if accepted else first)
@@ -577,21 +584,13 @@ def test_an_implausible_first_run_slowed_in_its_baseline_gives_way_to_the_second
     the bound, and the fresh re-timing was slowed too. The second run (1.3x, under the bound) stands where its
     candidate ran as fast as the first's within noise; where the candidate is slower beyond noise, it was fast
     only in the first run and the rejection stands."""
-    import akg_agent.verifier as verifier
 
     def timing(cand_ms, eager_ms):
         return {"timing": {"candidate": {"median_s": cand_ms / 1e3}, "eager": {"median_s": eager_ms / 1e3}}}
 
     results = [{"status": "rejected", "code": "implausible", "reason": "61x eager", "details": timing(0.46, 28.1)},
                {"status": "accepted", "code": "ok", "reason": "matched", "details": timing(second_ms, 0.8)}]
-    jobs: list[dict] = []
-
-    def fake_run_job(job, limits):
-        jobs.append(job)
-        return results[len(jobs) - 1]
-
-    monkeypatch.setattr(verifier, "run_job", fake_run_job)
-    monkeypatch.setattr(verifier, "_plausible", lambda res, *rest: res)
+    jobs = _scripted_runs(monkeypatch, results)
     v = verify(SCALE, CASES / "genuine_cpp_scale.py", timing=True, sol_check=False)
     assert len(jobs) == 2 and v.accepted == accepted, v.line()
     assert v.code == ("ok" if accepted else "implausible")
