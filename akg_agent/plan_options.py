@@ -11,7 +11,7 @@ from hardware_models.spec import HardwareModel
 from ir.passes import Pass, PassPipeline, pass_class
 from ir.passes.library import kept_composites, marked_primitives
 
-from .strategy import Strategy
+from .strategy import CPU_LIBRARY_ROWS, Strategy
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,6 @@ def _p(name: str, **opts: Any) -> Pass:
 
 
 DEFAULT_STRATEGY = Strategy()
-# GEMMs of fewer rows stay generated on the CPU under a gemm library strategy (`passes.library`)
-CPU_LIBRARY_ROWS = 4
 
 
 def pipeline_for(backend: Backend, target: HardwareModel | None = None, how: Strategy = DEFAULT_STRATEGY,

@@ -43,10 +43,13 @@ class Strategy:
 
 
 RECURRENCE_STEPS = 64  # step kernels (steps x layers x directions) past which a GPU plan calls the library
-# ... and a CPU plan: torch's CPU layer runs each step's GEMM and gate ops one by one, so generated steps
-# (gates fused) win at any length (a 2-layer GRU over 128 steps: 55 ms against torch's 106); the bound
-# keeps the translation (~40 s for 256 step kernels) and the module's length in reason
+# ... and a CPU plan, for a batch of fewer than CPU_LIBRARY_ROWS rows: torch's CPU layer runs each step's GEMM
+# and gate ops one by one, and generated steps (their GEMMs too, `passes.library`) fuse the gates: a 2-layer GRU
+# over 128 steps at batch 2 took 43 ms against torch's 76. At batch 4 (an LSTM tagger, 64 steps) the steps
+# call MKL and lost (11.5 ms against 5.4): torch's layer there. The bound keeps the translation (~40 s for 256
+# step kernels) and the module's length in reason
 CPU_RECURRENCE_STEPS = 512
+CPU_LIBRARY_ROWS = 4  # a linear of fewer rows stays generated on the CPU under a gemm library strategy
 
 
 def recurrence_bound(target: HardwareModel) -> int:
@@ -55,14 +58,23 @@ def recurrence_bound(target: HardwareModel) -> int:
 
 
 def has_long_recurrence(g: Graph, target: HardwareModel) -> bool:
-    """A recurrent layer whose generated form would launch more than `recurrence_bound` steps' kernels:
-    torch runs it instead (on NVIDIA GPUs cuDNN's one persistent kernel per layer)."""
+    """A recurrent layer whose generated form would launch more than `recurrence_bound` steps' kernels, or on
+    the CPU more than a GPU's bound at a batch whose step GEMMs would call MKL: torch runs it instead (on
+    NVIDIA GPUs cuDNN's one persistent kernel per layer)."""
     def step_kernels(n: Node) -> int:
         x, at = n.args[0], n.attrs
         steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
         return steps * at["layers"] * (2 if at["bidirectional"] else 1)
-    bound = recurrence_bound(target)
-    return any(n.op == "recurrence" and step_kernels(n) > bound for n in g.nodes)
+
+    def wide(n: Node) -> bool:  # a batch the CPU's step GEMMs leave to MKL (or one not known here)
+        x = n.args[0]
+        b = (x.shape[0 if n.attrs["batch_first"] else 1] if len(x.shape) == 3 else 1)  # type: ignore[union-attr]
+        return not isinstance(b, int) or b >= CPU_LIBRARY_ROWS
+
+    def long(n: Node) -> bool:
+        steps = step_kernels(n)
+        return steps > recurrence_bound(target) or (target.kind == "cpu" and steps > RECURRENCE_STEPS and wide(n))
+    return any(n.op == "recurrence" and long(n) for n in g.nodes)
 
 
 def generated_gemm_efficiency(backend: Backend, target: HardwareModel, dtype: str = "") -> float | None:
