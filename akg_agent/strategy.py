@@ -59,8 +59,8 @@ def recurrence_bound(target: HardwareModel) -> int:
 
 def has_long_recurrence(g: Graph, target: HardwareModel) -> bool:
     """A recurrent layer whose generated form would launch more than `recurrence_bound` steps' kernels, or on
-    the CPU more than a GPU's bound at a batch whose step GEMMs would call MKL: torch runs it instead (on
-    NVIDIA GPUs cuDNN's one persistent kernel per layer)."""
+    the CPU one at a batch whose step GEMMs would call MKL: torch runs it instead (on NVIDIA GPUs cuDNN's one
+    persistent kernel per layer)."""
     def step_kernels(n: Node) -> int:
         x, at = n.args[0], n.attrs
         steps = x.shape[1] if at["batch_first"] else x.shape[0]  # type: ignore[union-attr]
@@ -73,7 +73,7 @@ def has_long_recurrence(g: Graph, target: HardwareModel) -> bool:
 
     def long(n: Node) -> bool:
         steps = step_kernels(n)
-        return steps > recurrence_bound(target) or (target.kind == "cpu" and steps > RECURRENCE_STEPS and wide(n))
+        return steps > recurrence_bound(target) or (target.kind == "cpu" and wide(n))
     return any(n.op == "recurrence" and long(n) for n in g.nodes)
 
 
