@@ -74,7 +74,9 @@ def pipeline_for(backend: Backend, target: HardwareModel | None = None, how: Str
     if (how.conv == "generated" or pure) and "conv" in kinds:
         passes.append(_p("tphases"))
     passes.append(_p("simplify"))
-    if how.library:  # with no primitive to mark, the pass still passes the views that feed kept composites
+    # with no primitive to mark, the pass still passes the views that feed kept composites and channels-last
+    # convolutions
+    if how.library or how.conv == "channels-last" and not pure:
         cpu = target is not None and target.kind == "cpu"
         passes.append(_p("library", ops=tuple(marked_primitives(how.library)), min_rows=CPU_LIBRARY_ROWS if cpu else 0))
     gpu = target is not None and target.kind == "gpu"

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from akg_agent.agents.designer import rules_plan
 from akg_agent.translate import build, render
 from akg_agent.tune import strategies_for
+from akg_agent.verifier import verify
 from dsl_backends.cpp.transpose import transposed_coord
 from dsl_backends.module import library_line
 from dsl_backends.module_helpers import LAST_WEIGHTS
@@ -200,7 +201,9 @@ def test_channels_last_convolutions_verify_with_their_epilogues_in_tiles(tmp_pat
                                                                                               tuned=False))]
     t = build(path, "cpp", "cpu", tuned=False, conv="channels-last")
     libs = t.program.library_calls()
-    assert [s.op for s in libs] == ["conv", "conv_transpose"] and all(s.attrs["channels_last"] for s in libs)
+    # the input's own transposition is torch's view, converted by the convolution's call (no kernel)
+    assert [s.op for s in libs] == ["permute", "conv", "conv_transpose"]
+    assert libs[0].args[0].role == "input" and all(s.attrs["channels_last"] for s in libs[1:])
     assert any(transposed_coord(k) is not None for k in t.program.kernels())
     whys = [g.why for g in rules_plan(t, 0.5).groups if g.strategy == "library"]
     assert len(whys) == 2 and all("channels-last operands" in w for w in whys)
@@ -268,16 +271,17 @@ def get_init_inputs():
 
 
 def test_a_norm_between_two_convolutions_runs_channels_last_with_its_scale_computed_once(tmp_path, monkeypatch):
-    """dw conv -> batch norm -> relu -> 1x1 conv: three kernels (x transposed in; the norm over
-    channels-last rows, its 1/sqrt(var + eps) over the channels once, not per element; the last relu
-    writing channels-first), no transposition between the convolutions; verified."""
+    """dw conv -> batch norm -> relu -> 1x1 conv: two kernels (the norm over channels-last rows, its
+    1/sqrt(var + eps) over the channels once, not per element; the last relu writing channels-first), x
+    passed to the first convolution as torch's view (its call converts it), no transposition between the
+    convolutions; verified."""
     monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
     path = tmp_path / "p.py"
     path.write_text(SEPARABLE)
     t = build(path, "cpp", "cpu", tuned=False, conv="channels-last")
     ks = t.program.kernels()
-    assert len(ks) == 3 and len(t.program.library_calls()) == 2
-    norm = ks[1]
+    assert len(ks) == 2 and [c.op for c in t.program.library_calls()] == ["permute", "conv", "conv"]
+    norm = ks[0]
     assert norm.out.shape == (2, 10, 13, 24) and transposed_coord(norm) is None  # channels-last, read in order
     src = render(t)
     body = src[src.index(f"void {norm.name}("):]
@@ -299,7 +303,7 @@ def test_an_untuned_cpu_translate_runs_inference_convolutions_channels_last(tmp_
     path.write_text(CONV_EPILOGUE)
     t = build(path, "cpp", "cpu")
     assert t.strategy.conv == "channels-last" and "oneDNN convolution(s) over channels-last" in t.strategy_why
-    assert all(s.attrs["channels_last"] for s in t.program.library_calls())
+    assert all(s.attrs["channels_last"] for s in t.program.library_calls() if s.op.startswith("conv"))
     saved = path.with_name("saved.py")
     saved.write_text(CONV_EPILOGUE.replace("return torch.relu(self.up(torch.relu(self.conv(x)))) + self.bias",
                                            "h = torch.relu(self.conv(x))\n        return self.up(h), h"))
@@ -396,3 +400,56 @@ def test_tf32_convolutions_are_dropped_before_split_precision_gemms(tmp_path, mo
     assert seen == [("channels-last", True), ("library", True)] and t.verdict.accepted
     assert 'input_precision="tf32x3"' in t.source
     assert any("channels-first instead" in n for n in t.notes) and not any("split-precision" in n for n in t.notes)
+
+STEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 24, 7, stride=2, padding=3, bias=False)
+        self.bn = nn.BatchNorm2d(24)
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.next = nn.Conv2d(24, 16, 3, padding=1)
+
+    def forward(self, x):
+        return self.next(self.pool(torch.relu(self.bn(self.conv(x)))))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 30, 34)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("dsl,target", [("cpp", "cpu"), ("triton", "h200")])
+def test_a_stems_norm_and_relu_are_computed_as_its_max_pool_loads_them(tmp_path, monkeypatch, dsl, target):
+    """A ResNet stem (conv -> batch norm -> ReLU -> max pool) channels-last, in C++ and Triton: the
+    convolution is torch's and its epilogue a kernel of its own anyway, so the max pool takes the norm and
+    ReLU as its prologue (the activation is never stored: on the CPU ResNet's 6.4 MB, written and read
+    back); the image goes to the convolution as torch's view; in C++ the norm's 1/sqrt(var + eps) is one
+    table the window's nine taps share inside the image, not a square root per tap; verified."""
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "p.py"
+    path.write_text(STEM)
+    t = build(path, dsl, target, tuned=False, conv="channels-last")
+    pool = next(grp for grp in t.plan.groups if grp.kind == "window")
+    assert [n.op for n in pool.nodes if n.op in ("conv", "max_pool")] == ["conv", "max_pool"]
+    assert [c.op for c in t.program.library_calls()] == ["permute", "conv", "conv"]
+    assert "relu" not in {k.out.name.split("_")[-1] for k in t.program.kernels()}  # no kernel stores the ReLU
+    src = render(t)
+    if dsl == "cpp":
+        k = next(k for k in t.program.kernels() if "max_pool" in k.name)
+        body = src[src.index(f"void {k.name}("):]
+        body = body[:body.index("\n}\n")]
+        inner = body[body.index("for (int64_t akg_c = akg_lo;"):]  # the taps inside the image: no masks
+        assert "akg_cv1" not in body and "std::sqrt" not in inner and inner.count("akg_cv0[akg_c]") == 9
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    v = verify(path, cand, target=target, seeds=(0, 1))  # Triton through its interpreter
+    assert v.accepted, v.line()

@@ -16,12 +16,14 @@ COSTLY = frozenset({"exp", "log", "log1p", "expm1", "tanh", "erf", "pow", "sin",
                     "div"})
 
 
-def column_values(k: Kernel, cols: list[tuple[str, int]], loads: bool = False) -> list[Expr]:
+def column_values(k: Kernel, cols: list[tuple[str, int]], loads: bool = False,
+                  more: tuple[Expr, ...] = ()) -> list[Expr]:
     """The largest sub-expressions of `k`'s value (outside its reductions) over its columns alone that
     make a costly call; with `loads`, every one that reads memory too (a channel's mean, weight and bias
-    where the columns span several coordinates: read at `column % channels`, a gather per element)."""
+    where the columns span several coordinates: read at `column % channels`, a gather per element). `more`:
+    other forms of the value the kernel prints (its row cases', its interior's)."""
     names, memo, found, seen = {c for c, _ in cols}, {}, [], set()
-    stack = [k.expr, *(e for _, e in k.also)]
+    stack = [k.expr, *(e for _, e in k.also), *more]
     while stack:
         e = stack.pop()
         if id(e) in seen or isinstance(e, (Reduce, Var, Const)):
@@ -60,17 +62,19 @@ def row_values(p: CPrinter, exprs: list[Expr], col: str | set[str]) -> None:
 def precompute(values: list[Expr], cols: list[tuple[str, int]], n: int,
                at: str = "akg_col") -> tuple[list[str], dict[int, str]]:
     """Lines that fill one array per value over the columns (before the row loop), and what the row
-    kernel's printer reads in place of each value (at its column index `at`)."""
+    kernel's printer reads in place of each value (at its column index `at`). Equal values (one per tap of a
+    window whose prologue normalises, or per row case) share one array."""
     if not values:
         return [], {}
     p = CPrinter(STYLE, {}, prefix="akg_cvt", indent="        ")
     decode(cols, "akg_col", p)
-    lines, fixed, sets = [], {}, []
-    for i, e in enumerate(values):
-        ty = STYLE.ctype_compute(e.dtype)
-        lines.append(f"    std::vector<{ty}> akg_cv{i}({n});")
-        sets.append(f"        akg_cv{i}[akg_col] = {p(e)};")
-        fixed[id(e)] = f"akg_cv{i}[{at}]"
+    lines, fixed, sets, tables = [], {}, [], {}
+    for e in values:
+        if e not in tables:
+            i = tables[e] = len(tables)
+            lines.append(f"    std::vector<{STYLE.ctype_compute(e.dtype)}> akg_cv{i}({n});")
+            sets.append(f"        akg_cv{i}[akg_col] = {p(e)};")
+        fixed[id(e)] = f"akg_cv{tables[e]}[{at}]"
     return lines + [f"    for (int64_t akg_col = 0; akg_col < {n}; ++akg_col) {{", *p.lines, *sets, "    }"], fixed
 
 

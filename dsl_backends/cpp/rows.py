@@ -56,7 +56,8 @@ def rows_then_columns(k: Kernel, s: Schedule, merged: int = 1) -> list[str]:
     inside = interior(k) if merged == 1 and not cases and not runs else None
     cols = [(v.name, v.extent) for v in inner]
     # values of the column alone that make a math call (a norm's scale over channels-last rows): once
-    pre, fixed = precompute(column_values(k, cols, loads=merged > 1), cols, n_in, "akg_c")
+    forms = (*(e for c in cases for e in (c.expr, *c.also)), *((inside.expr, *inside.also) if inside else ()))
+    pre, fixed = precompute(column_values(k, cols, loads=merged > 1, more=forms), cols, n_in, "akg_c")
     p = CPrinter(STYLE, {}, indent="        ")
     p.fixed.update(fixed)
     decode([(v.name, v.extent) for v in outer], "akg_o", p)

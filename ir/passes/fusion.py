@@ -39,6 +39,15 @@ def in_place_view(v: Node, grp: Group, transposed: int = 0) -> bool:
     return v.type.itemsize <= transposed or not strides or strides[-1] == 1 or v.type.shape[-1] == 1
 
 
+def _torch_anchor(grp: Group) -> bool:
+    """A group whose anchor is a torch call with an epilogue after it: that epilogue is a kernel of its own
+    anyway, so a window or reduction reading it may take it as its prologue (a convolution's batch norm and
+    ReLU computed as its max pool loads them: the activation is never stored)."""
+    a = grp.anchor
+    return a is not None and (bool(a.meta.get(LIBRARY_MARK)) or bool(a.attrs.get("channels_last"))) and \
+        len(grp.nodes) > 1
+
+
 def fusion_kind(n: Node) -> str:
     d = opdef(n.op)
     return d.kind if d.group == "composite" else d.fusion_kind
@@ -149,7 +158,7 @@ def fuse(g: Graph, transposed: int = 0) -> FusionPlan:
                 return "epilogue would broadcast the anchor's output to a larger shape"
             return None
         # n is an anchor
-        if grp.anchor is not None:
+        if grp.anchor is not None and not (kind in ("window", "reduction") and _torch_anchor(grp)):
             return f"one anchor per kernel (%{grp.anchor.name} is {grp.kind})"
         if kind == "contraction":
             return None if in_place_view(v, grp, transposed) else "contraction operands are not fused as prologues"

@@ -68,9 +68,22 @@ def is_view(n: Node) -> bool:
 
 
 def _torch_call(n: Node) -> bool:
-    """Marked, or a composite decomposition kept whole (attention, a norm): lowering makes either a torch
-    call, which takes a strided view where a generated kernel needs its operand dense."""
-    return bool(n.meta.get(LIBRARY_MARK)) or opdef(n.op).group == "composite"
+    """Marked, or a composite decomposition kept whole (attention, a norm), or a channels-last convolution:
+    lowering makes each a torch call, which takes a strided view where a generated kernel needs its operand
+    dense."""
+    return bool(n.meta.get(LIBRARY_MARK)) or opdef(n.op).group == "composite" or bool(n.attrs.get("channels_last"))
+
+
+def _passed_as_view(n: Node, users: list[Node]) -> bool:
+    """Whether torch calls read `n` (a view) as it is. A channels-last convolution copies its operand into
+    its layout itself: that copy replaces a generated kernel's only where the view is of a program input or
+    weight (a computed value's view joins its producer's kernel, which then stores it transposed for free;
+    torch's copy would be one more pass). Torch's copy of an image to channels last took a quarter of a
+    generated flat loop's time on the CPU (the loop decodes four coordinates per element)."""
+    if not users or not all(_torch_call(u) for u in users):
+        return False
+    src = n.args[0]
+    return src is not None and (src.op in ("input", "param") or not any(u.attrs.get("channels_last") for u in users))
 
 
 @register
@@ -102,8 +115,7 @@ class MarkLibrary:
         # generated kernel would copy it first
         users, outs = g.users(), {id(o) for o in g.outputs}
         for n in reversed(g.nodes):
-            if (is_view(n) and not n.meta.get(LIBRARY_MARK) and id(n) not in outs and users[n]
-                    and all(_torch_call(u) for u in users[n])):
+            if is_view(n) and not n.meta.get(LIBRARY_MARK) and id(n) not in outs and _passed_as_view(n, users[n]):
                 n.meta[LIBRARY_MARK] = True
                 trace.record(Firing(self.name, "library-view", n.name, n.op, "a view passed to the library"))
                 changed = True
