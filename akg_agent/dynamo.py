@@ -349,7 +349,7 @@ class CompiledGraph:
         if module.is_file():
             self.report.cache_hits += 1
         else:
-            prestart_for(self.report.target)  # on a CPU target not started ahead (`prestart_for`)
+            prestart_for(self.report.target, dsl=self.report.dsl)  # on a CPU target not started ahead (`prestart_for`)
             try:
                 self._translate(args, cached, spec, replay)
             except AkgError as e:
@@ -450,7 +450,7 @@ class AkgBackend:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         dsl, target = _pick(self.opts, example_inputs)
-        prestart_for(target, ahead=True)  # its imports overlap the rest of dynamo's work and the lift
+        prestart_for(target, ahead=True, dsl=dsl)  # its imports overlap the rest of dynamo's work and the lift
 
         def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
             """Each graph, a training step's forward and backward too, replayed as a CUDA graph where eligible."""
@@ -485,7 +485,8 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
     """`torch.compile` with akg's backend; the result's `akg_report` says what became akg kernels."""
     backend = AkgBackend({"dsl": dsl, "target": target, **options})
     if isinstance(model, torch.nn.Module):  # the verifier's fork server imports while dynamo traces
-        prestart_for(_pick(backend.opts, list(model.parameters())[:1])[1], ahead=True)  # the weights' device's
+        dsl, target = _pick(backend.opts, list(model.parameters())[:1])
+        prestart_for(target, ahead=True, dsl=dsl)  # the weights' device's
     compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     compiled.akg_report = backend.report
     if isinstance(compiled, torch.nn.Module):

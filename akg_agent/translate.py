@@ -388,7 +388,7 @@ def translate(problem_path: str | Path, dsl: str, target_name: str | HardwareMod
     target = model_of(target_name)
     if verify_result and dsl in available() and \
             get_backend(dsl).manifest.executor(target, device_present(target)) in ("native", "interpreter", "emulator"):
-        prestart_for(target)  # the verifier's server imports (~7 s) while the problem is lifted and planned
+        prestart_for(target, dsl=dsl)  # the verifier's server imports (~7 s) while the problem is lifted and planned
     t = build(problem_path, dsl, target, opts)
     t.source = render(t)
     if t.executor == "none":

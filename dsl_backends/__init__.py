@@ -14,9 +14,10 @@ from .base import (
                    import_env,
                    precompilers,
                    preload,
+                   preload_for_source,
                    sandbox_env,
 )
 
 __all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "build_env", "default_dsl",
-           "dsls_for", "get_backend", "import_env", "precompilers", "preload",
+           "dsls_for", "get_backend", "import_env", "precompilers", "preload", "preload_for_source",
            "sandbox_env"]

@@ -9,6 +9,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -312,9 +313,25 @@ def import_env(on_cpu: bool) -> dict[str, str]:
     return {k: v.format(run_dir=tmp, build_dir=tmp) for m in _manifests().values() for k, v in m.env_cpu.items()}
 
 
-def preload(on_cpu: bool) -> list[str]:
-    """What the manifests ask the verifier's fork server to import once (for CPU jobs only)."""
-    return sorted({m for man in _manifests().values() for m in man.preload_cpu}) if on_cpu else []
+def preload(on_cpu: bool, dsl: str | None = None) -> list[str]:
+    """What the manifests (`dsl`'s alone, where named) ask the verifier's fork server to import once (for CPU
+    jobs only)."""
+    if not on_cpu:
+        return []
+    mans = _manifests()
+    chosen = list(mans.values()) if dsl is None else [mans[dsl]] if dsl in mans else []
+    return sorted({m for man in chosen for m in man.preload_cpu})
+
+
+def preload_for_source(text: str) -> list[str]:
+    """The CPU preloads of the backends whose packages a module's source imports: a C++ or Triton module
+    imports neither TileLang nor JAX, and its fork server need not import them (about 2 s of a first call)."""
+    out: set[str] = set()
+    for man in _manifests().values():
+        tops = sorted({m.split(".")[0] for m in man.preload_cpu})
+        if tops and re.search(rf"^\s*(?:import|from)\s+(?:{'|'.join(map(re.escape, tops))})\b", text, re.M):
+            out |= set(man.preload_cpu)
+    return sorted(out)
 
 
 def precompilers() -> list[tuple[str, str]]:

@@ -80,7 +80,7 @@ def _stopped_server(monkeypatch, cpu: bool):
     from akg_agent.verifier import sandbox
 
     monkeypatch.delenv("AKG_VERIFIER_FORK", raising=False)
-    server = sandbox._ZYGOTES[cpu]
+    server = sandbox.zygote(cpu)
     with server.lock:  # a server left by another test is stopped: this one must be started by akg
         if server.proc is not None:
             server.proc.kill()
@@ -183,3 +183,43 @@ def test_a_training_forward_hands_its_saved_weights_back_without_a_copy(tmp_path
     sources = [(d / "module.py").read_text() for d in (tmp_path / "c").iterdir() if (d / "module.py").is_file()]
     assert len(sources) == 2 and not any("_out" in ln for src in sources for ln in src.splitlines()
                                          if ln.startswith("#   k") and "primals" in ln), sources[0][:3000]
+
+
+TINY = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+def get_inputs():
+    return [torch.randn(8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_modules_fork_server_imports_only_what_its_dsl_preloads(tmp_path, monkeypatch):
+    """A C++ or Triton module's CPU jobs fork from a server that never imported TileLang or JAX (about 2 s
+    of a first call on a 2-core host); a module that imports TileLang gets a server that preloaded it."""
+    from akg_agent.verifier import sandbox, verify
+    from dsl_backends import preload, preload_for_source
+
+    monkeypatch.delenv("AKG_VERIFIER_FORK", raising=False)
+    assert preload(True, "cpp") == [] and preload(True, "tilelang") == ["tilelang", "tilelang.language"]
+    assert preload_for_source("import torch\nimport tilelang.language as T\n") == ["tilelang", "tilelang.language"]
+    assert preload_for_source("from jax.experimental import pallas as pl\n") == ["jax.experimental.pallas.tpu"]
+    assert preload_for_source("import triton  # not tilelang\n") == []
+    ref = tmp_path / "p.py"
+    ref.write_text(TINY)
+    cand = tmp_path / "c.py"  # fails verification where its server had imported either package
+    cand.write_text("import sys\nassert not {'tilelang', 'jax'} & set(sys.modules), 'preloaded'\n"
+                    "AKG_LIBRARY_CALLS = ['aten.mul']\n" + TINY.replace("class Model", "class ModelNew"))
+    v = verify(ref, cand, target="cpu", seeds=(0,))
+    assert v.accepted, v.line()
+    assert sandbox.zygote(True).proc is not None and sandbox.zygote(True).preloads == ()

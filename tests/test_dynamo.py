@@ -146,7 +146,7 @@ def test_a_cpu_module_from_the_cache_starts_no_fork_server(tmp_path, monkeypatch
 
     started: list[bool] = []
     real = verifier.prestart
-    monkeypatch.setattr(verifier, "prestart", lambda cpu: started.append(cpu) or real(cpu))
+    monkeypatch.setattr(verifier, "prestart", lambda cpu, preloads=(): started.append(cpu) or real(cpu, preloads))
     sizes = [(2, 8), (5, 8)]
     _run("mlp", "cpp", "cpu", sizes, str(tmp_path), dynamic=True)
     assert started and all(started)  # on each translation

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from dsl_backends import preload
 from hardware_models.cost import SolReport, speed_of_light
 from hardware_models.spec import HardwareModel, load_target, target_for_device, target_names
 from ir.errors import AkgError
@@ -68,14 +69,15 @@ def device_for(target: Target) -> str:
     return "cpu"
 
 
-def prestart_for(target: Target, ahead: bool = False) -> None:
-    """The verifier's fork server for `target`'s jobs started now (it imports while the caller works on).
-    `ahead`: before any verification is known to be needed (a graph may load from akg's cache): not for a
-    CPU target, whose imports would take the cores from the cached module's OpenMP kernels (a cached MoE
-    block on 2 cores: 176 ms a call while the server imported, 0.9 ms without it)."""
+def prestart_for(target: Target, ahead: bool = False, dsl: str | None = None) -> None:
+    """The verifier's fork server for `target`'s jobs (modules in `dsl`; None: any DSL's) started now (it
+    imports while the caller works on). `ahead`: before any verification is known to be needed (a graph may
+    load from akg's cache): not for a CPU target, whose imports would take the cores from the cached module's
+    OpenMP kernels (a cached MoE block on 2 cores: 176 ms a call while the server imported, 0.9 ms without
+    it)."""
     cpu = device_for(target) == "cpu"
     if not (ahead and cpu):
-        prestart(cpu)
+        prestart(cpu, tuple(preload(cpu, dsl)))
 
 
 @lru_cache(maxsize=8)

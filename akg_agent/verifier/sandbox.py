@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsl_backends import import_env, sandbox_env
+from dsl_backends import import_env, preload_for_source, sandbox_env
 from hardware_models.spec import cache_dir
 
 from .timing import LOCK_WAIT_FILE
@@ -96,10 +96,12 @@ class _Zygote:
     imports torch and torch._dynamo once for all its jobs (and, for CPU jobs, what the manifests ask it
     to preload); a module imported there may read variables at import that its jobs set (Triton's
     interpreter switch decides what `@triton.jit` makes of triton.language's own functions), so CPU
-    jobs and device jobs get a server each, started with what the manifests set for CPU runs or not."""
+    jobs and device jobs get a server each, started with what the manifests set for CPU runs or not. A CPU
+    server imports the preloads of the DSLs its jobs are written in alone (`preloads`): a C++ module's
+    server does not wait for TileLang's and JAX's imports."""
 
-    def __init__(self, on_cpu: bool) -> None:
-        self.on_cpu = on_cpu
+    def __init__(self, on_cpu: bool, preloads: tuple[str, ...] = ()) -> None:
+        self.on_cpu, self.preloads = on_cpu, preloads
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
 
@@ -112,9 +114,10 @@ class _Zygote:
                 # the server imports in the environment its jobs will run in, less their per-run paths
                 env = {k: os.environ[k] for k in (*KEEP, "AKG_BACKEND_PATH") if k in os.environ}  # its manifests too
                 env.update(import_env(self.on_cpu), PYTHONPATH=path)
-                self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.verifier.zygote",
-                                              "cpu" if self.on_cpu else "device"], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                argv = [sys.executable, "-m", "akg_agent.verifier.zygote", "cpu" if self.on_cpu else "device",
+                        *self.preloads]
+                self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                             start_new_session=True)
                 atexit.register(self.stop, self.proc)
             return self.proc
 
@@ -142,7 +145,15 @@ class _Zygote:
         return int(answer)
 
 
-_ZYGOTES = {True: _Zygote(True), False: _Zygote(False)}
+_ZYGOTES: dict[tuple[bool, tuple[str, ...]], _Zygote] = {}
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def zygote(on_cpu: bool, preloads: tuple[str, ...] = ()) -> _Zygote:
+    """The fork server for CPU or device jobs whose modules need `preloads` imported (made on first use)."""
+    key = (on_cpu, tuple(sorted(preloads)) if on_cpu else ())
+    with _ZYGOTES_LOCK:
+        return _ZYGOTES.setdefault(key, _Zygote(*key))
 
 
 class _Forked:
@@ -150,9 +161,9 @@ class _Forked:
     signal, as Popen's)."""
 
     def __init__(self, job_path: Path, run_dir: Path, env: dict[str, str], memory_bytes: int | None,
-                 on_cpu: bool) -> None:
+                 on_cpu: bool, preloads: tuple[str, ...] = ()) -> None:
         self.log, self.status = run_dir / "worker.log", run_dir / "exit_status"
-        self.pid = _ZYGOTES[on_cpu].fork({"job": str(job_path), "run_dir": str(run_dir), "env": env,
+        self.pid = zygote(on_cpu, preloads).fork({"job": str(job_path), "run_dir": str(run_dir), "env": env,
                                  "memory_bytes": memory_bytes, "log": str(self.log), "status": str(self.status)})
         self.returncode: int | None = None
 
@@ -174,11 +185,12 @@ def _use_fork(job: dict[str, Any]) -> bool:
     return not job.get("prefix") and not job.get("fresh") and _forks()
 
 
-def prestart(on_cpu: bool) -> None:
-    """Start the fork server for CPU or device jobs now, so that its imports (torch, 5-10 s) overlap what the
-    caller does before its first verification (dynamo's trace, the lift and the plan)."""
+def prestart(on_cpu: bool, preloads: tuple[str, ...] = ()) -> None:
+    """Start the fork server for CPU or device jobs (of modules needing `preloads`) now, so that its imports
+    (torch, 5-10 s) overlap what the caller does before its first verification (dynamo's trace, the lift and
+    the plan)."""
     if _forks():
-        _ZYGOTES[on_cpu].start()
+        zygote(on_cpu, preloads).start()
 
 
 def lock_wait(path: Path) -> float:
@@ -271,8 +283,10 @@ def run_job(job: dict[str, Any], limits: Limits, keep_dir: bool = False) -> dict
         prefix = [a.replace("{run_dir}", str(run_dir)) for a in job.get("prefix", [])]
         proc: subprocess.Popen | _Forked
         if _use_fork(job):
+            cpu = job["device"] == "cpu"
+            needs = tuple(preload_for_source(cand.read_text(errors="replace"))) if cpu else ()
             proc = _Forked(run_dir / "job.json", run_dir, _env(run_dir, job["device"], job.get("build_cache")), mem,
-                           job["device"] == "cpu")
+                           cpu, needs)
         else:
             proc = subprocess.Popen([*prefix, sys.executable, "-m", "akg_agent.verifier.worker",
                                      str(run_dir / "job.json")],

@@ -1,7 +1,7 @@
-"""A fork server for verifier jobs: `python -m akg_agent.verifier.zygote cpu|device` imports torch, the
-worker and (for CPU jobs) the modules the backends' manifests preload once, then forks one child per
-job read from stdin (a JSON line), answers the child's pid on stdout, and writes the child's exit code
-(negative for a signal) to the job's status file when it ends. When its caller goes away (stdin
+"""A fork server for verifier jobs: `python -m akg_agent.verifier.zygote cpu|device [module ...]` imports
+torch, the worker and the modules named (for CPU jobs, what their DSLs' manifests preload) once, then
+forks one child per job read from stdin (a JSON line), answers the child's pid on stdout, and writes the
+child's exit code (negative for a signal) to the job's status file when it ends. When its caller goes away (stdin
 closes), the jobs still running are killed.
 
 The child takes the job's isolation before anything of the candidate is read: its own session, the
@@ -23,13 +23,12 @@ import torch._dynamo  # noqa: F401 - a candidate's first tensor op under the ver
 
 from akg_agent.verifier import worker
 from akg_agent.verifier.sandbox import _preexec
-from dsl_backends import preload
 
 
-def _preload(on_cpu: bool) -> None:
-    """The modules the backends' manifests ask for, imported once here rather than in every job; one
-    that fails to import is left to the jobs (they report it)."""
-    for name in preload(on_cpu):
+def _preload(names: list[str]) -> None:
+    """The modules the jobs' manifests ask for, imported once here rather than in every job; one that fails
+    to import is left to the jobs (they report it)."""
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a missing or broken package fails its own jobs, with their reason
@@ -97,5 +96,5 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    _preload(sys.argv[1:] == ["cpu"])
+    _preload(sys.argv[2:])
     serve()
