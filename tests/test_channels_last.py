@@ -401,6 +401,7 @@ def test_tf32_convolutions_are_dropped_before_split_precision_gemms(tmp_path, mo
     assert 'input_precision="tf32x3"' in t.source
     assert any("channels-first instead" in n for n in t.notes) and not any("split-precision" in n for n in t.notes)
 
+
 STEM = '''
 import torch
 import torch.nn as nn
