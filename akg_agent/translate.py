@@ -4,7 +4,9 @@ lift -> simplify -> decompose -> fuse -> plan -> lower to kernel IR -> render ->
 from __future__ import annotations
 
 import hashlib
+import importlib
 import tempfile
+import threading
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -358,7 +360,25 @@ def measured_as(t: Translation) -> dict[str, Any]:
     return {**t.strategy.to_json(), "module": hashlib.sha256(module_body(t).encode()).hexdigest()[:16]}
 
 
+def _prebuild(t: Translation, build_dir: Path | None) -> None:
+    """The backend's prebuild hook (its compiler, no module code) started in a thread where the verification
+    keeps its build in `build_dir` and the module is akg's own rendering: while the verifier's fork server
+    imports, the library is built where the worker's import will look. A failure is the worker's to report."""
+    hook = get_backend(t.dsl).manifest.prebuild
+    if not hook or build_dir is None or t.executor != "native":
+        return
+    mod, _, fn = hook.partition(":")
+
+    def run() -> None:
+        try:
+            getattr(importlib.import_module(mod), fn)(t.source, build_dir)
+        except Exception:  # noqa: BLE001 - the worker builds it again, and reports what fails
+            pass
+    threading.Thread(target=run, name="akg-prebuild", daemon=True).start()
+
+
 def _verify(t: Translation, check: CheckOptions) -> Verdict:
+    _prebuild(t, check.build_cache)
     with tempfile.TemporaryDirectory(prefix="akg-translate-") as d:
         cand = Path(d) / f"{t.problem.stem}_{t.dsl}.py"
         cand.write_text(t.source)

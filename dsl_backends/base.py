@@ -84,6 +84,10 @@ class Manifest:
     # f(module, model, make_inputs) -> dict | None: a JIT DSL compiling the candidate's kernels at once (the
     # dict goes into the verdict's details; None: the candidate holds none of this DSL's kernels)
     precompile: str = ""
+    # "module:function" translate calls in a thread before a verification that keeps its build, as
+    # f(module_source, build_dir): the module's library built there as its import in the worker would build
+    # it (nothing of the module is run or loaded), while the verifier's fork server still imports
+    prebuild: str = ""
     # target kind -> its generated GEMM's fraction of the compute peak (measured); where the target states
     # its library's too, an untuned plan leaves GEMMs to whichever the cost model finds faster
     gemm_efficiency: dict[str, float] = field(default_factory=dict)
@@ -105,7 +109,7 @@ class Manifest:
                         env=dict(d.get("env", {})), env_cpu=dict(d.get("env_cpu", {})),
                         devices=listed("devices", ("cpu",)), preference=int(d.get("preference", 50)),
                         checked_on=dict(d.get("checked_on", {})), preload_cpu=listed("preload_cpu"),
-                        precompile=d.get("precompile", ""),
+                        precompile=d.get("precompile", ""), prebuild=d.get("prebuild", ""),
                         gemm_efficiency={k: float(v) for k, v in d.get("gemm_efficiency", {}).items()})
 
     def missing_runtime(self) -> list[str]:

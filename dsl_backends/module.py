@@ -582,14 +582,14 @@ def _akg_units(src):
     return [head + "".join(b) for b in bins]
 
 
-def _akg_compile(src, cmd, suffix, subdir, salt="", unkeyed=None):
-    """`src` built by `cmd` (compiler and flags) into a shared library, cached by a hash of source, command
-    and `salt`; a concurrent build never sees half a library. A source marked in units compiles them in
-    parallel (one large -O3 unit is most of a model's first call on the CPU) and links them. `unkeyed`
-    gives flags that change how fast a compile runs, not what it builds (a precompiled header): called
-    only when a build is needed, and not part of the key."""
+def _akg_build(src, cmd, suffix, subdir, salt="", unkeyed=None, base=None):
+    """`src` built by `cmd` (compiler and flags) into a shared library under `base` (default: akg's cache),
+    cached by a hash of source, command and `salt`; its path. A concurrent build never sees half a library.
+    A source marked in units compiles them in parallel (one large -O3 unit is most of a model's first call
+    on the CPU) and links them. `unkeyed` gives flags that change how fast a compile runs, not what it builds
+    (a precompiled header): called only when a build is needed, and not part of the key."""
     key = _hashlib.sha256((src + " ".join(cmd) + salt).encode()).hexdigest()[:20]
-    root = _Path(_os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / subdir / key
+    root = _Path(base or _os.environ.get("AKG_CACHE_DIR", _Path.home() / ".cache" / "akg")) / subdir / key
     lib = root / "kernels.so"
     if not lib.exists():
         root.mkdir(parents=True, exist_ok=True)
@@ -617,5 +617,10 @@ def _akg_compile(src, cmd, suffix, subdir, salt="", unkeyed=None):
                 f.unlink(missing_ok=True)
         _os.replace(tmp, lib)
         _os.replace(code, root / f"kernels{suffix}")
-    return _ctypes.CDLL(str(lib))
+    return str(lib)
+
+
+def _akg_compile(src, cmd, suffix, subdir, salt="", unkeyed=None):
+    """`_akg_build`'s library, loaded."""
+    return _ctypes.CDLL(_akg_build(src, cmd, suffix, subdir, salt, unkeyed))
 '''

@@ -223,3 +223,33 @@ def test_a_modules_fork_server_imports_only_what_its_dsl_preloads(tmp_path, monk
     v = verify(ref, cand, target="cpu", seeds=(0,))
     assert v.accepted, v.line()
     assert sandbox.zygote(True).proc is not None and sandbox.zygote(True).preloads == ()
+
+
+def test_a_cpp_library_is_built_before_its_verification_without_running_the_module(tmp_path, monkeypatch):
+    """While the verifier's fork server imports torch, translate builds a C++ module's library where the
+    worker's import will look (`dsl_backends/cpp/prebuild.py`): the import then finds it and builds nothing.
+    Only akg's own build helpers run in the caller: the module's text is parsed, never executed; a module
+    that is not a rendered C++ one is left alone."""
+    import akg_agent.translate as tr
+    from akg_agent.translate import build, render
+    from dsl_backends.cpp.prebuild import prebuild
+
+    from .helpers import import_written
+
+    problem = tmp_path / "p.py"
+    problem.write_text(PROBLEM)
+    src = render(build(problem, "cpp", "cpu", tuned=False))
+    marker = tmp_path / "ran"  # a statement of the module's that would leave this file if it ran
+    src = src.replace("import torch\n", f"import torch\nopen({str(marker)!r}, 'w').close()\n", 1)
+    lib = prebuild(src, tmp_path / "b")
+    assert lib is not None and (tmp_path / "b" / "cpp").is_dir() and not marker.exists()
+    built = sorted((tmp_path / "b").rglob("*"))
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "b"))
+    mod = import_written(tmp_path, src, "prebuilt_module")
+    assert sorted((tmp_path / "b").rglob("*")) == built and str(mod._AKG_LIB.__file__) == lib  # nothing built
+    assert prebuild("import triton\nX = 1\n", tmp_path / "c") is None and not (tmp_path / "c").exists()
+    # translate starts it where the verification keeps its build (the dynamo path), in a thread
+    calls = []
+    monkeypatch.setattr("dsl_backends.cpp.prebuild.prebuild", lambda text, where: calls.append(where))
+    tr.translate(problem, "cpp", "cpu", timing=False, seeds=(0,), build_cache=tmp_path / "d")
+    assert calls == [tmp_path / "d"]
