@@ -21,6 +21,8 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +34,10 @@ from dsl_backends import default_dsl, get_backend
 from hardware_models.spec import cache_dir, load_target, target_for_device
 from ir.errors import AkgError
 
-from . import cuda_graphs
+from . import cuda_graphs, dynamo_background
 from .built import load_written
 from .dynamo_sizes import Sizes, sizes_of
 from .dynamo_train import SAVED_FROM, compile_inference, compile_training, discrete_outputs
-from .translate import translate
 from .tuning_db import versions
 from .verifier import prestart_for
 from .verifier.candidate import first_line
@@ -99,6 +100,11 @@ class Options:
     # inference graphs on a GPU: "auto" replays each written module as a CUDA graph where that keeps a plain
     # call's meaning (`cuda_graphs`), "off" launches its kernels from Python on every call
     cuda_graphs: str = "auto"
+    # "wait": a graph's first call (and a new size's) writes and verifies its module, then runs it, as
+    # inductor compiles before it runs; "eager": calls run the captured graph as torch while a background
+    # process writes and verifies the module (`dynamo_background`), which takes over at the first call after
+    # it is accepted (`Report.wait` waits for that)
+    first_call: str = "wait"
 
     @staticmethod
     def of(options: dict[str, Any] | None) -> Options:
@@ -111,6 +117,8 @@ class Options:
             raise AkgError(f"akg backend option training={options['training']!r}: choose 'akg' or 'fallback'")
         if options.get("cuda_graphs", "auto") not in ("auto", "off"):
             raise AkgError(f"akg backend option cuda_graphs={options['cuda_graphs']!r}: choose 'auto' or 'off'")
+        if options.get("first_call", "wait") not in ("wait", "eager"):
+            raise AkgError(f"akg backend option first_call={options['first_call']!r}: choose 'wait' or 'eager'")
         if "seeds" in options:
             options["seeds"] = tuple(options["seeds"])
         return Options(**options)
@@ -128,6 +136,7 @@ class GraphReport:
     bounded: int = 0  # input sizes served by a module written for sizes up to a bound (symbolic sizes)
     cache_hits: int = 0  # served from the disk cache
     torch_sizes: int = 0  # input sizes run as torch (over max_compiles, or not translatable)
+    eager_calls: int = 0  # calls run as torch while their module was written in the background
     kept_in_torch: list[str] = field(default_factory=list)  # ops left as torch calls
     notes: list[str] = field(default_factory=list)
 
@@ -136,16 +145,26 @@ class GraphReport:
         return (f"{self.name}: {self.dsl} on {self.target}: {self.translations} translated, "
                 f"{self.cache_hits} from cache, {self.torch_sizes} size(s) run as torch"
                 + (f", {self.bounded} served within a bound (--dynamic)" if self.bounded else "")
-                + (f", {self.replayed} replayed as a CUDA graph" if self.replayed else "") + kept)
+                + (f", {self.replayed} replayed as a CUDA graph" if self.replayed else "")
+                + (f", {self.eager_calls} call(s) as torch while writing in the background" if self.eager_calls
+                   else "") + kept)
 
 
 @dataclass
 class Report:
     graphs: list[GraphReport] = field(default_factory=list)
     fallbacks: list[str] = field(default_factory=list)  # graphs handed to the fallback backend, and why
+    # first_call="eager": the modules being written in the background
+    pending: list[Future[Any]] = field(default_factory=list, repr=False, compare=False)
 
     def summary(self) -> str:
         return "\n".join([g.line() for g in self.graphs] + [f"fallback: {f}" for f in self.fallbacks])
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Under first_call="eager": wait until every module started in the background is written (or failed);
+        the next call of each graph then runs its module. False where `timeout` seconds passed first."""
+        done, left = futures_wait(list(self.pending), timeout=timeout)
+        return not left
 
 
 def _meta(a: Any) -> Any:
@@ -288,8 +307,11 @@ class CompiledGraph:
     beyond the limit."""
 
     def __init__(self, gm: torch.fx.GraphModule, opts: Options, report: GraphReport, kind: str = "inference",
-                 replayable: bool = False):
+                 replayable: bool = False, pending: list[Future[Any]] | None = None):
         self.gm, self.opts, self.report, self.kind = gm, opts, report, kind
+        # first_call="eager": the sizes whose modules are being written in the background, and the backend's list
+        self.waiting: dict[tuple[Any, ...], Future[tuple[str, list[str]]]] = {}
+        self.pending = pending if pending is not None else []
         self.replayable = replayable  # a CUDA graph may replay it (`cuda_graphs`)
         self.entries: list[Path] = []  # the cache entries this graph's sizes were written to
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
@@ -308,12 +330,18 @@ class CompiledGraph:
         key = tuple(_meta(args[i]) for i in self.keyed)
         fn = self.variants.get(key)
         if fn is None:
-            # writing and verifying a size draws random numbers here (the lift, the checks): the caller's
-            # generators are put back after, so the call draws what eager would (a dropout's mask)
-            cuda = sorted({a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda})
-            with self.lock, torch.random.fork_rng(devices=cuda):
-                fn = self.variants.get(key) or self._variant(key, args)
-                self.variants[key] = fn
+            job = self.waiting.get(key)
+            if job is None or job.done():
+                # writing and verifying a size draws random numbers here (the lift, the checks): the caller's
+                # generators are put back after, so the call draws what eager would (a dropout's mask)
+                cuda = sorted({a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda})
+                with self.lock, torch.random.fork_rng(devices=cuda):
+                    fn = self.variants.get(key) or self._variant(key, args)
+                    if fn is not None:
+                        self.variants[key] = fn
+            if fn is None:  # its module is being written in the background: this call runs as torch
+                self.report.eager_calls += 1
+                return self.gm.forward(*args)
         return fn(*args)
 
     def _torch(self, why: str) -> Callable[..., Any]:
@@ -324,7 +352,8 @@ class CompiledGraph:
         self.report.notes.append(why)
         return self.gm.forward
 
-    def _variant(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any]:
+    def _variant(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any] | None:
+        """The callable for these arguments' sizes; None while its module is written in the background."""
         if self.sizes is not None:  # a module written for sizes up to bounds at least these may serve
             for bounds, served in self.up_to:
                 if self.sizes.fits(bounds, args):
@@ -347,11 +376,21 @@ class CompiledGraph:
         cached = _cache_root(self.opts) / digest
         module = cached / "module.py"
         if module.is_file():
-            self.report.cache_hits += 1
+            if self.waiting.pop(key, None) is not None:  # written in the background
+                self.report.translations += 1
+            else:
+                self.report.cache_hits += 1
         else:
-            prestart_for(self.report.target, dsl=self.report.dsl)  # on a CPU target not started ahead (`prestart_for`)
+            if self.opts.first_call == "eager" and key not in self.waiting:
+                self.waiting[key] = self._start(args, cached, spec, replay)
+                return None
             try:
-                self._translate(args, cached, spec, replay)
+                if key in self.waiting:  # the background process answered without a module
+                    error, notes = self.waiting.pop(key).result()
+                    self.report.notes.extend(notes)
+                    raise AkgError(error or f"the background translator wrote no module into {cached}")
+                prestart_for(self.report.target, dsl=self.report.dsl)  # a CPU target's: not started ahead
+                self.report.notes.extend(self._translate(args, cached, spec, replay))
             except AkgError as e:
                 if spec:  # sizes the lift cannot keep symbolic: written per size, as a static graph is
                     self.report.notes.append(f"written per input size: --dynamic {spec}: {first_line(e)}")
@@ -392,27 +431,29 @@ class CompiledGraph:
         self.report.replayed -= 1
         self.report.notes.append(why)
 
-    def _translate(self, args: Sequence[Any], cached: Path, spec: str = "", replay: bool = False) -> None:
-        """`spec`: the --dynamic spec of a graph with symbolic sizes ("" for one written at these sizes);
-        `replay`: the module will be replayed as a CUDA graph (`PlanOptions.graph_replay`)."""
+    def _how(self, cached: Path, spec: str, replay: bool) -> dict[str, Any]:
+        """translate's options for this graph: `spec` the --dynamic spec of a graph with symbolic sizes ("" for
+        one written at these sizes), `replay` whether the module is replayed as a CUDA graph; the verifier's
+        build kept in the entry, which the module loads (`built.py`) rather than compiling again."""
+        return dict(timing=False, allow_opaque=True, seeds=self.opts.seeds, dynamic=spec or None,
+                    build_cache=str(cached / "build"), graph_replay=replay)
+
+    def _translate(self, args: Sequence[Any], cached: Path, spec: str = "", replay: bool = False) -> list[str]:
+        """The module written and verified here, into its cache entry; notes for the report."""
         with tempfile.TemporaryDirectory(prefix="akg-dynamo-") as tmp:
             problem = _write_problem(self.gm, args, Path(tmp), self.kind, self.sizes)
-            # the verifier's build kept in the entry: the module loads it (`built.py`), not compiling again
-            how = dict(timing=False, allow_opaque=True, seeds=self.opts.seeds, dynamic=spec or None,
-                       build_cache=cached / "build", graph_replay=replay)
-            try:
-                t = translate(problem, self.report.dsl, self.report.target, **how)
-            except AkgError as e:  # a GEMM the backend cannot write with its epilogue: the library's GEMM
-                if "--library gemm" not in str(e):
-                    raise
-                t = translate(problem, self.report.dsl, self.report.target, library=("gemm",), **how)
-                self.report.notes.append(f"GEMMs left to the library: {first_line(e)}")
-            # the problem and its graph are kept beside the module: the module's state comes from them
-            cached.mkdir(parents=True, exist_ok=True)
-            (cached / "graph.pt").write_bytes((Path(tmp) / "graph.pt").read_bytes())
-            (cached / "graph.py").write_text(problem.read_text())
-            (cached / "kept.txt").write_text("\n".join(t.graph.meta.get("opaque", [])))
-            (cached / "module.py").write_text(t.source)  # last: its presence marks a complete entry
+            return dynamo_background.write_entry(problem, cached, self.report.dsl, self.report.target,
+                                                 self._how(cached, spec, replay))
+
+    def _start(self, args: Sequence[Any], cached: Path, spec: str, replay: bool) -> Future[tuple[str, list[str]]]:
+        """The module written and verified by the background translator; the problem staged here."""
+        problem = _write_problem(self.gm, args, Path(tempfile.mkdtemp(prefix="akg-dynamo-")), self.kind, self.sizes)
+        job = dynamo_background.translator().submit(
+            {"problem": str(problem), "entry": str(cached), "dsl": self.report.dsl, "target": self.report.target,
+             "how": self._how(cached, spec, replay)})
+        job.add_done_callback(lambda _: dynamo_background.staged(problem))
+        self.pending.append(job)
+        return job
 
 
 def _tensors_only(fn: Callable[..., Any], tensors: list[int], *args: Any) -> Any:
@@ -440,6 +481,15 @@ def _needs_grad(example_inputs: Sequence[Any]) -> bool:
     return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs)
 
 
+def _prestart(opts: Options, target: str, dsl: str) -> None:
+    """The verifier's fork server started ahead of the first verification: the background translator's, which
+    verifies under first_call="eager" (started now with it), or this process's."""
+    if opts.first_call == "eager":
+        dynamo_background.translator().prestart(target, dsl)
+    else:
+        prestart_for(target, ahead=True, dsl=dsl)
+
+
 class AkgBackend:
     """A dynamo backend holding its options and a report of every graph it was given."""
 
@@ -450,13 +500,13 @@ class AkgBackend:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         name = f"graph{len(self.report.graphs) + len(self.report.fallbacks)}"
         dsl, target = _pick(self.opts, example_inputs)
-        prestart_for(target, ahead=True, dsl=dsl)  # its imports overlap the rest of dynamo's work and the lift
+        _prestart(self.opts, target, dsl)  # its imports overlap the rest of dynamo's work and the lift
 
         def written(g: torch.fx.GraphModule, kind: str) -> CompiledGraph:
             """Each graph, a training step's forward and backward too, replayed as a CUDA graph where eligible."""
             rep = GraphReport(f"{name}.{kind}" if kind != "inference" else name, dsl, target)
             self.report.graphs.append(rep)
-            return CompiledGraph(g, self.opts, rep, kind=kind, replayable=True)
+            return CompiledGraph(g, self.opts, rep, kind=kind, replayable=True, pending=self.report.pending)
 
         if _needs_grad(example_inputs):
             if self.opts.training == "akg":
@@ -486,7 +536,7 @@ def compile(model: Callable[..., Any], *, dsl: str = "", target: str = "", dynam
     backend = AkgBackend({"dsl": dsl, "target": target, **options})
     if isinstance(model, torch.nn.Module):  # the verifier's fork server imports while dynamo traces
         dsl, target = _pick(backend.opts, list(model.parameters())[:1])
-        prestart_for(target, ahead=True, dsl=dsl)  # the weights' device's
+        _prestart(backend.opts, target, dsl)  # the weights' device's
     compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     compiled.akg_report = backend.report
     if isinstance(compiled, torch.nn.Module):

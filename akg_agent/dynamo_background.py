@@ -1,0 +1,170 @@
+"""Writing a dynamo graph's module: in this process, or in a background process while the graph runs as torch.
+
+`write_entry` writes and verifies one graph's module into its cache entry (`dynamo.CompiledGraph`). With the
+backend's option `first_call="eager"` it runs in a translator process instead (`Translator`, one per
+process, started at the first graph): the caller's calls run the captured graph as torch meanwhile, and the
+module takes over at the first call after its entry is complete. A separate process rather than a thread:
+the lift draws random numbers from torch's generator (the caller's dropout must draw what eager draws), and
+lifting and planning are Python work that would hold the caller's interpreter lock.
+
+The protocol is one JSON object per line: a job {"id", "problem", "entry", "dsl", "target", "how"} on the
+translator's stdin, its answer {"id", "error", "notes"} on the descriptor it was handed, the translator's
+stdout and stderr going to a log in akg's cache directory (what translate prints must not break a line).
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import IO, Any
+
+from ir.errors import AkgError
+
+
+def write_entry(problem: Path, entry: Path, dsl: str, target: str, how: dict[str, Any]) -> list[str]:
+    """Translate `problem` (a graph's problem file, its graph.pt beside it) and write the cache entry; the
+    notes to add to the graph's report. Raises AkgError where no module can be written."""
+    from .translate import translate
+    from .verifier.candidate import first_line
+
+    notes = []
+    how = dict(how, build_cache=Path(how["build_cache"]) if how.get("build_cache") else None,
+               seeds=tuple(how["seeds"]))  # a job's options came through JSON
+    try:
+        t = translate(problem, dsl, target, **how)
+    except AkgError as e:  # a GEMM the backend cannot write with its epilogue: the library's GEMM
+        if "--library gemm" not in str(e):
+            raise
+        t = translate(problem, dsl, target, library=("gemm",), **how)
+        notes.append(f"GEMMs left to the library: {first_line(e)}")
+    # the problem and its graph are kept beside the module: the module's state comes from them
+    entry.mkdir(parents=True, exist_ok=True)
+    (entry / "graph.pt").write_bytes((problem.parent / "graph.pt").read_bytes())
+    (entry / "graph.py").write_text(problem.read_text())
+    (entry / "kept.txt").write_text("\n".join(t.graph.meta.get("opaque", [])))
+    (entry / "module.py").write_text(t.source)  # last: its presence marks a complete entry
+    return notes
+
+
+class Translator:
+    """The background translator process and the jobs it was given (each a Future of (error, notes))."""
+
+    def __init__(self, log: Path) -> None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        read, write = os.pipe()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                            os.environ.get("PYTHONPATH", "")]))
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "akg_agent.dynamo_background", str(write)],
+                                         stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                                         pass_fds=(write,), env=env)
+        os.close(write)
+        self.log = log
+        self.answers: IO[str] = os.fdopen(read, "r")
+        self.jobs: dict[int, Future[tuple[str, list[str]]]] = {}
+        self.ids = itertools.count()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._pump, name="akg-translator", daemon=True).start()
+
+    def submit(self, job: dict[str, Any]) -> Future[tuple[str, list[str]]]:
+        done: Future[tuple[str, list[str]]] = Future()
+        with self.lock:
+            if self.proc.poll() is not None:
+                done.set_result((f"akg's background translator exited (status {self.proc.returncode}; "
+                                 f"its log: {self.log})", []))
+                return done
+            n = next(self.ids)
+            self.jobs[n] = done
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps({**job, "id": n}) + "\n").encode())
+            self.proc.stdin.flush()
+        return done
+
+    def prestart(self, target: str, dsl: str) -> None:
+        """The translator's verifier fork server for `target` started now (its imports overlap the graph's)."""
+        with self.lock:
+            if self.proc.poll() is None and self.proc.stdin is not None:
+                self.proc.stdin.write((json.dumps({"prestart": [target, dsl]}) + "\n").encode())
+                self.proc.stdin.flush()
+
+    def _pump(self) -> None:
+        with self.answers:
+            for line in self.answers:
+                answer = json.loads(line)
+                with self.lock:
+                    done = self.jobs.pop(answer["id"], None)
+                if done is not None:
+                    done.set_result((answer["error"], answer["notes"]))
+        self.proc.wait()
+        with self.lock:  # the process ended: what it was still writing will not come
+            left, self.jobs = self.jobs, {}
+        for done in left.values():
+            done.set_result((f"akg's background translator exited (status {self.proc.returncode}) before "
+                             f"the module was written; its log: {self.log}", []))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+
+
+_translators: dict[frozenset[tuple[str, str]], Translator] = {}
+_started = threading.Lock()
+
+
+def translator() -> Translator:
+    """This process's translator for its environment as it is now (the cache directory, TRITON_INTERPRET and
+    the visible devices are read from it), started at the first call."""
+    env = frozenset((k, v) for k, v in os.environ.items() if not k.startswith("PYTEST_"))  # pytest's per test
+    with _started:
+        t = _translators.get(env)
+        if t is None or t.proc.poll() is not None:
+            from hardware_models.spec import cache_dir
+            log = cache_dir() / "logs" / f"translator-{os.getpid()}-{len(_translators)}.log"
+            t = _translators[env] = Translator(log)
+            atexit.register(t.close)
+        return t
+
+
+def staged(problem: Path) -> None:
+    """The staging folder of a job's problem, removed once its answer came."""
+    shutil.rmtree(problem.parent, ignore_errors=True)
+
+
+def _serve(answer_fd: int) -> None:
+    import traceback
+
+    from .verifier import prestart_for
+    from .verifier.candidate import first_line
+
+    answers = os.fdopen(answer_fd, "w")
+    for line in sys.stdin:
+        job = json.loads(line)
+        if "prestart" in job:
+            target, dsl = job["prestart"]
+            prestart_for(target, dsl=dsl)
+            continue
+        error, notes = "", []
+        try:
+            notes = write_entry(Path(job["problem"]), Path(job["entry"]), job["dsl"], job["target"], job["how"])
+        except AkgError as e:
+            error = str(e)
+        except Exception as e:  # noqa: BLE001 - any failure is the graph's answer: it then stays torch
+            error = f"{type(e).__name__}: {first_line(e)}"
+            traceback.print_exc()  # into the translator's log
+        answers.write(json.dumps({"id": job["id"], "error": error, "notes": notes}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))

@@ -1,0 +1,141 @@
+"""torch.compile(backend="akg") with first_call="eager": calls run as torch while a background process
+writes and verifies the module, which takes over once its entry is complete (`dynamo_background`)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import akg_agent
+from akg_agent import dynamo_background
+from akg_agent.dynamo import Options
+from ir.errors import AkgError
+
+
+class Block(nn.Module):
+    def __init__(self, d: int = 32, p: float = 0.0):
+        super().__init__()
+        self.a, self.b, self.n = nn.Linear(d, 2 * d), nn.Linear(2 * d, d), nn.LayerNorm(d)
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.n(x + F.dropout(self.b(F.gelu(self.a(x))), self.p, self.training))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()  # a Block seen at another size would come back with symbolic sizes
+
+
+def _compiled(model: nn.Module, tmp_path: Path) -> nn.Module:
+    return akg_agent.compile(model, dsl="cpp", target="cpu", cache_dir=str(tmp_path), seeds=(0,),
+                             first_call="eager")
+
+
+def test_calls_run_as_torch_until_the_module_is_written_then_the_module(tmp_path):
+    torch.manual_seed(0)
+    model, x = Block().eval(), torch.randn(4, 8, 32)
+    c = _compiled(model, tmp_path)
+    with torch.no_grad():
+        want = model(x)
+        t0 = time.perf_counter()
+        first = c(x)
+        first_s = time.perf_counter() - t0
+        rep = c.akg_report.graphs[0]
+        assert (rep.translations, rep.eager_calls) == (0, 1)  # not written yet: the graph ran as torch
+        torch.testing.assert_close(first, want, rtol=0, atol=0)
+        assert c.akg_report.wait(timeout=600)
+        assert c.akg_report.pending and all(f.done() for f in c.akg_report.pending)
+        assert (tmp_path.glob("*/module.py")).__next__().is_file()
+        got = c(x)
+        got2 = c(x)
+    # the module took over at the first call after it was written: no further call ran as torch
+    assert (rep.translations, rep.cache_hits, rep.eager_calls) == (1, 0, 1), rep.line()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got2, got, rtol=0, atol=0)
+    assert "1 call(s) as torch while writing in the background" in rep.line()
+    assert first_s < 30  # the first call did not wait for the module (which takes its own seconds)
+
+
+def test_training_steps_run_as_torch_then_the_written_forward_and_backward(tmp_path):
+    torch.manual_seed(0)
+    model, x = Block(p=0.1).train(), torch.randn(4, 8, 32)
+    ref = Block(p=0.1).train()
+    ref.load_state_dict(model.state_dict())
+    c = _compiled(model, tmp_path)
+
+    def step(m: nn.Module, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        m.zero_grad()
+        torch.manual_seed(seed)
+        y = m(x)
+        y.square().mean().backward()
+        return y.detach(), m.a.weight.grad.clone()
+
+    y, g = step(c, 1)
+    y_ref, g_ref = step(ref, 1)
+    # as torch (AOTAutograd's decomposed graph: its layer norm rounds apart from eager's): the dropout drew
+    # eager's mask (the background process has generators of its own); another mask would differ by O(1)
+    torch.testing.assert_close(y, y_ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(g, g_ref, rtol=1e-6, atol=1e-7)
+    assert c.akg_report.wait(timeout=900)
+    for seed in (2, 3):  # the forward's module at the first step after, the backward's at the next
+        y, g = step(c, seed)
+        y_ref, g_ref = step(ref, seed)
+        torch.testing.assert_close(y, y_ref, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(g, g_ref, rtol=1e-4, atol=1e-5)
+    assert c.akg_report.wait(timeout=900)
+    y, g = step(c, 4)
+    y_ref, g_ref = step(ref, 4)
+    torch.testing.assert_close(g, g_ref, rtol=1e-4, atol=1e-5)
+    reps = {r.name.split(".")[-1]: r for r in c.akg_report.graphs}
+    assert set(reps) == {"forward", "backward"}
+    assert all(r.translations == 1 and r.torch_sizes == 0 for r in reps.values()), c.akg_report.summary()
+
+
+class _Failing:
+    """A translator whose every job comes back without a module."""
+
+    def submit(self, job: dict) -> Future:
+        done: Future = Future()
+        done.set_result(("the verifier rejected it: 3 of 128 values off", []))
+        return done
+
+    def prestart(self, target: str, dsl: str) -> None:
+        pass
+
+
+def test_a_module_the_background_could_not_write_leaves_the_graph_torch_with_its_cause(tmp_path, monkeypatch):
+    monkeypatch.setattr(dynamo_background, "translator", lambda: _Failing())
+    model, x = Block().eval(), torch.randn(2, 32)
+    c = _compiled(model, tmp_path)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            torch.testing.assert_close(c(x), model(x), rtol=0, atol=0)
+    rep = c.akg_report.graphs[0]
+    assert (rep.translations, rep.torch_sizes, rep.eager_calls) == (0, 1, 1)
+    assert any("3 of 128 values off" in str(w.message) for w in seen)
+
+
+def test_the_translator_answers_a_job_it_cannot_do_and_goes_on(tmp_path):
+    t = dynamo_background.translator()
+    job = {"problem": str(tmp_path / "missing" / "graph.py"), "entry": str(tmp_path / "entry"), "dsl": "cpp",
+           "target": "cpu", "how": {"seeds": [0]}}
+    error, notes = t.submit(job).result(timeout=300)
+    assert "graph.py" in error and notes == []
+    error2, _ = t.submit(job).result(timeout=300)  # the same process answers again
+    assert error2 == error and t.proc.poll() is None
+
+
+def test_first_call_takes_wait_or_eager():
+    assert Options.of({"first_call": "eager"}).first_call == "eager"
+    assert Options().first_call == "wait"
+    with pytest.raises(AkgError, match="first_call='soon'.*'wait' or 'eager'"):
+        Options.of({"first_call": "soon"})
