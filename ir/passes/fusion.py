@@ -16,7 +16,7 @@ import networkx as nx
 from ..graph import Graph, Node
 from ..ops import opdef
 from .base import Firing, Trace, register
-from .library import LIBRARY_MARK
+from .library import LIBRARY_MARK, library_op
 from .strides import VIEW_OPS, view_strides
 
 SOURCES = ("input", "param", "scalar", "full", "arange")
@@ -44,8 +44,7 @@ def _torch_anchor(grp: Group) -> bool:
     anyway, so a window or reduction reading it may take it as its prologue (a convolution's batch norm and
     ReLU computed as its max pool loads them: the activation is never stored)."""
     a = grp.anchor
-    return a is not None and (bool(a.meta.get(LIBRARY_MARK)) or bool(a.attrs.get("channels_last"))) and \
-        len(grp.nodes) > 1
+    return a is not None and library_op(a) and len(grp.nodes) > 1
 
 
 def fusion_kind(n: Node) -> str:

@@ -67,11 +67,16 @@ def is_view(n: Node) -> bool:
     return n.op in VIEW_OPS and all(isinstance(v, int) for v in fixed)
 
 
+def library_op(n: Node) -> bool:
+    """A node lowering makes a torch (library) call whatever its plan: marked by this pass, or a channels-last
+    convolution."""
+    return bool(n.meta.get(LIBRARY_MARK)) or bool(n.attrs.get("channels_last"))
+
+
 def _torch_call(n: Node) -> bool:
-    """Marked, or a composite decomposition kept whole (attention, a norm), or a channels-last convolution:
-    lowering makes each a torch call, which takes a strided view where a generated kernel needs its operand
-    dense."""
-    return bool(n.meta.get(LIBRARY_MARK)) or opdef(n.op).group == "composite" or bool(n.attrs.get("channels_last"))
+    """A library op or a composite decomposition kept whole (attention, a norm): lowering makes each a torch
+    call, which takes a strided view where a generated kernel needs its operand dense."""
+    return library_op(n) or opdef(n.op).group == "composite"
 
 
 def _passed_as_view(n: Node, users: list[Node]) -> bool:
