@@ -139,3 +139,22 @@ def test_first_call_takes_wait_or_eager():
     assert Options().first_call == "wait"
     with pytest.raises(AkgError, match="first_call='soon'.*'wait' or 'eager'"):
         Options.of({"first_call": "soon"})
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_translator_verifies_beside_a_caller_that_holds_cuda(tmp_path):
+    """The caller's process has CUDA initialised (its eager calls ran there); the translator, a process of
+    its own, verifies the Triton module on the same GPU, which then replays as a CUDA graph."""
+    torch.manual_seed(0)
+    model, x = Block().eval().cuda(), torch.randn(4, 8, 32, device="cuda")
+    c = akg_agent.compile(model, cache_dir=str(tmp_path), seeds=(0,), first_call="eager")
+    with torch.no_grad():
+        want = model(x)
+        torch.testing.assert_close(c(x), want, rtol=0, atol=0)
+        assert c.akg_report.wait(timeout=600)
+        got = c(x)
+        c(x)
+    rep = c.akg_report.graphs[0]
+    assert (rep.dsl, rep.translations, rep.eager_calls, rep.torch_sizes) == ("triton", 1, 1, 0), rep.line()
+    assert rep.replayed == 1, rep.line()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
