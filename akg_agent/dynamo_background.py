@@ -22,19 +22,22 @@ import shutil
 import subprocess
 import sys
 import threading
+import traceback
 from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
+from hardware_models.spec import cache_dir
 from ir.errors import AkgError
+
+from .translate import translate
+from .verifier import prestart_for
+from .verifier.candidate import first_line
 
 
 def write_entry(problem: Path, entry: Path, dsl: str, target: str, how: dict[str, Any]) -> list[str]:
     """Translate `problem` (a graph's problem file, its graph.pt beside it) and write the cache entry; the
     notes to add to the graph's report. Raises AkgError where no module can be written."""
-    from .translate import translate
-    from .verifier.candidate import first_line
-
     notes = []
     how = dict(how, build_cache=Path(how["build_cache"]) if how.get("build_cache") else None,
                seeds=tuple(how["seeds"]))  # a job's options came through JSON
@@ -129,7 +132,6 @@ def translator() -> Translator:
     with _started:
         t = _translators.get(env)
         if t is None or t.proc.poll() is not None:
-            from hardware_models.spec import cache_dir
             log = cache_dir() / "logs" / f"translator-{os.getpid()}-{len(_translators)}.log"
             t = _translators[env] = Translator(log)
             atexit.register(t.close)
@@ -142,11 +144,6 @@ def staged(problem: Path) -> None:
 
 
 def _serve(answer_fd: int) -> None:
-    import traceback
-
-    from .verifier import prestart_for
-    from .verifier.candidate import first_line
-
     answers = os.fdopen(answer_fd, "w")
     for line in sys.stdin:
         job = json.loads(line)
