@@ -15,6 +15,7 @@ stdout and stderr going to a log in akg's cache directory (what translate prints
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import json
 import os
@@ -86,14 +87,19 @@ class Translator:
                 return done
             n = next(self.ids)
             self.jobs[n] = done
-            assert self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps({**job, "id": n}) + "\n").encode())
-            self.proc.stdin.flush()
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write((json.dumps({**job, "id": n}) + "\n").encode())
+                self.proc.stdin.flush()
+            except OSError as e:  # it died since: the graph stays torch, the caller's call goes on
+                self.jobs.pop(n)
+                done.set_result((f"akg's background translator could not take the job ({e}; its log: "
+                                 f"{self.log})", []))
         return done
 
     def prestart(self, target: str, dsl: str) -> None:
         """The translator's verifier fork server for `target` started now (its imports overlap the graph's)."""
-        with self.lock:
+        with self.lock, contextlib.suppress(OSError):  # a translator that died answers its next job
             if self.proc.poll() is None and self.proc.stdin is not None:
                 self.proc.stdin.write((json.dumps({"prestart": [target, dsl]}) + "\n").encode())
                 self.proc.stdin.flush()

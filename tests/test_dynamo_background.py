@@ -134,6 +134,17 @@ def test_the_translator_answers_a_job_it_cannot_do_and_goes_on(tmp_path):
     assert error2 == error and t.proc.poll() is None
 
 
+def test_a_translator_that_died_answers_its_jobs_and_a_new_one_starts(tmp_path):
+    t = dynamo_background.translator()
+    t.close()  # killed, as by the OOM killer
+    job = {"problem": str(tmp_path / "graph.py"), "entry": str(tmp_path / "e"), "dsl": "cpp", "target": "cpu",
+           "how": {"seeds": [0]}}
+    error, _ = t.submit(job).result(timeout=60)  # an answer, not an exception in the caller's call
+    assert "translator exited" in error and "its log" in error
+    fresh = dynamo_background.translator()
+    assert fresh is not t and fresh.proc.poll() is None
+
+
 def test_first_call_takes_wait_or_eager():
     assert Options.of({"first_call": "eager"}).first_call == "eager"
     assert Options().first_call == "wait"
