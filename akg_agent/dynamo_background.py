@@ -1,8 +1,8 @@
 """Writing a dynamo graph's module: in this process, or in a background process while the graph runs as torch.
 
 `write_entry` writes and verifies one graph's module into its cache entry (`dynamo.CompiledGraph`). With the
-backend's option `first_call="eager"` it runs in a translator process instead (`Translator`, one per
-process, started at the first graph): the caller's calls run the captured graph as torch meanwhile, and the
+backend's option `first_call="eager"` it runs in a translator process instead (`Translator`; a `Pool` of
+them per process, one per four cores): the caller's calls run the captured graph as torch meanwhile, and the
 module takes over at the first call after its entry is complete. A separate process rather than a thread:
 the lift draws random numbers from torch's generator (the caller's dropout must draw what eager draws), and
 lifting and planning are Python work that would hold the caller's interpreter lock.
@@ -127,21 +127,67 @@ class Translator:
             self.proc.stdin.close()
 
 
-_translators: dict[frozenset[tuple[str, str]], Translator] = {}
+class Pool:
+    """Translators for one environment: up to `size` processes, each job to the least busy (a model of eight
+    graphs need not write them one after another on a host of many cores), one job per cache entry (two graphs
+    of the same code and sizes, Mixtral's experts, are written once)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.members: list[Translator] = []
+        self.entries: dict[str, Future[tuple[str, list[str]]]] = {}
+        self.lock = threading.Lock()
+
+    def _member(self) -> Translator:
+        live = [t for t in self.members if t.proc.poll() is None]
+        idle = min(live, key=lambda t: len(t.jobs), default=None)
+        if idle is None or (idle.jobs and len(live) < self.size):
+            idle = Translator(cache_dir() / "logs" / f"translator-{os.getpid()}-{next(_logs)}.log")
+            atexit.register(idle.close)
+            self.members = [*live, idle]
+        return idle
+
+    def submit(self, job: dict[str, Any]) -> Future[tuple[str, list[str]]]:
+        with self.lock:
+            same = self.entries.get(job["entry"])
+            if same is not None and not same.done():
+                return same
+            done = self.entries[job["entry"]] = self._member().submit(job)
+            return done
+
+    def prestart(self, target: str, dsl: str) -> None:
+        with self.lock:
+            self._member().prestart(target, dsl)
+
+    def close(self) -> None:
+        with self.lock:
+            for t in self.members:
+                t.close()
+
+
+_pools: dict[frozenset[tuple[str, str]], Pool] = {}
 _started = threading.Lock()
+_logs = itertools.count()
 
 
-def translator() -> Translator:
-    """This process's translator for its environment as it is now (the cache directory, TRITON_INTERPRET and
-    the visible devices are read from it), started at the first call."""
+def pool_size() -> int:
+    """Translators at once: one per four cores (each verifies in a fork server of its own; a 2-core host keeps
+    one, whose compiles already share the cores with the caller's calls), at most four."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores // 4))
+
+
+def translator() -> Pool:
+    """This process's translators for its environment as it is now (the cache directory, TRITON_INTERPRET and
+    the visible devices are read from it), each started when a job needs it."""
     env = frozenset((k, v) for k, v in os.environ.items() if not k.startswith("PYTEST_"))  # pytest's per test
     with _started:
-        t = _translators.get(env)
-        if t is None or t.proc.poll() is not None:
-            log = cache_dir() / "logs" / f"translator-{os.getpid()}-{len(_translators)}.log"
-            t = _translators[env] = Translator(log)
-            atexit.register(t.close)
-        return t
+        if env not in _pools:
+            _pools[env] = Pool(pool_size())
+        return _pools[env]
 
 
 def staged(problem: Path) -> None:
@@ -158,6 +204,10 @@ def _serve(answer_fd: int) -> None:
             prestart_for(target, dsl=dsl)
             continue
         error, notes = "", []
+        if (Path(job["entry"]) / "module.py").is_file():  # written meanwhile (another process, an earlier job)
+            answers.write(json.dumps({"id": job["id"], "error": "", "notes": []}) + "\n")
+            answers.flush()
+            continue
         try:
             notes = write_entry(Path(job["problem"]), Path(job["entry"]), job["dsl"], job["target"], job["how"])
         except AkgError as e:

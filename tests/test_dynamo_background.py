@@ -124,25 +124,76 @@ def test_a_module_the_background_could_not_write_leaves_the_graph_torch_with_its
     assert any("3 of 128 values off" in str(w.message) for w in seen)
 
 
+def _missing(tmp_path: Path, name: str) -> dict:
+    return {"problem": str(tmp_path / name / "graph.py"), "entry": str(tmp_path / name / "entry"), "dsl": "cpp",
+            "target": "cpu", "how": {"seeds": [0]}}
+
+
 def test_the_translator_answers_a_job_it_cannot_do_and_goes_on(tmp_path):
-    t = dynamo_background.translator()
-    job = {"problem": str(tmp_path / "missing" / "graph.py"), "entry": str(tmp_path / "entry"), "dsl": "cpp",
-           "target": "cpu", "how": {"seeds": [0]}}
-    error, notes = t.submit(job).result(timeout=300)
+    pool = dynamo_background.translator()
+    error, notes = pool.submit(_missing(tmp_path, "a")).result(timeout=300)
     assert "graph.py" in error and notes == []
-    error2, _ = t.submit(job).result(timeout=300)  # the same process answers again
-    assert error2 == error and t.proc.poll() is None
+    first = [m.proc.pid for m in pool.members]
+    error2, _ = pool.submit(_missing(tmp_path, "b")).result(timeout=300)  # the same process answers again
+    assert "graph.py" in error2 and [m.proc.pid for m in pool.members] == first
 
 
-def test_a_translator_that_died_answers_its_jobs_and_a_new_one_starts(tmp_path):
-    t = dynamo_background.translator()
-    t.close()  # killed, as by the OOM killer
-    job = {"problem": str(tmp_path / "graph.py"), "entry": str(tmp_path / "e"), "dsl": "cpp", "target": "cpu",
-           "how": {"seeds": [0]}}
-    error, _ = t.submit(job).result(timeout=60)  # an answer, not an exception in the caller's call
+def test_a_translator_that_died_answers_its_jobs_and_another_takes_the_next(tmp_path):
+    """The translator in a raw Translator answers its pending jobs when it dies; a pool starts another for the
+    next job rather than handing it to the dead one."""
+    pool = dynamo_background.translator()
+    pool.submit(_missing(tmp_path, "a")).result(timeout=300)
+    dead = pool.members[0]
+    dead.close()  # killed, as by the OOM killer
+    error, _ = dead.submit(_missing(tmp_path, "b")).result(timeout=60)  # an answer, not an exception
     assert "translator exited" in error and "its log" in error
-    fresh = dynamo_background.translator()
-    assert fresh is not t and fresh.proc.poll() is None
+    error, _ = pool.submit(_missing(tmp_path, "c")).result(timeout=300)
+    assert "graph.py" in error  # a live translator's answer
+    assert dead not in pool.members and all(m.proc.poll() is None for m in pool.members)
+
+
+class _Busy:
+    """A translator whose jobs never end."""
+
+    def __init__(self) -> None:
+        self.jobs: dict = {}
+
+    def submit(self, job: dict) -> Future:
+        self.jobs[len(self.jobs)] = f = Future()
+        return f
+
+
+class _Running:
+    poll = staticmethod(lambda: None)
+
+
+class _FakeTranslator(_Busy):
+    def __init__(self, log: Path) -> None:
+        super().__init__()
+        self.proc = _Running()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_pool_starts_a_second_translator_while_the_first_is_busy(monkeypatch, tmp_path):
+    monkeypatch.setattr(dynamo_background, "Translator", _FakeTranslator)
+    pool = dynamo_background.Pool(2)
+    for name in "abc":
+        pool.submit(_missing(tmp_path, name))
+    assert [len(m.jobs) for m in pool.members] == [2, 1]  # the third to the less busy of two, no third process
+
+
+def test_a_pool_writes_one_entry_once_and_sizes_itself_by_cores(monkeypatch, tmp_path):
+    pool = dynamo_background.Pool(2)
+    busy = _Busy()
+    monkeypatch.setattr(pool, "_member", lambda: busy)
+    a = pool.submit(_missing(tmp_path, "a"))
+    assert pool.submit(_missing(tmp_path, "a")) is a  # a second graph of the same code and sizes
+    assert pool.submit(_missing(tmp_path, "b")) is not a and len(busy.jobs) == 2
+    for cores, size in ((2, 1), (8, 2), (16, 4), (128, 4)):
+        monkeypatch.setattr(dynamo_background.os, "sched_getaffinity", lambda _, n=cores: set(range(n)))
+        assert dynamo_background.pool_size() == size
 
 
 def test_first_call_takes_wait_or_eager():
