@@ -20,6 +20,7 @@ RULE_PROBLEMS = {
     "reduce-through-linear": "rule_sum_through_linear",
     "reduce-through-matmul": "rule_sum_through_matmul_conv",
     "reduce-through-conv": "rule_sum_through_matmul_conv",
+    "reduce-of-full-conv-transpose": "rule_mean_of_full_conv_transpose",
     "reduce-over-size1": "rule_size1_axes",
     "softmax-over-size1": "rule_size1_axes",
     "logsumexp-over-size1": "rule_size1_axes",

@@ -65,6 +65,28 @@ def _sum_of_conv(r: Rewriter, b: dict[str, Node]) -> Node | None:
     return _finish(r, y)
 
 
+def _sum_of_full_conv_t(r: Rewriter, b: dict[str, Node]) -> Node | None:
+    """A sum or mean over every spatial axis of a transposed convolution of stride 1 without padding: each input
+    value meets every tap inside the output, so the sum is the input's spatial sums times the weight's tap sums,
+    a [N, C] x [C, O] GEMM (the image is never upsampled; KernelBench's level 2 #42 upsamples 512 x 512)."""
+    red, ct = r.root, b["ct"]
+    a, x, w = ct.attrs, ct.args[0], ct.args[1]
+    rank = ct.type.rank
+    spatial = list(range(2, rank))
+    if (x is None or w is None or reduced_axes(red) != spatial or a["groups"] != 1 or a.get("channels_last")
+            or any(v != 1 for v in a["stride"]) or any(a["padding"]) or any(a["output_padding"])
+            or not all(isinstance(d, int) for d in ct.shape)):
+        return None
+    y = r.op("matmul", [r.op("sum", [x], dims=spatial, keepdim=False), r.op("sum", [w], dims=spatial, keepdim=False)])
+    positions = math.prod(ct.shape[2:])
+    if red.op == "mean":
+        y = r.op("div", [y, r.scalar(float(positions), ct.dtype)])
+    if len(ct.args) > 2 and ct.args[2] is not None:
+        bias = ct.args[2]
+        y = r.op("add", [y, bias if red.op == "mean" else r.op("mul", [bias, r.scalar(float(positions), ct.dtype)])])
+    return _finish(r, y)
+
+
 # --- reductions and softmax-like ops over axes of size 1
 def _size1(n: Node, axes: list[int]) -> bool:
     shape = n.args[0].shape  # type: ignore[union-attr]
@@ -328,6 +350,8 @@ SIMPLIFY_RULES = (
          _sum_of_matmul),
     Rule("reduce-through-conv", P(("sum", "mean"), P("conv", bind="conv", where=lambda n: _users(n) == 1)),
          _sum_of_conv),
+    Rule("reduce-of-full-conv-transpose", P(("sum", "mean"), P("conv_transpose", bind="ct",
+                                                             where=lambda n: _users(n) == 1)), _sum_of_full_conv_t),
     Rule("reduce-over-size1", P(("sum", "mean", "amax", "amin", "prod"), X("x")), _trivial_reduction),
     Rule("softmax-over-size1", P(("softmax", "log_softmax"), X("x")), _softmax_size1),
     Rule("logsumexp-over-size1", P("logsumexp", X("x")), _logsumexp_size1),
