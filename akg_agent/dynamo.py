@@ -163,7 +163,7 @@ class Report:
     def wait(self, timeout: float | None = None) -> bool:
         """Under first_call="eager": wait until every module started in the background is written (or failed);
         the next call of each graph then runs its module. False where `timeout` seconds passed first."""
-        done, left = futures_wait(list(self.pending), timeout=timeout)
+        _, left = futures_wait(list(self.pending), timeout=timeout)
         return not left
 
 
