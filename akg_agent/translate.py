@@ -4,14 +4,13 @@ lift -> simplify -> decompose -> fuse -> plan -> lower to kernel IR -> render ->
 from __future__ import annotations
 
 import hashlib
-import importlib
 import tempfile
 import threading
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from dsl_backends import Backend, UnsupportedKernel, available, get_backend
+from dsl_backends import Backend, UnsupportedKernel, available, get_backend, hook
 from dsl_backends.jax_bridge import jax_entry
 from dsl_backends.module import Bucket, with_header
 from hardware_models.cost import SPLIT_PRODUCTS
@@ -364,14 +363,13 @@ def _prebuild(t: Translation, build_dir: Path | None) -> None:
     """The backend's prebuild hook (its compiler, no module code) started in a thread where the verification
     keeps its build in `build_dir` and the module is akg's own rendering: while the verifier's fork server
     imports, the library is built where the worker's import will look. A failure is the worker's to report."""
-    hook = get_backend(t.dsl).manifest.prebuild
-    if not hook or build_dir is None or t.executor != "native":
+    spec = get_backend(t.dsl).manifest.prebuild
+    if not spec or build_dir is None or t.executor != "native":
         return
-    mod, _, fn = hook.partition(":")
 
     def run() -> None:
         try:
-            getattr(importlib.import_module(mod), fn)(t.source, build_dir)
+            hook(spec)(t.source, build_dir)
         except Exception:  # noqa: BLE001 - the worker builds it again, and reports what fails
             pass
     threading.Thread(target=run, name="akg-prebuild", daemon=True).start()

@@ -11,6 +11,7 @@ from .base import (
                    default_dsl,
                    dsls_for,
                    get_backend,
+                   hook,
                    import_env,
                    precompilers,
                    preload,
@@ -19,5 +20,5 @@ from .base import (
 )
 
 __all__ = ["Backend", "BackendBase", "Manifest", "UnsupportedKernel", "available", "build_env", "default_dsl",
-           "dsls_for", "get_backend", "import_env", "precompilers", "preload", "preload_for_source",
+           "dsls_for", "get_backend", "hook", "import_env", "precompilers", "preload", "preload_for_source",
            "sandbox_env"]

@@ -357,13 +357,18 @@ def default_dsl(target: HardwareModel) -> str:
     return min(native)[1]
 
 
+def hook(spec: str) -> Any:
+    """What a manifest's "module:attribute" names (its entry, its precompile and prebuild hooks), imported."""
+    mod, attr = spec.split(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
 def get_backend(name: str) -> Backend:
     m = _manifests().get(name)
     if m is None:
         raise AkgError(f"unknown DSL {name!r}; available: {', '.join(sorted(_manifests()))}")
-    mod, attr = m.entry.split(":")
     try:
-        return getattr(importlib.import_module(mod), attr)
+        return hook(m.entry)
     except (ImportError, AttributeError) as e:
         raise AkgError(f"the {name} backend's entry {m.entry} cannot be loaded ({e}): put the package that "
                        "holds it on PYTHONPATH, or install it") from None

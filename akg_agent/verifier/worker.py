@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib
 import ipaddress
 import json
 import math
@@ -24,7 +23,7 @@ from typing import Any
 
 import torch
 
-from dsl_backends import precompilers
+from dsl_backends import hook, precompilers
 from ir.problem import load_problem
 
 from . import timing, window
@@ -113,8 +112,7 @@ def _precompiled(mod: Any, cand: Any, make_inputs: list[Callable[[], list[Any]]]
     input set for each size the trials run."""
     done = {}
     for dsl, where in precompilers():
-        name, fn = where.split(":")
-        got = getattr(importlib.import_module(name), fn)(mod, cand, make_inputs)
+        got = hook(where)(mod, cand, make_inputs)
         if got is not None:
             done[dsl] = got
     return {"precompile": done} if done else {}
