@@ -24,6 +24,7 @@ from ir.errors import AkgError, UnsupportedKernel
 from ir.kernel.ir import Buf, Kernel, KernelProgram
 from ir.kernel.schedule import Schedule, Schedules
 
+from .chain import Chain
 from .module import Bucket, write_module
 
 HERE = Path(__file__).parent
@@ -276,8 +277,18 @@ class BackendBase:
         every = [*(s for _, p, _ in buckets for s in p.kernels()), *prog.kernels()]
         merged = {k: v for _, _, sch in buckets for k, v in sch.items()} | dict(schedules)
         sources = {k.name: self.render_kernel(k, merged[k.name], target) for k in every}
+        for p, s in [(prog, schedules), *((bp, bs) for _, bp, bs in buckets)]:
+            sources.update((c.name, self.render_chain(c, p, sources)) for c in self.chains(p, s))
         f = self.frame(replace(prog, steps=every), merged, target, sources)
-        return write_module(prog, schedules, meta, f, self.launch, weights, self.manifest, buckets)
+        return write_module(prog, schedules, meta, f, self, weights, buckets)
+
+    def chains(self, prog: KernelProgram, schedules: Schedules) -> list[Chain]:
+        """Runs of `prog`'s kernels the module calls once each (`dsl_backends.chain`): none unless the
+        backend joins them (a host language whose calls cost more from Python than from itself)."""
+        return []
+
+    def render_chain(self, chain: Chain, prog: KernelProgram, sources: Mapping[str, str]) -> str:
+        raise UnsupportedKernel(f"the {self.manifest.name} backend joins no kernels into one call")
 
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:

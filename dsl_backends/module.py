@@ -18,6 +18,7 @@ from ir.recurrence import RESULTS
 from ir.sym import PREFIX, Dyn
 from ir.types import DTYPES
 
+from .chain import Chain, chain_at
 from .module_helpers import (
     EMBEDDING_GRAD,
     HUGE_EMPTY,
@@ -391,12 +392,26 @@ Launch = Callable[[Kernel, Schedule, Callable[[Buf | None], str]], list[str]]
 Bucket = tuple[int, KernelProgram, Schedules]  # (largest size, its program, its schedules)
 
 
-def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], frame: Framed, launch: Launch,
-                 weights: dict[str, torch.Tensor], manifest: Runs, buckets: Sequence[Bucket] = ()) -> str:
+class Writes(Protocol):
+    """What the module writer calls of a backend (`base.BackendBase`)."""
+
+    @property
+    def manifest(self) -> Runs: ...
+
+    def launch(self, k: Kernel, schedule: Schedule, ref: Callable[[Buf | None], str]) -> list[str]: ...
+
+    def chains(self, prog: KernelProgram, schedules: Schedules) -> Sequence[Chain]:
+        """Runs of kernels one call runs (`dsl_backends.chain`), as the backend's frame placed them."""
+        ...
+
+
+def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], frame: Framed, backend: Writes,
+                 weights: dict[str, torch.Tensor], buckets: Sequence[Bucket] = ()) -> str:
     """The module's text (without its header): the backend's `frame` (`base.Frame`: imports, prelude, sources,
-    requires) around the launches. The `manifest`'s `devices`: the device types its launches accept; its
-    `runtime`: the packages it needs (a missing one is a one-line error at import, naming the fix).
-    `buckets` (--dynamic): programs for sizes up to each bound, tried in order before `prog`."""
+    requires) around its launches and chains (`Writes`). Its manifest's `devices`: the device types its
+    launches accept; its `runtime`: the packages it needs (a missing one is a one-line error at import, naming
+    the fix). `buckets` (--dynamic): programs for sizes up to each bound, tried in order before `prog`."""
+    launch, plan, manifest = backend.launch, backend.chains, backend.manifest
     imports, prelude, sources, requires = frame.imports, frame.prelude, frame.sources, frame.requires
     devices, runtime = manifest.devices, manifest.runtime
     state = meta.get("state_dict", [])
@@ -470,8 +485,8 @@ def write_module(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any]
         size = PREFIX + next(iter(dynamic))
         for upper, bprog, bsched in buckets:
             body.append(f"if {size} <= {upper}:  # schedules chosen for sizes up to {upper}")
-            body += ["    " + ln for ln in _steps(bprog, bsched, meta, env, launch)]
-    body += _steps(prog, schedules, meta, env, launch)
+            body += ["    " + ln for ln in _steps(bprog, bsched, meta, env, launch, plan(bprog, bsched))]
+    body += _steps(prog, schedules, meta, env, launch, plan(prog, schedules))
     lines += ["        " + ln for ln in body]
     return "\n".join(lines) + "\n"
 
@@ -492,10 +507,20 @@ def _guard_lines(params: list[str], env: list[tuple[str, Buf | None, Any]], devi
             "if not _akg_ok:", f"    {call}"]
 
 
+def _allocation(b: Buf, env: list[tuple[str, Buf | None, Any]], device: str) -> str:
+    shape, dtype, size = tuple(b.shape), torch_dtype(b.dtype), huge_allocation(b)
+    # an input of its shape and dtype (made contiguous above): empty_like parses no keywords, ~60% of
+    # torch.empty's cost a call
+    like = next((i.name for _, i, _ in env if i is not None and tuple(i.shape) == shape and i.dtype == b.dtype), None)
+    return (f"{b.name} = _akg_empty({shape!r}, {dtype}, {device}, {size})" if size else
+            f"{b.name} = torch.empty_like({like})" if like else
+            f"{b.name} = torch.empty({shape!r}, dtype={dtype}, device={device})")
+
+
 def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env: list[tuple[str, Buf | None, Any]],
-           launch: Launch) -> list[str]:
-    """forward's lines that run `prog` after the guard: inputs made contiguous, parameters, each step,
-    the buffers forward writes, the return."""
+           launch: Launch, chains: Sequence[Chain] = ()) -> list[str]:
+    """forward's lines that run `prog` after the guard: inputs made contiguous, parameters, each step (or
+    each chain of steps, `chains`), the buffers forward writes, the return."""
     body: list[str] = []
     ins = [b.name for b in prog.inputs]
     names: dict[str, str] = {b.name: b.name for b in prog.inputs}
@@ -515,25 +540,29 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
     # a generated kernel indexes its inputs as contiguous; torch's calls take any strides (an attention's
     # output, say, comes back transposed in memory and is returned as it is, as eager returns it)
     by_kernels = {b.name for k in prog.kernels() for b in k.inputs()}
-    for step in prog.steps:
+    device = f"{dev}.device" if ins else "'cpu'"
+    skip = 0
+    for i, step in enumerate(prog.steps):
+        chain = chain_at(chains, i)
+        if chain is not None:  # one call runs its kernels; forward allocates what outlives it
+            for b in chain.outputs:
+                body.append(_allocation(b, env, device))
+            args = [f"{ref(b)}.data_ptr()" for b in chain.inputs] + [f"{b.name}.data_ptr()" for b in chain.outputs]
+            body.append(f"_AKG_LIB.{chain.name}({', '.join(args)})  # {chain.stop - chain.start} kernels")
+            names.update((b.name, b.name) for b in chain.outputs)
+            skip = chain.stop
+        if i < skip:
+            continue
         if isinstance(step, LibraryCall) and (step.op in VIEW_OPS or step.out.name not in by_kernels):
             body.append(f"{step.out.name} = {library_line(step, ref)}")
         elif isinstance(step, LibraryCall):
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")
         else:
-            device = f"{dev}.device" if ins else "'cpu'"
             for b in step.outs():
                 if b is step.out and step.in_place:  # its operand's storage, dead after it (ir.kernel.inplace)
                     body.append(f"{b.name} = {names[step.in_place]}")
                     continue
-                shape, dtype, size = tuple(b.shape), torch_dtype(b.dtype), huge_allocation(b)
-                # an input of its shape and dtype (made contiguous above): empty_like parses no keywords, ~60%
-                # of torch.empty's cost a call
-                like = next((i.name for _, i, _ in env if i is not None and tuple(i.shape) == shape
-                             and i.dtype == b.dtype), None)
-                body.append(f"{b.name} = _akg_empty({shape!r}, {dtype}, {device}, {size})" if size else
-                            f"{b.name} = torch.empty_like({like})" if like else
-                            f"{b.name} = torch.empty({shape!r}, dtype={dtype}, device={device})")
+                body.append(_allocation(b, env, device))
             body += launch(step, schedules[step.name], ref)
         names.update((b.name, b.name) for b in (step.outs() if isinstance(step, Kernel) else [step.out]))
     outs = [ref(b) for b in prog.outputs]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from hardware_models.cost import Tiling
@@ -15,12 +16,13 @@ from ir.kernel.ir import Kernel, KernelProgram, Load, Reduce, Var, size_args, wa
 from ir.kernel.schedule import Schedule, Schedules
 
 from ..base import BackendBase, Frame, Manifest, Ref, Template, UnsupportedKernel
+from ..chain import Chain, plan_chains
 from ..cstyle import CPrinter, decode
 from ..exprs import FLOATS, reads_along, row_coords, rows_lead, strided_reduction
 from ..module import COMPILE_CACHED, UNIT
 from ..prefetch import next_row_prefetches
 from ..sweep import Sweep, row_sweep, segmented_columns
-from . import flash, pack, pyext
+from . import chain, flash, pack, pyext
 from .columns import column_values, precompute
 from .gemv import one_column, render_small_m, small_m, small_m_default, small_m_space
 from .pack import PACK_RUNTIME, pack_check, pack_launch, pack_loops, pack_params, weight_bufs
@@ -479,16 +481,25 @@ class CppBackend(BackendBase):
         through its MR x NR register tile."""
         return Tiling(block=(s["MR"], s["NR"], s.get("KC", 256)), num_warps=1, num_stages=1) if "MR" in s else None
 
+    def chains(self, prog: KernelProgram, schedules: Schedules) -> list[Chain]:
+        return plan_chains(prog, chain.can_chain)
+
+    def render_chain(self, c: Chain, prog: KernelProgram, sources: Mapping[str, str]) -> str:
+        return chain.render(c, prog, sources)
+
     def frame(self, prog: KernelProgram, schedules: Schedules, target: HardwareModel,
               sources: dict[str, str]) -> Frame:
         src = PRELUDE_CPP + "".join(UNIT + text + "\n\n" for text in sources.values())
-        py = pyext.bindings(sources.values(), [k.name for k in prog.kernels()])
+        py = pyext.bindings(sources.values(), list(sources))  # the kernels and the chains (`chains`)
         src += UNIT + py if py else ""
         # ctypes' argument types: only where the library loaded without its bindings
         argtypes = "".join(f"\n    _AKG_LIB.{k.name}.argtypes = [_ctypes.c_void_p] * {len(k.inputs()) + len(k.outs())}"
                            + (f" + [_ctypes.c_int64] * {len(size_args(k))}" if size_args(k) else "")
                            + (" + [_ctypes.c_void_p, _ctypes.c_int64]" if pack_params(k) else "")
                            for k in prog.kernels())
+        kernels = {k.name for k in prog.kernels()}
+        argtypes += "".join(f"\n    _AKG_LIB.{name}.argtypes = [_ctypes.c_void_p] * {chain.arity(name, text)}"
+                            for name, text in sources.items() if name not in kernels)
         argtypes = "if isinstance(_AKG_LIB, _ctypes.CDLL):" + argtypes if argtypes else ""
         head = (f"_AKG_SOURCE = r'''{src}'''\n_AKG_VECTOR_MATH = {VECTOR_MATH!r}\n"
                 f"_AKG_PCH_HEADER = {PCH_HEADER!r}\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_SIGNATURE = re.compile(r'^extern "C" (?:AKG_WIDE )?((?:int|void) (\w+)\(.*\)) \{$', re.M)
+SIGNATURE = re.compile(r'^extern "C" (?:AKG_WIDE )?((?:int|void) (\w+)\(.*\)) \{$', re.M)
 
 _HELPERS = r'''#ifdef AKG_PYEXT
 #include <Python.h>
@@ -47,7 +47,7 @@ static PyObject* akg_py_call(R (*f)(A...), const char* name, PyObject* const* a,
 def bindings(sources: Iterable[str], names: list[str]) -> str:
     """The bindings unit for kernels `names` (their `extern "C"` definitions in `sources`), or "" where one
     is not found (the module keeps ctypes)."""
-    found = {m.group(2): m.group(1) for text in sources for m in _SIGNATURE.finditer(text)}
+    found = {m.group(2): m.group(1) for text in sources for m in SIGNATURE.finditer(text)}
     if not names or any(n not in found for n in names):
         return ""
     decls = 'extern "C" {\n' + "".join(f"{found[n]};\n" for n in names) + "}\n"
