@@ -540,7 +540,26 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
     # a generated kernel indexes its inputs as contiguous; torch's calls take any strides (an attention's
     # output, say, comes back transposed in memory and is returned as it is, as eager returns it)
     by_kernels = {b.name for k in prog.kernels() for b in k.inputs()}
+    # an attention's mask read through a view (T5's position bias, permuted): torch's CPU attention and
+    # `_akg_nan_rows`' row maximum read a strided mask several times slower than a copy of it
+    masks = {s.args[3].name for s in prog.library_calls()
+             if s.op == "attention" and len(s.args) > 3 and s.args[3] is not None}
     device = f"{dev}.device" if ins else "'cpu'"
+    # each intermediate deleted after the step that reads it last, as eager's frees are: a forward holding all
+    # of them to its return grows the heap to their sum, which the allocator gives back at the return, and
+    # every call then faults its pages in afresh (T5 on the CPU: ~7,000 faults a call, 10% of its time)
+    keep = {b.name for b in (*prog.inputs, *prog.params, *prog.outputs)} | set(prog.aliases) | set(
+        prog.aliases.values())
+    last = {b.name: j for j, s in enumerate(prog.steps)
+            for b in (s.inputs() if isinstance(s, Kernel) else s.args) if b is not None}
+    held: list[str] = []
+
+    def free(upto: int) -> None:
+        gone = [n for n in held if last.get(n, -1) <= upto]
+        if gone:
+            body.append(f"del {', '.join(gone)}")
+            held[:] = [n for n in held if n not in gone]
+
     skip = 0
     for i, step in enumerate(prog.steps):
         chain = chain_at(chains, i)
@@ -550,10 +569,13 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
             args = [f"{ref(b)}.data_ptr()" for b in chain.inputs] + [f"{b.name}.data_ptr()" for b in chain.outputs]
             body.append(f"_AKG_LIB.{chain.name}({', '.join(args)})  # {chain.stop - chain.start} kernels")
             names.update((b.name, b.name) for b in chain.outputs)
+            held.extend(b.name for b in chain.outputs if b.name not in keep)
+            free(chain.stop - 1)
             skip = chain.stop
         if i < skip:
             continue
-        if isinstance(step, LibraryCall) and (step.op in VIEW_OPS or step.out.name not in by_kernels):
+        if isinstance(step, LibraryCall) and step.out.name not in masks and (
+                step.op in VIEW_OPS or step.out.name not in by_kernels):
             body.append(f"{step.out.name} = {library_line(step, ref)}")
         elif isinstance(step, LibraryCall):
             body.append(f"{step.out.name} = ({library_line(step, ref)}).contiguous()")
@@ -564,7 +586,10 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
                     continue
                 body.append(_allocation(b, env, device))
             body += launch(step, schedules[step.name], ref)
-        names.update((b.name, b.name) for b in (step.outs() if isinstance(step, Kernel) else [step.out]))
+        made = step.outs() if isinstance(step, Kernel) else [step.out]
+        names.update((b.name, b.name) for b in made)
+        held.extend(b.name for b in made if b.name not in keep and b.name not in held)
+        free(i)
     outs = [ref(b) for b in prog.outputs]
     mutations = meta.get("mutations", [])
     if mutations:  # buffers forward writes in place: the module keeps its own state the same way
