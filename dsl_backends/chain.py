@@ -38,7 +38,8 @@ def _nbytes(b: Buf) -> int:
     return -(-b.numel * DTYPES[b.dtype].itemsize // SCRATCH_ALIGN) * SCRATCH_ALIGN
 
 
-def _reads(step: Kernel | LibraryCall) -> list[str]:
+def reads(step: Kernel | LibraryCall) -> list[str]:
+    """The buffers a step reads, by name."""
     if isinstance(step, Kernel):
         return [b.name for b in step.inputs()]
     return [b.name for b in step.args if b is not None]
@@ -75,7 +76,7 @@ def plan_chains(prog: KernelProgram, can_chain: Callable[[Kernel], bool], prefix
     escaping = {b.name for b in prog.outputs} | set(prog.aliases) | set(prog.aliases.values())
     last_reader: dict[str, int] = {}
     for i, step in enumerate(prog.steps):
-        for name in _reads(step):
+        for name in reads(step):
             last_reader[name] = i
     runs: list[tuple[int, int]] = []
     start = None

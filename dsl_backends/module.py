@@ -18,7 +18,7 @@ from ir.recurrence import RESULTS
 from ir.sym import PREFIX, Dyn
 from ir.types import DTYPES
 
-from .chain import Chain, chain_at
+from .chain import Chain, chain_at, reads
 from .module_helpers import (
     EMBEDDING_GRAD,
     HUGE_EMPTY,
@@ -550,8 +550,7 @@ def _steps(prog: KernelProgram, schedules: Schedules, meta: dict[str, Any], env:
     # every call then faults its pages in afresh (T5 on the CPU: ~7,000 faults a call, 10% of its time)
     keep = {b.name for b in (*prog.inputs, *prog.params, *prog.outputs)} | set(prog.aliases) | set(
         prog.aliases.values())
-    last = {b.name: j for j, s in enumerate(prog.steps)
-            for b in (s.inputs() if isinstance(s, Kernel) else s.args) if b is not None}
+    last = {name: j for j, s in enumerate(prog.steps) for name in reads(s)}
     held: list[str] = []
 
     def free(upto: int) -> None:

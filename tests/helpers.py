@@ -69,6 +69,18 @@ def assert_source_verifies(problem: Path, source: str, tmp_path: Path, seeds: tu
     assert v.accepted, v.line()
 
 
+def translated_cpp(tmp_path: Path, monkeypatch: Any, text: str, name: str, **options: Any) -> tuple[Path, Any, str]:
+    """A problem's text written under `tmp_path` and translated untuned for C++ on the CPU (akg's cache kept
+    under `tmp_path`): its path, the translation and the module's source."""
+    from akg_agent.translate import build, render
+
+    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    t = build(path, "cpp", "cpu", tuned=False, **options)
+    return path, t, render(t)
+
+
 def import_written(tmp_path: Path, source: str, name: str) -> Any:
     """A rendered module imported from a file under `tmp_path` (its kernels compile on import)."""
     path = tmp_path / f"{name}.py"

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from akg_agent.translate import build, render
-
-from .helpers import import_written, problem_namespace
+from .helpers import import_written, problem_namespace, translated_cpp
 
 BIAS = '''
 import torch
@@ -36,10 +34,7 @@ def get_init_inputs():
 
 
 def test_a_permuted_mask_is_made_contiguous_once_before_the_attention(tmp_path, monkeypatch):
-    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "bias.py"
-    path.write_text(BIAS)
-    src = render(build(path, "cpp", "cpu", tuned=False, library=("attention",)))
+    _, _, src = translated_cpp(tmp_path, monkeypatch, BIAS, "bias", library=("attention",))
     forward = src[src.index("    def forward"):]
     call = next(ln for ln in forward.splitlines() if "scaled_dot_product_attention" in ln)
     mask = call.split("attn_mask=")[1].split(",")[0]

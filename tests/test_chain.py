@@ -10,13 +10,11 @@ import sysconfig
 
 import torch
 
-from akg_agent.translate import build, render
-from akg_agent.verifier import verify
 from dsl_backends.chain import SCRATCH_ALIGN, plan_chains
 from dsl_backends.cpp.chain import can_chain
 from ir.types import DTYPES
 
-from .helpers import import_written, problem_namespace
+from .helpers import assert_source_verifies, import_written, problem_namespace, translated_cpp
 
 RNN = '''
 import torch
@@ -51,11 +49,7 @@ def get_init_inputs():
 
 
 def _translated(tmp_path, monkeypatch):
-    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "rnn.py"
-    path.write_text(RNN)
-    t = build(path, "cpp", "cpu", tuned=False)
-    return path, t, render(t)
+    return translated_cpp(tmp_path, monkeypatch, RNN, "rnn")
 
 
 def test_a_recurrent_loop_runs_as_one_chain_and_matches_torch(tmp_path, monkeypatch):
@@ -84,9 +78,7 @@ def test_a_recurrent_loop_runs_as_one_chain_and_matches_torch(tmp_path, monkeypa
     old.load_state_dict(model.state_dict())
     for got, want in zip(old(x), model(x)):
         torch.testing.assert_close(got, want)
-    cand = tmp_path / "cand.py"
-    cand.write_text(src)
-    assert verify(path, cand, target="cpu", seeds=(0, 1)).accepted
+    assert_source_verifies(path, src, tmp_path)
 
 
 def test_scratch_buffers_live_at_once_never_share_bytes_and_dead_ones_are_reused(tmp_path, monkeypatch):

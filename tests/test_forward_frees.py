@@ -10,9 +10,7 @@ import re
 
 import torch
 
-from akg_agent.translate import build, render
-
-from .helpers import import_written, problem_namespace
+from .helpers import import_written, problem_namespace, translated_cpp
 
 MLP = '''
 import torch
@@ -50,10 +48,7 @@ def _forward_lines(src: str) -> list[str]:
 
 
 def test_every_intermediate_is_deleted_after_its_last_read_and_never_read_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("AKG_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "mlp.py"
-    path.write_text(MLP)
-    src = render(build(path, "cpp", "cpu", tuned=False))
+    _, _, src = translated_cpp(tmp_path, monkeypatch, MLP, "mlp")
     lines = _forward_lines(src)
     returned = set(_NAME.findall(lines[-1]))
     assigned: dict[str, int] = {}
